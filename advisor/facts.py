@@ -1,0 +1,332 @@
+"""Facts about a machine: what the rules reason over.
+
+Facts are frozen and JSON round-trippable. Every part keeps an ``unknown`` mapping from a field name to the reason the
+field could not be learned (for example ``{"memory_total_mib": "NVML: NotSupported"}``), so a failing probe leaves one
+field empty instead of failing the whole run.
+
+This module must stay cheap to import: no torch, flashinfer or textual, and no rich.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# PCIe common-ancestor levels, as `nvidia-smi topo -m` names them (NVML nvmlDeviceGetTopologyCommonAncestor values).
+PCIE_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+
+
+class FactsError(Exception):
+    """A facts file could not be loaded; the message is one line naming the file, the problem and the fix."""
+
+
+@dataclass(frozen=True)
+class Host:
+    hostname: str | None = None
+    os: str | None = None
+    python: str | None = None
+    cpu_count: int | None = None
+    unknown: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Driver:
+    """The NVIDIA driver. ``available`` is False when there is no driver at all (a fact, not an error)."""
+
+    available: bool = False
+    version: str | None = None  # "570.124.06"
+    cuda_version: str | None = None  # "12.8", from nvmlSystemGetCudaDriverVersion
+    nvml_library: str | None = None  # which Python binding answered: "nvidia-ml-py 13.615.71"
+    reason: str | None = None  # why it is unavailable: "no NVIDIA driver (NVML library not found)"
+    unknown: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int  # physical (PCI order), as NVML numbers them; ignores CUDA_VISIBLE_DEVICES
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    capability: tuple[int, int] | None = None
+    memory_total_mib: int | None = None
+    memory_free_mib: int | None = None
+    mig_mode: str | None = None  # "enabled" | "disabled" | "not supported"
+    nvlinks_active: int | None = None  # links in state up
+    unknown: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def capability_text(self) -> str:
+        return f"{self.capability[0]}.{self.capability[1]}" if self.capability else "?"
+
+
+@dataclass(frozen=True)
+class Link:
+    """How two GPUs (physical indices a < b) reach each other."""
+
+    a: int
+    b: int
+    nvlinks: int | None = None  # links from a whose remote end is b (0 on PCIe-only pairs; via NVSwitch: a's active links)
+    nvlink_p2p: str | None = None  # nvmlDeviceGetP2PStatus(.., NVLINK): "OK" or the status name ("NS", "not supported")
+    pcie: str | None = None  # "PIX" | "PXB" | "PHB" | "NODE" | "SYS"
+    unknown: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The cell `nvidia-smi topo -m` would print for this pair."""
+        if self.nvlinks:
+            return f"NV{self.nvlinks}"
+        return self.pcie or "?"
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """Multi-node NVLink fabric (GB200/GB300 NVL72): nvmlDeviceGetGpuFabricInfoV."""
+
+    state: str | None = None  # "completed" | "in progress" | "not started" | "not supported"
+    cluster_uuid: str | None = None
+    clique_id: int | None = None
+    unknown: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Topology:
+    links: tuple[Link, ...] = ()
+    nvswitch: bool | None = None  # an NVLink whose remote device type is NVSwitch was seen
+    fabric: Fabric = field(default_factory=Fabric)
+    unknown: dict[str, str] = field(default_factory=dict)
+
+    def pair(self, a: int, b: int) -> Link | None:
+        lo, hi = min(a, b), max(a, b)
+        for link in self.links:
+            if link.a == lo and link.b == hi:
+                return link
+        return None
+
+    def matrix(self, indices: list[int]) -> list[list[str]]:
+        """Rows of `nvidia-smi topo -m` cells for the given GPU indices ("X" on the diagonal, "?" when unknown)."""
+        rows = []
+        for a in indices:
+            row = []
+            for b in indices:
+                link = None if a == b else self.pair(a, b)
+                row.append("X" if a == b else (link.label if link else "?"))
+            rows.append(row)
+        return rows
+
+    def all_pairs_nvlink_p2p(self, indices: list[int]) -> bool | None:
+        """True when every pair reports NVLink P2P OK, False when one does not, None when some pair is unknown."""
+        unknown = False
+        for i, a in enumerate(indices):
+            for b in indices[i + 1 :]:
+                link = self.pair(a, b)
+                if link is None or link.nvlink_p2p is None:
+                    unknown = True
+                elif link.nvlink_p2p != "OK":
+                    return False
+        return None if unknown else True
+
+
+@dataclass(frozen=True)
+class Package:
+    """One installed distribution, learned from its dist-info and package files read as text."""
+
+    name: str  # distribution name, normalised ("flashinfer-python")
+    installed: bool = False
+    version: str | None = None  # full version from METADATA, "0.6.11+cu128"
+    local_label: str | None = None  # PEP 440 local part, "cu128"
+    location: str | None = None
+    module_version: str | None = None  # the module's __version__ as the package files define it (what flashinfer compares)
+    cuda: str | None = None  # for torch: its CUDA variant ("12.8"); None for a CPU build
+    overridden: bool = False  # set by --with-package
+    unknown: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def base_version(self) -> str | None:
+        return self.version.split("+", 1)[0] if self.version else None
+
+
+@dataclass(frozen=True)
+class ProbeError:
+    probe: str  # "nvml.gpu[3].memory", "packages", "python:/usr/bin/python3.12"
+    message: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    source: str = "live"  # "live" | "simulated:<profile>" | "file:<path>"
+    host: Host = field(default_factory=Host)
+    driver: Driver = field(default_factory=Driver)
+    gpus: tuple[Gpu, ...] = ()
+    # Physical indices an engine will see, in CUDA order, after CUDA_VISIBLE_DEVICES; None when not yet resolved.
+    visible_gpus: tuple[int, ...] | None = None
+    topology: Topology = field(default_factory=Topology)
+    packages: tuple[Package, ...] = ()
+    environment: dict[str, str] = field(default_factory=dict)
+    python_executable: str | None = None  # the interpreter whose packages were probed
+    errors: tuple[ProbeError, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    # -- queries the rules use -------------------------------------------------------------------------------------
+    def package(self, name: str) -> Package:
+        key = normalize_name(name)
+        for pkg in self.packages:
+            if pkg.name == key:
+                return pkg
+        return Package(name=key)
+
+    @property
+    def engine_gpus(self) -> tuple[Gpu, ...]:
+        """The GPUs an engine on this machine would use, in the order CUDA numbers them."""
+        if self.visible_gpus is None:
+            return self.gpus
+        by_index = {g.index: g for g in self.gpus}
+        return tuple(by_index[i] for i in self.visible_gpus if i in by_index)
+
+    @property
+    def is_simulated(self) -> bool:
+        return self.source.startswith("simulated:")
+
+    def with_packages(self, versions: dict[str, str]) -> Facts:
+        """A copy where each named package is installed at the given version (``--with-package NAME==VERSION``)."""
+        packages = {p.name: p for p in self.packages}
+        for raw_name, version in versions.items():
+            name = normalize_name(raw_name)
+            old = packages.get(name, Package(name=name))
+            label = version.split("+", 1)[1] if "+" in version else None
+            cuda = old.cuda
+            if name == "torch":
+                cuda = cuda_from_label(label) if label else None
+            # _build_meta.py holds the full version (label included), so the module version equals it.
+            packages[name] = replace(
+                old,
+                installed=True,
+                version=version,
+                local_label=label,
+                module_version=version,
+                cuda=cuda,
+                overridden=True,
+                unknown={},
+            )
+        return replace(self, packages=tuple(sorted(packages.values(), key=lambda p: p.name)))
+
+    # -- JSON --------------------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], origin: str = "facts") -> Facts:
+        if not isinstance(data, dict):
+            raise FactsError(f"{origin}: expected a JSON object of facts, got {type(data).__name__}")
+        version = data.get("schema_version")
+        if not isinstance(version, int):
+            raise FactsError(f"{origin}: no integer schema_version; re-create it with `advisor probe -o FILE`")
+        if version > SCHEMA_VERSION:
+            raise FactsError(
+                f"{origin}: facts schema {version} is newer than this advisor understands ({SCHEMA_VERSION});"
+                " upgrade tp-advisor or re-create the file with this version's `advisor probe -o FILE`"
+            )
+        try:
+            return _build(cls, data)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise FactsError(f"{origin}: malformed facts ({exc}); re-create it with `advisor probe -o FILE`") from None
+
+    @classmethod
+    def from_json(cls, text: str, origin: str = "facts") -> Facts:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FactsError(
+                f"{origin}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg});"
+                " re-create it with `advisor probe -o FILE`"
+            ) from None
+        return cls.from_dict(data, origin)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Facts:
+        """Load a saved facts file; its source becomes ``file:<path>``."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise FactsError(f"{path}: no such facts file; save one with `advisor probe -o {path}`") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise FactsError(f"{path}: cannot read facts file ({exc.__class__.__name__}: {exc})") from None
+        facts = cls.from_json(text, origin=str(path))
+        return replace(facts, source=f"file:{path}")
+
+    def save(self, path: str | Path) -> None:
+        """Write atomically, so an interrupted save never leaves half a file."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 normalisation: "Flashinfer_Python" -> "flashinfer-python"."""
+    out = name.strip().lower()
+    for ch in "_.":
+        out = out.replace(ch, "-")
+    while "--" in out:
+        out = out.replace("--", "-")
+    return out
+
+
+def cuda_from_label(label: str | None) -> str | None:
+    """"cu128" -> "12.8", "cu130" -> "13.0"; None for "cpu" or anything else."""
+    if not label or not label.startswith("cu") or not label[2:].isdigit() or len(label) < 5:
+        return None
+    digits = label[2:]
+    return f"{int(digits[:-1])}.{int(digits[-1])}"
+
+
+# -- generic dict -> dataclass, strict about types that matter ---------------------------------------------------------
+
+_NESTED = {
+    "host": Host,
+    "driver": Driver,
+    "topology": Topology,
+    "fabric": Fabric,
+}
+_SEQUENCES = {"gpus": Gpu, "links": Link, "packages": Package, "errors": ProbeError}
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue  # defaults fill fields older files lack
+        value = data[f.name]
+        if f.name in _NESTED:
+            value = _build(_NESTED[f.name], value)
+        elif f.name in _SEQUENCES:
+            if not isinstance(value, list):
+                raise TypeError(f"{f.name} must be a list")
+            value = tuple(_build(_SEQUENCES[f.name], item) for item in value)
+        elif f.name in ("capability", "visible_gpus") and value is not None:
+            if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
+                raise TypeError(f"{f.name} must be a list of integers")
+            value = tuple(value)
+        elif f.name in ("unknown", "environment"):
+            if not isinstance(value, dict):
+                raise TypeError(f"{f.name} must be an object")
+            value = {str(k): str(v) for k, v in value.items()}
+        kwargs[f.name] = value
+    missing = [
+        f.name
+        for f in fields(cls)
+        if f.default is MISSING and f.default_factory is MISSING and f.name not in kwargs
+    ]
+    if missing:
+        raise KeyError(f"{cls.__name__} lacks {', '.join(missing)}")
+    return cls(**kwargs)
+
