@@ -1,0 +1,208 @@
+"""Plan -> argv: the exact command line each engine is started with (a list, never a shell string).
+
+    command_for(plan, *, mode=None, extra=(), python=None, node_rank=0, dist_init_addr=None) -> list[str]
+    commands_for_nodes(plan, *, mode=None, extra=(), python=None, dist_init_addr=None) -> list[list[str]]
+
+Engines:
+- ``bundled``: torchrun (``python -m torch.distributed.run``) running ``-m launcher.runtime`` on every rank. One node:
+  ``--standalone``; several nodes: a c10d rendezvous at ``dist_init_addr`` with ``--node-rank i``. The run directory's
+  ``--log-dir``/``--tee`` flags are added by ``launcher.spawn`` (it owns the run directory), not here.
+- ``sglang``: ``python -m sglang.launch_server --model-path M --tp-size N ...``. Release-specific flag names (e.g.
+  ``--enable-flashinfer-allreduce-fusion`` up to v0.5.13, ``--flashinfer-allreduce-fusion-backend auto`` from v0.5.14)
+  are already resolved by the rules into ``plan.flags``; this module only places them.
+- ``vllm``: ``python -m vllm.entrypoints.openai.api_server --model M --tensor-parallel-size N ...``.
+
+Order of the tail, for every engine: the plan's resolved flags, then the user's explicit overrides
+(``plan.intent.overrides``), then ``extra`` (per-launch arguments such as ``--prompt``), so a later flag wins in engines
+whose parsers let the last occurrence win.
+
+Cheap to import: no torch, no advisor at run time (advisor.plan only for type checking).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from advisor.plan import Plan
+
+RUNTIME_MODULE = "launcher.runtime"
+TORCHRUN_MODULE = "torch.distributed.run"
+DEFAULT_RDZV_PORT = 29500
+DEMO_MODEL = "demo"
+ENGINES = ("bundled", "sglang", "vllm")
+
+
+class EngineCommandError(ValueError):
+    """The plan cannot be turned into a command line; the message is one line naming the fix."""
+
+
+def command_for(
+    plan: Plan,
+    *,
+    mode: str | None = None,
+    extra: Sequence[str] = (),
+    python: str | None = None,
+    node_rank: int = 0,
+    dist_init_addr: str | None = None,
+) -> list[str]:
+    """The argv that starts ``plan.intent.engine`` on node ``node_rank`` (0 for single-node plans)."""
+    engine = plan.intent.engine
+    nnodes = max(1, plan.intent.nnodes)
+    if not 0 <= node_rank < nnodes:
+        raise EngineCommandError(f"node rank {node_rank} is outside 0..{nnodes - 1}; pass a rank below --nnodes")
+    addr = dist_init_addr or _default_dist_init_addr(plan)
+    if engine == "bundled":
+        return _bundled(plan, mode=mode, extra=extra, python=python, node_rank=node_rank, addr=addr)
+    if engine == "sglang":
+        return _sglang(plan, extra=extra, python=python, node_rank=node_rank, addr=addr)
+    if engine == "vllm":
+        return _vllm(plan, extra=extra, python=python, node_rank=node_rank, addr=addr)
+    raise EngineCommandError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+
+
+def commands_for_nodes(
+    plan: Plan,
+    *,
+    mode: str | None = None,
+    extra: Sequence[str] = (),
+    python: str | None = None,
+    dist_init_addr: str | None = None,
+) -> list[list[str]]:
+    """One argv per node (node 0 first); a single-node plan gives a list of one."""
+    return [
+        command_for(plan, mode=mode, extra=extra, python=python, node_rank=rank, dist_init_addr=dist_init_addr)
+        for rank in range(max(1, plan.intent.nnodes))
+    ]
+
+
+def flag_value(flags: Sequence[str], name: str) -> str | None:
+    """The value of ``name`` in a flag list (``--name VALUE`` or ``--name=VALUE``); the last occurrence wins."""
+    value = None
+    for i, item in enumerate(flags):
+        if item == name and i + 1 < len(flags):
+            value = flags[i + 1]
+        elif item.startswith(name + "="):
+            value = item.split("=", 1)[1]
+    return value
+
+
+def without_flag(flags: Sequence[str], name: str) -> list[str]:
+    """``flags`` minus every ``--name VALUE`` / ``--name=VALUE``."""
+    out: list[str] = []
+    skip = False
+    for i, item in enumerate(flags):
+        if skip:
+            skip = False
+            continue
+        if item == name and i + 1 < len(flags):
+            skip = True
+            continue
+        if item.startswith(name + "="):
+            continue
+        out.append(item)
+    return out
+
+
+# -- bundled runtime --------------------------------------------------------------------------------------------------
+
+
+def _bundled(plan: Plan, *, mode, extra, python, node_rank: int, addr: str) -> list[str]:
+    intent = plan.intent
+    tp = max(1, intent.tp)
+    nnodes = max(1, intent.nnodes)
+    if tp % nnodes:
+        raise EngineCommandError(f"tp {tp} does not split evenly over {nnodes} nodes; choose a tp divisible by --nnodes")
+    argv = [python or sys.executable, "-m", TORCHRUN_MODULE]
+    if nnodes == 1:
+        argv += ["--standalone", "--nnodes", "1"]
+    else:
+        argv += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", addr]
+    argv += ["--nproc-per-node", str(tp // nnodes), "--max-restarts", "0"]
+    flags = list(plan.flags)
+    allreduce = flag_value(flags, "--allreduce") or "torch"
+    flags = without_flag(flags, "--allreduce")
+    argv += [
+        "-m", RUNTIME_MODULE,
+        "--model", _bundled_model(plan),
+        "--tp-size", str(tp),
+        "--dtype", intent.dtype or "auto",
+        "--device", "cuda" if plan.facts.engine_gpus else "cpu",
+        "--allreduce", allreduce,
+        "--mode", mode or intent.mode,
+    ]  # fmt: skip
+    return argv + flags + list(intent.overrides) + list(extra)
+
+
+def _bundled_model(plan: Plan) -> str:
+    """A local directory (the resolved one when the plan found it, e.g. in the HF cache) or the demo model."""
+    if plan.model is not None and plan.model.path:
+        return plan.model.path
+    return plan.intent.model or DEMO_MODEL
+
+
+# -- SGLang -----------------------------------------------------------------------------------------------------------
+
+
+def _sglang(plan: Plan, *, extra, python, node_rank: int, addr: str) -> list[str]:
+    intent = plan.intent
+    argv = [_engine_python(plan, python), "-m", "sglang.launch_server", "--model-path", _served_model(plan, "SGLang")]
+    argv += ["--tp-size", str(max(1, intent.tp))]
+    if intent.nnodes > 1:
+        argv += ["--nnodes", str(intent.nnodes), "--node-rank", str(node_rank), "--dist-init-addr", addr]
+    if intent.dp_attention:
+        argv += ["--enable-dp-attention"]
+    if intent.dp_size != 1 or intent.dp_attention:
+        argv += ["--dp-size", str(intent.dp_size)]
+    if intent.moe_a2a_backend and intent.moe_a2a_backend != "none":
+        argv += ["--moe-a2a-backend", intent.moe_a2a_backend]
+    if intent.dtype:
+        argv += ["--dtype", intent.dtype]
+    return argv + list(plan.flags) + list(intent.overrides) + list(extra)
+
+
+# -- vLLM -------------------------------------------------------------------------------------------------------------
+
+
+def _vllm(plan: Plan, *, extra, python, node_rank: int, addr: str) -> list[str]:
+    intent = plan.intent
+    argv = [_engine_python(plan, python), "-m", "vllm.entrypoints.openai.api_server", "--model", _served_model(plan, "vLLM")]
+    argv += ["--tensor-parallel-size", str(max(1, intent.tp))]
+    if intent.nnodes > 1:
+        # vLLM's multiprocessing multi-node mode: every node runs the same command; nodes other than 0 run headless.
+        host, _, port = addr.rpartition(":")
+        argv += ["--nnodes", str(intent.nnodes), "--node-rank", str(node_rank), "--master-addr", host, "--master-port", port]
+        if node_rank > 0:
+            argv += ["--headless"]
+    if intent.dp_size != 1:
+        argv += ["--data-parallel-size", str(intent.dp_size)]
+    if intent.dtype:
+        argv += ["--dtype", intent.dtype]
+    return argv + list(plan.flags) + list(intent.overrides) + list(extra)
+
+
+# -- shared -----------------------------------------------------------------------------------------------------------
+
+
+def _served_model(plan: Plan, engine_name: str) -> str:
+    """The model as the user named it (an id the engine resolves itself, or a directory)."""
+    model = plan.intent.model or (plan.model.id if plan.model is not None else None)
+    if not model or model == DEMO_MODEL:
+        raise EngineCommandError(f"{engine_name} needs a real model; pass --model ID|DIR (the demo model is bundled-only)")
+    return model
+
+
+def _engine_python(plan: Plan, python: str | None) -> str:
+    """The interpreter that has the engine installed: the explicit one, else the one whose packages were probed live."""
+    if python:
+        return python
+    if plan.facts.python_executable and plan.facts.source == "live":
+        return plan.facts.python_executable
+    return sys.executable
+
+
+def _default_dist_init_addr(plan: Plan) -> str:
+    host = plan.facts.host.hostname or "NODE0_HOST"
+    return f"{host}:{DEFAULT_RDZV_PORT}"
