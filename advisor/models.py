@@ -1,11 +1,31 @@
 """ModelSpec: the facts about a model that the rules need, read from config.json.
 
-(Contract stub: the loaders are filled in by issue 3.)
+A model reference resolves, in order, to
+1. a local directory holding config.json,
+2. a model id found offline in the Hugging Face cache (``models--org--name/snapshots/<rev>/config.json``),
+3. an entry of the bundled catalog (advisor/catalog/*.json: the real config.json facts of popular models, plus "demo",
+   the bundled runtime's demo model),
+else a one-line ModelError naming the fix. Nothing here touches the network or imports transformers.
+
+Vision-language models (Qwen3-VL-MoE, Kimi-K2.5) keep their text settings under ``text_config``; ``architectures[0]`` of the
+top level is what SGLang compares against its lists.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+CATALOG_DIR = Path(__file__).parent / "catalog"
+DEMO_ID = "demo"
+
+# Bytes per element of the dtypes config.json names.
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1}
 
 
 class ModelError(Exception):
@@ -32,3 +52,246 @@ class ModelSpec:
     num_params: int | None = None  # total parameters, for memory estimates (catalog value or computed)
     path: str | None = None  # the directory config.json came from, when local
     origin: str = "catalog"  # "directory" | "hf-cache" | "catalog"
+    kv_lora_rank: int | None = None  # set for MLA models (DeepSeek family)
+    notes: str | None = None  # catalog remarks (e.g. which facts are assumed)
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.num_experts and self.num_experts > 1)
+
+    @property
+    def uses_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def dtype_bytes(self) -> int | None:
+        return DTYPE_BYTES.get(self.dtype or "")
+
+
+# -- config.json -> ModelSpec ----------------------------------------------------------------------------------------
+
+
+def _first(config: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        value = config.get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _quantization(config: Mapping[str, Any]) -> str | None:
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return None
+    method = qc.get("quant_method")
+    if not isinstance(method, str):
+        return None
+    method = method.lower()
+    if method == "modelopt":
+        algo = str(qc.get("quant_algo") or "").upper()
+        return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if "FP8" in algo else "modelopt"
+    return method
+
+
+def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:
+    """Build a ModelSpec from a parsed config.json. ``where`` names the file in error messages."""
+    if not isinstance(config, Mapping):
+        raise ModelError(f"{where}: config.json must hold a JSON object; re-download the model or fix the file")
+    archs = config.get("architectures")
+    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+        raise ModelError(
+            f"{where}: config.json has no `architectures` list; add e.g. \"architectures\": [\"Qwen3MoeForCausalLM\"]"
+        )
+    text = config.get("text_config")
+    text = text if isinstance(text, Mapping) else {}
+    # Text settings win when nested (VL models); top-level ones fill what text_config lacks.
+    merged: dict[str, Any] = {**config, **text}
+
+    hidden = _int(merged.get("hidden_size"))
+    heads = _int(merged.get("num_attention_heads"))
+    head_dim = _int(merged.get("head_dim"))
+    nope, rope = _int(merged.get("qk_nope_head_dim")), _int(merged.get("qk_rope_head_dim"))
+    if head_dim is None and nope is not None and rope is not None:
+        head_dim = nope + rope  # MLA: the query/key head width
+    if head_dim is None and hidden and heads:
+        head_dim = hidden // heads
+    kv_heads = _int(merged.get("num_key_value_heads"))
+    if kv_heads is None:
+        kv_heads = heads  # no GQA declared: one kv head per attention head
+    dtype = _first(text, "dtype", "torch_dtype") or _first(config, "dtype", "torch_dtype")
+    fields = dict(
+        id=model_id,
+        architecture=archs[0],
+        model_type=_first(config, "model_type"),
+        hidden_size=hidden,
+        num_layers=_int(merged.get("num_hidden_layers")),
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=_int(merged.get("intermediate_size")),
+        num_experts=_int(_first(merged, "num_experts", "num_local_experts", "n_routed_experts")),
+        experts_per_token=_int(_first(merged, "num_experts_per_tok", "experts_per_token", "moe_topk")),
+        moe_intermediate_size=_int(merged.get("moe_intermediate_size")),
+        vocab_size=_int(merged.get("vocab_size")),
+        dtype=dtype if isinstance(dtype, str) else None,
+        quantization=_quantization(config) or _quantization(text),
+        path=path,
+        origin=origin,
+        kv_lora_rank=_int(merged.get("kv_lora_rank")),
+    )
+    spec = ModelSpec(**fields)
+    tied = bool(merged.get("tie_word_embeddings", False))
+    return ModelSpec(**{**fields, "num_params": estimate_params(spec, tied_embeddings=tied)})
+
+
+def estimate_params(spec: ModelSpec, *, tied_embeddings: bool = False) -> int | None:
+    """Approximate total parameters of a decoder (embeddings, attention, dense or MoE MLP, norms).
+
+    Good to a few percent for Llama/Qwen-style models; the catalog carries published totals for the others."""
+    h, layers, heads, kv, hd = spec.hidden_size, spec.num_layers, spec.num_heads, spec.num_kv_heads, spec.head_dim
+    if not all((h, layers, heads, kv, hd, spec.vocab_size)):
+        return None
+    embed = spec.vocab_size * h * (1 if tied_embeddings else 2)
+    attn = h * heads * hd * 2 + h * kv * hd * 2
+    if spec.is_moe:
+        inter = spec.moe_intermediate_size or spec.intermediate_size or 0
+        mlp = spec.num_experts * 3 * h * inter + h * spec.num_experts  # experts + router
+    else:
+        mlp = 3 * h * (spec.intermediate_size or 0)
+    return embed + layers * (attn + mlp + 2 * h) + h
+
+
+def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None, origin: str = "directory") -> ModelSpec:
+    """A ModelSpec from ``path/config.json``."""
+    directory = Path(path).expanduser()
+    if not directory.is_dir():
+        raise ModelError(f"{directory}: no such model directory; pass a directory holding config.json or a model id")
+    config_file = directory / "config.json"
+    try:
+        text = config_file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ModelError(f"{directory}: no config.json in this directory; pass the model's root directory") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{config_file}: cannot read ({exc.__class__.__name__}); check the file's permissions") from None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelError(
+            f"{config_file}: malformed JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); fix or re-download it"
+        ) from None
+    return spec_from_config(config, model_id=model_id or str(path), path=str(directory), origin=origin, where=str(config_file))
+
+
+# -- the Hugging Face cache (offline) --------------------------------------------------------------------------------
+
+
+def hf_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub (as huggingface_hub resolves it)."""
+    env = os.environ if environ is None else environ
+    if env.get("HF_HUB_CACHE"):
+        return Path(env["HF_HUB_CACHE"]).expanduser()
+    if env.get("HF_HOME"):
+        return Path(env["HF_HOME"]).expanduser() / "hub"
+    home = env.get("HOME")
+    base = Path(home) if home else Path.home()
+    return base / ".cache" / "huggingface" / "hub"
+
+
+def _snapshot_dir(repo_dir: Path) -> Path | None:
+    """The snapshot refs/main points at, else the newest snapshot that has a config.json."""
+    snapshots = repo_dir / "snapshots"
+    try:
+        ref = (repo_dir / "refs" / "main").read_text(encoding="utf-8").strip()
+    except OSError:
+        ref = ""
+    if ref and (snapshots / ref / "config.json").is_file():
+        return snapshots / ref
+    try:
+        candidates = [d for d in snapshots.iterdir() if (d / "config.json").is_file()]
+    except OSError:
+        return None
+    return max(candidates, key=lambda d: (d / "config.json").stat().st_mtime, default=None)
+
+
+def hf_cache_ids(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Model ids with a config.json in the local Hugging Face cache, sorted."""
+    root = hf_cache_dir(environ)
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return []
+    ids = []
+    for entry in entries:
+        if entry.name.startswith("models--") and _snapshot_dir(entry) is not None:
+            ids.append(entry.name[len("models--") :].replace("--", "/", 1))
+    return sorted(ids)
+
+
+def _from_hf_cache(model_id: str, environ: Mapping[str, str] | None) -> ModelSpec | None:
+    repo_dir = hf_cache_dir(environ) / ("models--" + model_id.replace("/", "--"))
+    snapshot = _snapshot_dir(repo_dir) if repo_dir.is_dir() else None
+    if snapshot is None:
+        return None
+    return load_config_dir(snapshot, model_id=model_id, origin="hf-cache")
+
+
+# -- the bundled catalog ----------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _catalog() -> dict[str, dict[str, Any]]:
+    entries: dict[str, dict[str, Any]] = {}
+    for file in sorted(CATALOG_DIR.glob("*.json")):
+        data = json.loads(file.read_text(encoding="utf-8"))
+        entries[data["id"]] = data
+    return entries
+
+
+def catalog_ids() -> list[str]:
+    """Ids of the bundled catalog ("demo" first)."""
+    ids = sorted(_catalog(), key=str.lower)
+    return [DEMO_ID, *(i for i in ids if i != DEMO_ID)] if DEMO_ID in ids else ids
+
+
+def catalog_spec(model_id: str) -> ModelSpec | None:
+    entry = _catalog().get(model_id) or next((e for k, e in _catalog().items() if k.lower() == model_id.lower()), None)
+    if entry is None:
+        return None
+    where = f"catalog entry {entry['id']}"
+    spec = spec_from_config(entry["config"], model_id=entry["id"], path=None, origin="catalog", where=where)
+    extra = {k: entry[k] for k in ("num_params", "notes") if entry.get(k) is not None}
+    return ModelSpec(**{**spec.__dict__, **extra}) if extra else spec
+
+
+# -- resolution -------------------------------------------------------------------------------------------------------
+
+
+def _looks_like_path(ref: str) -> bool:
+    return ref.startswith(("/", "./", "../", "~")) or ref in (".", "..") or os.sep == "\\" and ":" in ref
+
+
+def resolve_model(ref: str, *, environ: Mapping[str, str] | None = None) -> ModelSpec:
+    """A directory with config.json, else an id in the offline HF cache, else the bundled catalog."""
+    ref = (ref or "").strip()
+    if not ref:
+        raise ModelError("empty model reference; pass --model ID|DIR (e.g. Qwen/Qwen3-30B-A3B, or `demo`)")
+    candidate = Path(ref).expanduser()
+    if candidate.is_dir():
+        return load_config_dir(candidate, model_id=ref)
+    if _looks_like_path(ref):
+        raise ModelError(f"{ref}: no such model directory; pass an existing directory holding config.json or a model id")
+    spec = _from_hf_cache(ref, environ)
+    if spec is not None:
+        return spec
+    spec = catalog_spec(ref)
+    if spec is not None:
+        return spec
+    cache = hf_cache_dir(environ)
+    raise ModelError(
+        f"unknown model id {ref!r} offline: not in the Hugging Face cache ({cache}) nor the bundled catalog;"
+        f" run `huggingface-cli download {ref} config.json` or pass a directory holding config.json"
+    )
