@@ -1,26 +1,111 @@
-"""The `advisor` command line. Imports stay lazy: `advisor check --json` must not pay for rich, torch or textual."""
+"""The `advisor` command line. Imports stay lazy: `advisor check --json` must not pay for rich, torch or textual.
+
+Exit codes (ARCHITECTURE.md, "Contracts"): 0 no errors, 1 errors found (or warnings with --strict) or an input that could
+not be read, 2 usage error. Every error is one line on stderr, `error: ...`, never a traceback.
+"""
 
 from __future__ import annotations
+
+import sys
 
 import click
 
 from advisor import __version__
 
+# -- shell completion of option values (imports happen only when completing) -------------------------------------------
+
+
+def _complete_profiles(ctx, param, incomplete):
+    try:
+        from advisor.probe.profiles import list_profiles
+
+        return [name for name in list_profiles() if name.startswith(incomplete)]
+    except Exception:  # completion must never print a traceback into the user's shell
+        return []
+
+
+def _complete_models(ctx, param, incomplete):
+    from click.shell_completion import CompletionItem
+
+    items = [CompletionItem(incomplete, type="dir")]
+    try:
+        from advisor.models import catalog_ids
+
+        items += [CompletionItem(m) for m in catalog_ids() if m.startswith(incomplete)]
+    except Exception:
+        pass
+    return items
+
+
+# Decision ids of the Contracts; `advisor explain` also accepts any other id the plan has.
+RULE_IDS = ("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend", "memory_defaults")
+
+
+def _complete_rules(ctx, param, incomplete):
+    return [r for r in RULE_IDS if r.startswith(incomplete)]
+
+
 # Options shared by the TUI (bare `advisor`), `check`, `explain` and `launch` (ARCHITECTURE.md, "Contracts").
 COMMON_OPTIONS = [
-    click.option("--model", "model", metavar="ID|DIR", help="Model id (HF cache or bundled catalog) or a local directory."),
-    click.option("--tp", "tp", type=int, default=None, help="Tensor-parallel size."),
-    click.option("--nnodes", type=int, default=1, show_default=True, help="Number of nodes."),
+    click.option(
+        "--model",
+        "model",
+        metavar="ID|DIR",
+        shell_complete=_complete_models,
+        help="Model id (Hugging Face cache, offline, or the bundled catalog) or a local directory with config.json."
+        " Default: the bundled runtime's demo model; sglang and vllm need one.",
+    ),
+    click.option(
+        "--tp",
+        "tp",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Tensor-parallel size. Default: the number of GPUs the engine sees (2 for the bundled demo on a machine"
+        " without GPUs, else 1).",
+    ),
+    click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True, help="Number of nodes."),
     click.option("--dp-attention/--no-dp-attention", default=False, help="SGLang DP attention."),
-    click.option("--dp-size", type=int, default=1, show_default=True, help="Data-parallel size."),
+    click.option("--dp-size", type=click.IntRange(min=1), default=1, show_default=True, help="Data-parallel size."),
     click.option("--moe-a2a-backend", default="none", show_default=True, metavar="NAME", help="MoE all-to-all backend."),
-    click.option("--engine", type=click.Choice(["bundled", "sglang", "vllm"]), default=None, help="Serving engine."),
-    click.option("--engine-version", metavar="X.Y.Z", help="Engine release whose rules apply (default: the installed one)."),
-    click.option("--dtype", default=None, help="Model dtype (bfloat16, float16, float32)."),
-    click.option("--profile", metavar="NAME", help="Use a simulated machine (see `advisor profiles`)."),
-    click.option("--facts", "facts_file", metavar="FILE", help="Use facts saved with `advisor probe -o FILE`."),
-    click.option("--python", "python", metavar="PATH", help="Probe the packages of another Python interpreter."),
-    click.option("--with-package", "with_package", multiple=True, metavar="NAME==VERSION", help="Pretend a package is installed at VERSION (repeatable)."),
+    click.option(
+        "--engine",
+        type=click.Choice(["bundled", "sglang", "vllm"]),
+        default=None,
+        help="Serving engine. Default: sglang when the probed packages include sglang, else the bundled runtime.",
+    ),
+    click.option(
+        "--engine-version",
+        metavar="X.Y.Z",
+        help="Engine release whose rules apply. Default: the installed one, else the newest modelled release.",
+    ),
+    click.option("--dtype", default=None, help="Model dtype (bfloat16, float16, float32). Default: the model's."),
+    click.option(
+        "--profile",
+        metavar="NAME",
+        shell_complete=_complete_profiles,
+        help="Use a simulated machine instead of probing this one (list them with `advisor profiles`).",
+    ),
+    click.option(
+        "--facts",
+        "facts_file",
+        metavar="FILE",
+        type=click.Path(dir_okay=False),
+        help="Use facts saved with `advisor probe -o FILE` instead of probing this machine.",
+    ),
+    click.option(
+        "--python",
+        "python",
+        metavar="PATH",
+        type=click.Path(dir_okay=False),
+        help="Take the packages from another Python interpreter (a virtualenv's python, for example).",
+    ),
+    click.option(
+        "--with-package",
+        "with_package",
+        multiple=True,
+        metavar="NAME==VERSION",
+        help="Pretend a package is installed at VERSION (repeatable), e.g. flashinfer-python==0.6.12.",
+    ),
     click.option("--strict", is_flag=True, help="Treat warnings as errors (exit 1)."),
 ]
 
@@ -31,13 +116,253 @@ def common_options(func):
     return func
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="advisor")
+def options_from_context(ctx: click.Context):
+    """The context's common options as an :class:`advisor.context.Options`; options given before the subcommand
+    (`advisor --profile b300-8 check`) apply unless the subcommand sets them itself."""
+    from click.core import ParameterSource
+
+    from advisor.context import Options
+
+    params: dict = {}
+    chain = []
+    node: click.Context | None = ctx
+    while node is not None:
+        chain.append(node)
+        node = node.parent
+    for node in reversed(chain):  # outermost first, so inner explicit values win
+        for name, value in node.params.items():
+            if name not in params or node.get_parameter_source(name) not in (ParameterSource.DEFAULT, None):
+                params[name] = value
+    return Options.from_params(params)
+
+
+# -- the group ---------------------------------------------------------------------------------------------------------
+
+# Subcommands owned by other modules, imported only when used (keeps `advisor check --json` fast).
+LAZY_COMMANDS = {"launch": ("advisor.launch", "launch")}
+
+
+class AdvisorGroup(click.Group):
+    """A group that loads some subcommands lazily and reports every error as one line (no usage block, no traceback)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(name for name in LAZY_COMMANDS if self._lazy(name) is not None)
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return super().get_command(ctx, name) or self._lazy(name)
+
+    def _lazy(self, name: str) -> click.Command | None:
+        if name not in LAZY_COMMANDS:
+            return None
+        import importlib
+
+        module_name, attr = LAZY_COMMANDS[name]
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                return None  # not written yet (or removed): the command is simply absent
+            raise
+        return getattr(module, attr, None)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        from advisor.context import AdvisorError
+
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except AdvisorError as exc:
+            _fail(exc.message, exc.exit_code)
+        except click.UsageError as exc:
+            hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+            _fail(_one_line(exc.format_message()) + hint, exc.exit_code)
+        except click.ClickException as exc:
+            _fail(_one_line(exc.format_message()), exc.exit_code)
+        except click.Abort:
+            _fail("aborted", 130)
+        except BrokenPipeError:
+            # `advisor check | head`: the reader left; say nothing and keep Python from complaining at exit.
+            sys.stderr.close()
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"error: {_one_line(message)}", err=True)
+    sys.exit(code)
+
+
+@click.group(
+    cls=AdvisorGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
+)
+@click.version_option(__version__, "--version", prog_name="advisor", message="%(prog)s %(version)s")
 @common_options
 @click.pass_context
-def main(ctx: click.Context, **options) -> None:
+def main(ctx: click.Context, **_params) -> None:
     """Explain what a tensor-parallel LLM engine will auto-enable on this machine, and launch it.
 
-    Without a command, opens the interactive app."""
-    if ctx.invoked_subcommand is None:
-        raise click.UsageError("the TUI is not written yet")  # filled in by issue 5
+    Without a command, opens the interactive app with these options. Options given here also apply to the command
+    that follows (`advisor --profile b300-8 check`).
+
+    Exit codes: 0 no errors, 1 errors found (or warnings with --strict) or an input that could not be read, 2 usage error.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    options = options_from_context(ctx)
+    try:
+        from advisor.tui.app import run_app
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("advisor.tui"):
+            raise click.ClickException(
+                "the interactive app is not available in this build; use `advisor check` (or `advisor --help`)"
+            ) from None
+        if exc.name == "textual":
+            raise click.ClickException("the interactive app needs textual: pip install textual") from None
+        raise
+    result = run_app(options)
+    if isinstance(result, int):
+        ctx.exit(result)
+
+
+# -- check -------------------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@common_options
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object (advisor/schema/plan.schema.json).")
+@click.pass_context
+def check(ctx: click.Context, as_json: bool, **_params) -> None:
+    """Explain what the engine will auto-enable here, condition by condition, and what will break.
+
+    Exit codes: 0 no errors, 1 errors found (or warnings with --strict) or an input that could not be read, 2 usage error.
+    """
+    from advisor.context import exit_code_for, make_plan
+
+    options = options_from_context(ctx)
+    plan = make_plan(options)
+    if as_json:
+        from advisor.report import dumps, plan_to_dict
+
+        click.echo(dumps(plan_to_dict(plan)))
+    else:
+        from advisor.report import make_console, print_plan
+
+        print_plan(plan, make_console(), strict=options.strict)
+    ctx.exit(exit_code_for(plan, options.strict))
+
+
+# -- explain -----------------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("rule", metavar="RULE", shell_complete=_complete_rules)
+@common_options
+@click.option("--json", "as_json", is_flag=True, help="Print the decision (and its release matrix) as JSON.")
+@click.pass_context
+def explain(ctx: click.Context, rule: str, as_json: bool, **_params) -> None:
+    """Explain one decision in full: every condition with why it exists and how to change it, and for the FlashInfer
+    fusion the outcome under every modelled release.
+
+    RULE is a decision id, e.g. flashinfer_allreduce_fusion, custom_allreduce, attention_backend, moe_runner_backend,
+    memory_defaults."""
+    from advisor.context import AdvisorError, make_plan
+
+    options = options_from_context(ctx)
+    plan = make_plan(options)
+    decision = plan.decision(rule)
+    if decision is None:
+        valid = ", ".join(d.id for d in plan.decisions) or "none"
+        raise AdvisorError(
+            f"no rule {rule!r} for engine {plan.intent.engine}; valid ids: {valid}", exit_code=2
+        )
+    matrix = plan.release_matrix if rule == "flashinfer_allreduce_fusion" else ()
+    if as_json:
+        from advisor.report import decision_dict, dumps, release_dict
+
+        data = {"engine": dict(plan.engine), "decision": decision_dict(decision)}
+        data["release_matrix"] = [release_dict(r) for r in matrix]
+        click.echo(dumps(data))
+        return
+    from advisor.report import decision_renderable, make_console
+
+    console = make_console()
+    console.print(decision_renderable(decision, console, full=True, matrix=matrix))
+
+
+# -- probe -------------------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the facts as JSON.")
+@click.option(
+    "-o",
+    "--output",
+    metavar="FILE",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Save the facts to FILE (atomically), to replay elsewhere with `--facts FILE`.",
+)
+@click.option("--python", "python", metavar="PATH", type=click.Path(dir_okay=False), help="Probe another interpreter's packages.")
+@click.option("--profile", metavar="NAME", shell_complete=_complete_profiles, help="Export a simulated machine instead.")
+@click.option("--with-package", "with_package", multiple=True, metavar="NAME==VERSION", help="Override a package version.")
+def probe(as_json: bool, output: str | None, python: str | None, profile: str | None, with_package: tuple[str, ...]) -> None:
+    """Probe this machine (GPUs, topology, driver, packages, environment) and show or save the facts."""
+    from advisor.context import AdvisorError, Options, load_facts
+
+    facts = load_facts(Options(python=python, profile=profile, with_package=with_package))
+    if output:
+        try:
+            facts.save(output)
+        except OSError as exc:
+            raise AdvisorError(f"cannot write {output}: {exc.strerror or exc}; choose a writable path") from None
+    if as_json:
+        from advisor.report import dumps, facts_to_dict
+
+        click.echo(dumps(facts_to_dict(facts)))
+        return
+    if output:
+        click.echo(f"saved facts to {output}; use them with `advisor check --facts {output}`")
+        return
+    from advisor.report import make_console, print_facts
+
+    print_facts(facts, make_console())
+
+
+# -- profiles ----------------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print {name: summary} as JSON.")
+def profiles(as_json: bool) -> None:
+    """List the simulated machines usable with `--profile NAME`."""
+    from advisor.probe.profiles import list_profiles, profile_summary
+
+    rows = {name: profile_summary(name) for name in list_profiles()}
+    if as_json:
+        from advisor.report import dumps
+
+        click.echo(dumps(rows))
+        return
+    width = max((len(n) for n in rows), default=0)
+    for name, text in rows.items():
+        click.echo(f"{name:<{width}}  {text}")
+
+
+# -- completions -------------------------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completions(shell: str) -> None:
+    """Print the shell completion script for SHELL (the same files ship in completions/)."""
+    from advisor.completions import script
+
+    click.echo(script(shell), nl=False)

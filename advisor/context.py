@@ -1,0 +1,266 @@
+"""From the common options to Facts, a ModelSpec, an Intent and a Plan: the one path every face takes.
+
+The CLI (`check`, `explain`, `probe`), the TUI and `launch` all call these functions, so defaults and error messages are
+the same everywhere. Errors are raised as :class:`AdvisorError`, a one-line message naming the fix plus the exit code the
+CLI should use (1: data that could not be read or resolved, 2: a usage error).
+
+Cheap to import: the probes, the model loader and the rules are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from advisor.facts import Facts
+    from advisor.models import ModelSpec
+    from advisor.plan import Intent, Plan
+
+EXIT_OK = 0
+EXIT_ERRORS = 1  # problems of severity error (or warnings with --strict), or inputs that could not be read
+EXIT_USAGE = 2  # the command line itself is wrong
+
+ENGINES = ("bundled", "sglang", "vllm")
+# tp of the bundled runtime's demo model on a machine without GPUs: two gloo ranks show the tensor-parallel mechanics.
+DEMO_CPU_TP = 2
+
+
+class AdvisorError(Exception):
+    """A one-line message naming the problem and the fix; ``exit_code`` is 1 for bad data, 2 for usage errors."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERRORS) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def usage_error(message: str) -> AdvisorError:
+    return AdvisorError(message, EXIT_USAGE)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The common options of the TUI, `check`, `explain` and `launch` (ARCHITECTURE.md, "Contracts").
+
+    ``None`` means "not given": the defaults are resolved from the facts (see :func:`resolve`)."""
+
+    model: str | None = None
+    tp: int | None = None
+    nnodes: int = 1
+    dp_attention: bool = False
+    dp_size: int = 1
+    moe_a2a_backend: str = "none"
+    engine: str | None = None
+    engine_version: str | None = None
+    dtype: str | None = None
+    profile: str | None = None
+    facts_file: str | None = None
+    python: str | None = None
+    with_package: tuple[str, ...] = ()
+    strict: bool = False
+    # Not command-line common options: explicit engine flags (after `--` or from the TUI) and the bundled runtime's mode.
+    overrides: tuple[str, ...] = ()
+    mode: str = "serve"
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> Options:
+        """Build from click's parameter dict (or any mapping); keys that are not options are ignored."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in params.items() if k in known}
+        for key in ("with_package", "overrides"):
+            if key in values:
+                values[key] = tuple(values[key] or ())
+        return cls(**values)
+
+
+# -- facts ---------------------------------------------------------------------------------------------------------------
+
+
+def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """``("flashinfer-python==0.6.12", ...)`` -> ``{"flashinfer-python": "0.6.12"}``; a malformed spec is a usage error."""
+    versions: dict[str, str] = {}
+    for spec in specs:
+        name, sep, version = spec.partition("==")
+        name, version = name.strip(), version.strip()
+        if not sep or not name or not version or "=" in version or any(c.isspace() for c in name + version):
+            raise usage_error(
+                f"--with-package expects NAME==VERSION (for example flashinfer-python==0.6.12), got {spec!r}"
+            )
+        versions[name] = version
+    return versions
+
+
+def load_facts(options: Options) -> Facts:
+    """Facts from exactly one source (--profile, --facts FILE, or a live probe of this machine), then the packages of
+    --python's interpreter, then the --with-package overrides."""
+    if options.profile and options.facts_file:
+        raise usage_error("--profile and --facts both name a machine; pass only one of them")
+    overrides = parse_with_packages(options.with_package)  # validate before any slow probe
+    if options.python is not None:
+        _check_python_path(options.python)
+
+    if options.profile:
+        facts = _load_profile(options.profile)
+    elif options.facts_file:
+        facts = _load_file(options.facts_file)
+    else:
+        facts = _probe_live(options.python)
+    if options.python is not None and (options.profile or options.facts_file):
+        facts = _with_python_packages(facts, options.python)
+    if overrides:
+        facts = facts.with_packages(overrides)
+    return facts
+
+
+def _check_python_path(python: str) -> None:
+    """A cheap check before probing: the path (or a name on PATH) must exist."""
+    import shutil
+
+    if os.sep in python or (os.altsep and os.altsep in python):
+        if not os.path.exists(python):
+            raise AdvisorError(f"--python {python}: no such file; pass the path of a Python interpreter", EXIT_USAGE)
+    elif shutil.which(python) is None:
+        raise AdvisorError(f"--python {python}: not found on PATH; pass the path of a Python interpreter", EXIT_USAGE)
+
+
+def _load_profile(name: str) -> Facts:
+    from advisor.probe.profiles import ProfileError, load_profile
+
+    try:
+        return load_profile(name)
+    except ProfileError as exc:
+        raise usage_error(str(exc)) from None
+
+
+def _load_file(path: str) -> Facts:
+    from advisor.facts import Facts, FactsError
+
+    try:
+        return Facts.load(path)
+    except FactsError as exc:
+        raise AdvisorError(str(exc)) from None
+
+
+def _probe_live(python: str | None) -> Facts:
+    from advisor.probe import probe_live
+    from advisor.probe.packages import PythonProbeError
+
+    try:
+        return probe_live(python=python)
+    except PythonProbeError as exc:
+        raise AdvisorError(str(exc)) from None
+
+
+def _with_python_packages(facts: Facts, python: str) -> Facts:
+    """Keep the machine from the profile or file, take the packages from another interpreter."""
+    from dataclasses import replace
+
+    from advisor.probe.packages import PythonProbeError, probe_packages
+
+    try:
+        result = probe_packages(python=python)
+    except PythonProbeError as exc:
+        raise AdvisorError(str(exc)) from None
+    packages, errors = result if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], tuple) else (
+        result,
+        (),
+    )
+    return replace(
+        facts, packages=tuple(packages), python_executable=python, errors=tuple(facts.errors) + tuple(errors)
+    )
+
+
+# -- defaults --------------------------------------------------------------------------------------------------------
+
+
+def default_engine(facts: Facts) -> str:
+    """sglang when the facts show it installed, else the bundled runtime."""
+    return "sglang" if facts.package("sglang").installed else "bundled"
+
+
+def default_tp(facts: Facts, engine: str, model: str | None) -> int:
+    """The number of GPUs an engine would see; without GPUs 1, except the bundled demo model, which runs 2 gloo ranks."""
+    gpus = len(facts.engine_gpus)
+    if gpus:
+        return gpus
+    return DEMO_CPU_TP if engine == "bundled" and model is None else 1
+
+
+def _check_positive(name: str, value: int | None) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise usage_error(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def resolve(options: Options) -> tuple[Facts, ModelSpec | None, Intent]:
+    """Facts, the model (None: the bundled runtime's demo model) and the Intent, with every default filled in."""
+    from advisor.plan import Intent
+
+    _check_positive("--tp", options.tp)
+    _check_positive("--nnodes", options.nnodes)
+    _check_positive("--dp-size", options.dp_size)
+    if options.engine is not None and options.engine not in ENGINES:
+        raise usage_error(f"--engine {options.engine!r} is not an engine; choose one of {', '.join(ENGINES)}")
+
+    facts = load_facts(options)
+    engine = options.engine or default_engine(facts)
+    model = _resolve_model(options.model, engine)
+    tp = options.tp if options.tp is not None else default_tp(facts, engine, options.model)
+    intent = Intent(
+        model=options.model,
+        tp=tp,
+        nnodes=options.nnodes,
+        dp_attention=options.dp_attention,
+        dp_size=options.dp_size,
+        moe_a2a_backend=options.moe_a2a_backend,
+        engine=engine,
+        engine_version=options.engine_version,
+        dtype=options.dtype,
+        overrides=tuple(options.overrides),
+        mode=options.mode,
+    )
+    return facts, model, intent
+
+
+def _resolve_model(ref: str | None, engine: str) -> ModelSpec | None:
+    if ref is None:
+        if engine == "bundled":
+            return None
+        raise usage_error(
+            f"{engine} needs a model: pass --model ID|DIR (a Hugging Face id such as Qwen/Qwen3-30B-A3B, or a local"
+            " model directory)"
+        )
+    from advisor.models import ModelError, resolve_model
+
+    try:
+        return resolve_model(ref)
+    except ModelError as exc:
+        raise AdvisorError(str(exc)) from None
+
+
+def make_plan(options: Options) -> Plan:
+    """The whole path: options -> Facts, ModelSpec, Intent -> Plan."""
+    facts, model, intent = resolve(options)
+    return plan_for(facts, model, intent)
+
+
+def plan_for(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
+    """build_plan with its errors turned into AdvisorError (for callers that resolve once and re-plan, like the TUI)."""
+    from advisor.plan import PlanError, build_plan
+
+    try:
+        return build_plan(facts, model, intent)
+    except PlanError as exc:
+        raise usage_error(str(exc)) from None
+
+
+def exit_code_for(plan: Plan, strict: bool = False) -> int:
+    """0 without errors; 1 with errors, or with warnings under --strict."""
+    severities = {p.severity for p in plan.problems}
+    if "error" in severities or (strict and "warning" in severities):
+        return EXIT_ERRORS
+    return EXIT_OK

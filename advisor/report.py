@@ -1,0 +1,404 @@
+"""A Plan as the stable JSON object of `advisor check --json` and as rich renderables for people.
+
+The JSON half is cheap to import (only json and dataclasses): `advisor check --json` must stay fast. rich is imported
+inside the rendering functions. The object's shape is the ARCHITECTURE.md "Contracts" section and
+advisor/schema/plan.schema.json: extend it, never rename a key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+    from advisor.facts import Facts
+    from advisor.plan import Plan
+    from advisor.rules.engine import ConditionResult, Decision, Problem, ReleaseOutcome
+
+# Version of the JSON object `advisor check --json` prints (not the Facts schema inside it).
+PLAN_SCHEMA_VERSION = 1
+
+SEVERITIES = ("error", "warning", "info")
+
+
+# -- JSON --------------------------------------------------------------------------------------------------------------
+
+
+def jsonable(value: Any) -> Any:
+    """Observed/expected values and decision values as JSON: tuples and sets become lists, dataclasses objects."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((jsonable(v) for v in value), key=str)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    return str(value)
+
+
+def condition_dict(c: ConditionResult) -> dict[str, Any]:
+    return {
+        "id": c.id,
+        "text": c.text,
+        "ok": c.ok,
+        "observed": jsonable(c.observed),
+        "expected": jsonable(c.expected),
+        "why": c.why,
+        "fix": c.fix,
+    }
+
+
+def decision_dict(d: Decision) -> dict[str, Any]:
+    source = None
+    if d.source is not None:
+        source = {"release": d.source.release, "file": d.source.file, "ref": d.source.ref, "text": str(d.source)}
+    return {
+        "id": d.id,
+        "title": d.title,
+        "state": d.state,
+        "enabled": d.enabled,
+        "value": jsonable(d.value),
+        "conditions": [condition_dict(c) for c in d.conditions],
+        "flags": list(d.flags),
+        "source": source,
+        "notes": list(d.notes),
+    }
+
+
+def problem_dict(p: Problem) -> dict[str, Any]:
+    return {"id": p.id, "severity": p.severity, "message": p.message, "fix": p.fix, "source": p.source}
+
+
+def release_dict(r: ReleaseOutcome) -> dict[str, Any]:
+    return {"release": r.release, "enabled": r.enabled, "failed_conditions": list(r.failed_conditions)}
+
+
+def summary(plan: Plan) -> dict[str, int]:
+    counts = {s: 0 for s in SEVERITIES}
+    for p in plan.problems:
+        counts[p.severity] = counts.get(p.severity, 0) + 1
+    return {"errors": counts["error"], "warnings": counts["warning"], "info": counts["info"]}
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    """The `advisor check --json` object (ARCHITECTURE.md, "Contracts")."""
+    return {
+        "schema_version": PLAN_SCHEMA_VERSION,
+        "facts": facts_to_dict(plan.facts),
+        "intent": jsonable(dataclasses.asdict(plan.intent)),
+        "model": jsonable(dataclasses.asdict(plan.model)) if plan.model is not None else None,
+        "engine": dict(plan.engine),
+        "decisions": [decision_dict(d) for d in plan.decisions],
+        "problems": [problem_dict(p) for p in plan.problems],
+        "flags": list(plan.flags),
+        "argv": list(plan.argv),
+        "command": shlex.join(plan.argv),
+        "release_matrix": [release_dict(r) for r in plan.release_matrix],
+        "summary": summary(plan),
+    }
+
+
+def facts_to_dict(facts: Facts) -> dict[str, Any]:
+    return jsonable(facts.to_dict())
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+# -- rich --------------------------------------------------------------------------------------------------------------
+
+STATE_STYLES = {
+    "auto-enabled": "bold green",
+    "forced-on": "bold cyan",
+    "not-enabled": "yellow",
+    "forced-off": "magenta",
+    "unavailable": "dim",
+}
+SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+STATUS_STYLES = {"ok": "green", "mismatch": "bold red", "missing": "bold red", "not installed": "dim"}
+
+
+def make_console(file: Any = None, stderr: bool = False) -> Console:
+    """A console that honours NO_COLOR and, off a terminal, writes plain text (no colours, ASCII marks) 120 wide."""
+    import os
+    import sys
+
+    from rich.console import Console
+
+    stream = file or (sys.stderr if stderr else sys.stdout)
+    is_tty = hasattr(stream, "isatty") and stream.isatty()
+    width = None
+    if not is_tty:
+        width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 120
+    return Console(file=stream, width=width, no_color=bool(os.environ.get("NO_COLOR")) or None, highlight=False)
+
+
+def marks(console: Console) -> dict[object, str]:
+    """Checklist marks: unicode on a terminal that can show it, ASCII otherwise."""
+    if _fancy(console):
+        return {True: "✓", False: "✗", None: "?"}
+    return {True: "[ok]", False: "[x]", None: "[?]"}
+
+
+def _box(console: Console):
+    from rich import box
+
+    return box.ROUNDED if _fancy(console) else box.ASCII
+
+
+def machine_renderable(facts: Facts, console: Console) -> RenderableType:
+    from rich.table import Table
+
+    from advisor.render_facts import GPU_COLUMNS, gpu_rows, machine_summary
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    for label, value in machine_summary(facts):
+        grid.add_row(label, value)
+    if not facts.gpus:
+        return _section("Machine", grid, console)
+    table = Table(box=_box(console), show_edge=False, pad_edge=False)
+    for col in GPU_COLUMNS:
+        table.add_column(col)
+    for row in gpu_rows(facts):
+        table.add_row(*row)
+    from rich.console import Group
+
+    return _section("Machine", Group(grid, table), console)
+
+
+def topology_renderable(facts: Facts, console: Console) -> RenderableType | None:
+    """The GPU x GPU matrix as `nvidia-smi topo -m` lays it out, with the legend of the codes it shows."""
+    if not facts.gpus:
+        return None
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from advisor.render_facts import topology_legend, topology_matrix
+
+    header, rows = topology_matrix(facts)
+    table = Table(box=None, pad_edge=False, padding=(0, 2), show_edge=False)
+    for name in header:
+        table.add_column(name, style="bold" if not name else None)
+    for row in rows:
+        cells = [row[0]] + [_topology_cell(cell) for cell in row[1:]]
+        table.add_row(*cells)
+    legend = Text()
+    for code, meaning in topology_legend(rows):
+        legend.append(f"  {code:<5}", style="bold")
+        legend.append(f"{meaning}\n")
+    return _section("Topology (like nvidia-smi topo -m)", Group(table, Text(""), legend), console)
+
+
+def _topology_cell(cell: str) -> Any:
+    from rich.text import Text
+
+    style = "green" if cell.startswith("NV") else "dim" if cell == "X" else "yellow" if cell == "?" else None
+    return Text(cell, style=style or "")
+
+
+def packages_renderable(facts: Facts, problems: tuple[Problem, ...], console: Console) -> RenderableType:
+    from rich.table import Table
+    from rich.text import Text
+
+    from advisor.render_facts import package_rows
+
+    table = Table(box=_box(console), show_edge=False, pad_edge=False)
+    for col in ("package", "version", "status", "detail"):
+        table.add_column(col)
+    for row in package_rows(facts, problems):
+        status = row.status + (f" ({', '.join(row.problems)})" if row.problems else "")
+        table.add_row(row.name, row.version, Text(status, style=STATUS_STYLES.get(row.status, "")), row.detail)
+    return _section("Packages", table, console)
+
+
+def scenario_renderable(plan: Plan, console: Console) -> RenderableType:
+    from rich.table import Table
+
+    intent, model = plan.intent, plan.model
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    engine = plan.engine
+    rules = engine.get("rules")
+    version = engine.get("version") or "?"
+    grid.add_row("engine", f"{engine.get('name', intent.engine)} {version}" + (f" (rules of {rules})" if rules else ""))
+    if model is None:
+        grid.add_row("model", "the bundled runtime's demo model (random weights)")
+    else:
+        shape = [
+            f"{model.architecture}",
+            f"hidden {model.hidden_size}" if model.hidden_size else None,
+            f"{model.num_layers} layers" if model.num_layers else None,
+            f"{model.num_heads}/{model.num_kv_heads} heads/kv" if model.num_heads else None,
+            f"{model.num_experts} experts, top-{model.experts_per_token}" if model.num_experts else None,
+            model.dtype,
+            model.quantization,
+        ]
+        grid.add_row("model", f"{model.id} ({model.origin})")
+        grid.add_row("", ", ".join(s for s in shape if s))
+    layout = [f"tp {intent.tp}", f"nnodes {intent.nnodes}"]
+    if intent.dp_attention:
+        layout.append(f"dp attention, dp size {intent.dp_size}")
+    elif intent.dp_size != 1:
+        layout.append(f"dp size {intent.dp_size}")
+    if intent.moe_a2a_backend != "none":
+        layout.append(f"moe a2a {intent.moe_a2a_backend}")
+    grid.add_row("layout", ", ".join(layout))
+    return _section("Scenario", grid, console)
+
+
+def decision_renderable(
+    decision: Decision, console: Console, full: bool = False, matrix: tuple[ReleaseOutcome, ...] = ()
+) -> RenderableType:
+    """A decision as a checklist: each condition with observed vs expected; why and how to change it for failed or
+    undecided conditions (for every condition when ``full``)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    mark = marks(console)
+    head = Text()
+    head.append(decision.title, style="bold")
+    head.append(f"  [{decision.id}]  ", style="dim")
+    head.append(decision.state, style=STATE_STYLES.get(decision.state, ""))
+    if decision.value is not None:
+        head.append(f"  value: {_value_text(decision.value)}")
+    parts: list[Any] = [head]
+    for cond in decision.conditions:
+        line = Text("  ")
+        style = {True: "green", False: "bold red", None: "yellow"}[cond.ok]
+        line.append(f"{mark[cond.ok]} ", style=style)
+        line.append(cond.text)
+        line.append(f"  observed {_value_text(cond.observed)}, expected {_value_text(cond.expected)}", style="dim")
+        parts.append(line)
+        if full or cond.ok is not True:
+            parts.append(Text(f"      why: {cond.why}", style="dim"))
+            parts.append(Text(f"      to change: {cond.fix}", style="dim"))
+    if decision.flags:
+        parts.append(Text("  flags: " + shlex.join(decision.flags)))
+    for note in decision.notes:
+        parts.append(Text(f"  note: {note}", style="dim"))
+    if decision.source is not None:
+        parts.append(Text(f"  source: {decision.source}", style="dim italic"))
+    if matrix:
+        table = Table(box=_box(console), show_edge=False, pad_edge=False, title="release matrix", title_justify="left")
+        table.add_column("release")
+        table.add_column("fusion")
+        table.add_column("failed conditions")
+        for row in matrix:
+            enabled = Text(mark[True] + " auto-enabled", style="green") if row.enabled else Text(mark[False] + " no")
+            table.add_row(row.release, enabled, ", ".join(row.failed_conditions))
+        parts.append(Text(""))
+        parts.append(table)
+    return Group(*parts)
+
+
+def decisions_renderable(plan: Plan, console: Console) -> RenderableType:
+    from rich.console import Group
+    from rich.text import Text
+
+    parts: list[Any] = []
+    for i, decision in enumerate(plan.decisions):
+        if i:
+            parts.append(Text(""))
+        parts.append(decision_renderable(decision, console))
+    if not parts:
+        parts.append(Text("no decisions for this engine", style="dim"))
+    return _section("Decisions", Group(*parts), console)
+
+
+def problems_renderable(problems: tuple[Problem, ...], console: Console) -> RenderableType:
+    from rich.console import Group
+    from rich.text import Text
+
+    parts: list[Any] = []
+    for problem in sorted(problems, key=lambda p: SEVERITIES.index(p.severity) if p.severity in SEVERITIES else 9):
+        line = Text()
+        line.append(f"{problem.severity:<8}", style=SEVERITY_STYLES.get(problem.severity, ""))
+        line.append(f"{problem.message}  ")
+        line.append(f"[{problem.id}]", style="dim")
+        parts.append(line)
+        parts.append(Text(f"        fix: {problem.fix}"))
+        if problem.source:
+            parts.append(Text(f"        source: {problem.source}", style="dim italic"))
+    if not parts:
+        parts.append(Text("none", style="green"))
+    return _section("Problems", Group(*parts), console)
+
+
+def command_renderable(plan: Plan, console: Console) -> RenderableType:
+    from rich.text import Text
+
+    return _section("Command", Text(shlex.join(plan.argv) if plan.argv else "(none)", style="bold"), console)
+
+
+def summary_text(plan: Plan, strict: bool = False) -> Any:
+    from rich.text import Text
+
+    counts = summary(plan)
+    text = Text()
+    style = "bold red" if counts["errors"] or (strict and counts["warnings"]) else "bold green"
+    text.append(
+        f"{counts['errors']} error(s), {counts['warnings']} warning(s), {counts['info']} note(s)"
+        + (" (--strict: warnings count as errors)" if strict and counts["warnings"] else ""),
+        style=style,
+    )
+    return text
+
+
+def print_plan(plan: Plan, console: Console, strict: bool = False) -> None:
+    """The full human report of `advisor check`."""
+    for part in (
+        machine_renderable(plan.facts, console),
+        topology_renderable(plan.facts, console),
+        packages_renderable(plan.facts, plan.problems, console),
+        scenario_renderable(plan, console),
+        decisions_renderable(plan, console),
+        problems_renderable(plan.problems, console),
+        command_renderable(plan, console),
+    ):
+        if part is not None:
+            console.print(part)
+            console.print()
+    console.print(summary_text(plan, strict))
+
+
+def print_facts(facts: Facts, console: Console) -> None:
+    """The human report of `advisor probe`: machine, topology and packages (statuses without a plan: ok / not installed)."""
+    for part in (
+        machine_renderable(facts, console),
+        topology_renderable(facts, console),
+        packages_renderable(facts, (), console),
+    ):
+        if part is not None:
+            console.print(part)
+            console.print()
+
+
+def _section(title: str, body: Any, console: Console) -> RenderableType:
+    from rich.console import Group
+    from rich.rule import Rule
+
+    characters = "─" if _fancy(console) else "-"
+    return Group(Rule(title, align="left", style="dim", characters=characters), body)
+
+
+def _fancy(console: Console) -> bool:
+    return console.is_terminal and console.encoding.lower().startswith("utf")
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(jsonable(value), ensure_ascii=False)
