@@ -1,0 +1,498 @@
+"""Start, watch and stop an engine process: the one place in tp-advisor that does (the CLI and the TUI both use it).
+
+Usage::
+
+    from launcher import spawn
+
+    run = spawn.start(argv, run_dir=None, env=None, on_line=print_line, on_state=None)
+    print("logs:", run.run_dir)
+    run.wait_ready(timeout=120)          # True once a rank printed "ready: http://HOST:PORT" (run.url holds it)
+    code = run.wait()                    # blocks until the process tree is gone; returns the exit code
+    if run.state == spawn.FAILED:
+        print(run.failure)               # "rank 1 failed (exit -9, SIGKILL): Signal 9 (SIGKILL) received by PID 4242"
+    run.stop(timeout=10)                 # from any thread: SIGTERM, then SIGKILL, then no descendant survives
+
+``start(argv, *, env=None, run_dir=None, on_line=None, on_state=None, cwd=None) -> Run``
+    ``argv`` is a list (no shell anywhere). The child gets its own session (``start_new_session=True``) so a terminal's
+    Ctrl-C reaches only us; we forward it. For a torchrun command (``python -m torch.distributed.run ...`` or ``torchrun``)
+    ``--log-dir RUN/logs --tee 3`` are inserted, so each rank's stdout/stderr are kept under
+    ``RUN/logs/<run id>/attempt_0/<local rank>/`` and also reach us prefixed ``[rankN]:``; everything the child prints
+    (the agent's own log included) goes to ``RUN/launcher.log``; ``RUN/argv.json`` records the command.
+    The environment adds, unless the caller set them: ``PYTHONUNBUFFERED=1`` (lines arrive as they are printed),
+    ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT=3`` (torchrun's grace before SIGKILL after a rank dies; its default is 30 s) and
+    ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE=[rank${rank}]:`` (global ranks in line prefixes).
+
+``on_line(LogLine)`` is called from a reader thread for every output line (``line.rank`` is the rank or None for the
+launcher's own lines, ``line.text`` the text without prefix, ``str(line)`` a display form). ``on_state(Run)`` is called
+from a watcher thread on every state change. In a Textual app, hop to the UI thread with ``app.call_from_thread``.
+
+States: ``starting`` -> ``ready`` (a ``ready: http://...`` line was seen; ``Run.url``) -> one of ``exited`` (code 0),
+``failed`` (non-zero; ``Run.failure`` names the first failing rank and its error) or ``stopped`` (``stop()`` was asked).
+``Run.returncode`` is the child's exit code (negative: killed by that signal).
+
+Teardown guarantees: every descendant ever seen (torchrun starts workers in their own sessions, so a process-group
+signal alone would miss them) is tracked with psutil. When the child exits, any survivor is terminated then killed.
+When torchrun reports a failed rank but has not finished its own teardown within ``FAIL_FAST_S`` seconds, everything is
+killed. ``stop()`` sends SIGTERM (or the given signal) to the child's process group, waits, then SIGKILLs the group and
+every tracked descendant, and checks that none is left (``Run.survivors`` lists any that could not be killed).
+
+``forward_signals(run)`` is a context manager for a CLI main thread: SIGINT/SIGTERM while inside it stop the run
+(a second signal kills at once).
+
+Thread-safe: every ``Run`` method may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import psutil
+
+STARTING, READY, EXITED, FAILED, STOPPED = "starting", "ready", "exited", "failed", "stopped"
+FINAL_STATES = (EXITED, FAILED, STOPPED)
+
+FAIL_FAST_S = 6.0  # after torchrun reports a failed rank, how long it may take to tear down before we kill everything
+POLL_S = 0.2
+DEFAULT_ENV = {
+    "PYTHONUNBUFFERED": "1",
+    "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3",
+    "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": "[rank${rank}]:",
+}
+
+_PREFIX = re.compile(r"^\[(?:rank|[A-Za-z_]*?)(\d+)\]:\s?(.*)$")
+_READY = re.compile(r"\bready: (https?://\S+)")
+_TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
+_ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionError|SystemExit)\b.*")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    rank: int | None  # None: the launcher (torchrun agent, SGLang's main process) rather than a worker rank
+    text: str
+
+    def __str__(self) -> str:
+        return f"[{self.rank}] {self.text}" if self.rank is not None else self.text
+
+
+@dataclass(frozen=True)
+class Failure:
+    rank: int | None  # the first failing rank (None when the engine did not say)
+    exitcode: int | None
+    summary: str  # one line: the error of that rank
+    traceback: str | None = None  # the rank's traceback when its error file had one
+
+    def __str__(self) -> str:
+        where = f"rank {self.rank} failed" if self.rank is not None else "the engine failed"
+        code = ""
+        if self.exitcode is not None:
+            code = f" (exit {self.exitcode}" + (f", {_signal_name(-self.exitcode)}" if self.exitcode < 0 else "") + ")"
+        return f"{where}{code}: {self.summary}"
+
+
+def default_run_dir(label: str = "run") -> Path:
+    """A fresh directory under $TP_ADVISOR_RUNS, else $XDG_STATE_HOME/tp-advisor/runs (~/.local/state/...)."""
+    base = os.environ.get("TP_ADVISOR_RUNS")
+    if not base:
+        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        base = os.path.join(state, "tp-advisor", "runs")
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = Path(base) / f"{stamp}-{label}-{os.getpid()}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = Path(base) / f"{stamp}-{label}-{os.getpid()}-{n}"
+    return path
+
+
+def is_torchrun(argv: Sequence[str]) -> bool:
+    if not argv:
+        return False
+    if os.path.basename(argv[0]) == "torchrun":
+        return True
+    return len(argv) >= 3 and argv[1] == "-m" and argv[2] == "torch.distributed.run"
+
+
+def with_torchrun_logs(argv: Sequence[str], log_dir: str | Path) -> list[str]:
+    """torchrun argv with ``--log-dir LOG_DIR --tee 3`` right after the launcher (unless a log dir is already given)."""
+    argv = list(argv)
+    if not is_torchrun(argv) or any(a.split("=", 1)[0] in ("--log-dir", "--log_dir") for a in argv):
+        return argv
+    at = 1 if os.path.basename(argv[0]) == "torchrun" else 3
+    return argv[:at] + ["--log-dir", str(log_dir), "--tee", "3"] + argv[at:]
+
+
+class Run:
+    """One started engine. Create it with ``start()``."""
+
+    def __init__(self, argv: list[str], run_dir: Path, on_line, on_state) -> None:
+        self.argv = argv
+        self.run_dir = run_dir
+        self.log_path = run_dir / "launcher.log"
+        self.torchrun = is_torchrun(argv)
+        self._on_line = on_line
+        self._on_state = on_state
+        self._lock = threading.RLock()
+        self._done = threading.Event()
+        self._ready = threading.Event()
+        self._state = STARTING
+        self._url: str | None = None
+        self._failure: Failure | None = None
+        self._returncode: int | None = None
+        self._stop_requested = False
+        self._stopper: threading.Thread | None = None
+        self._failure_seen_at: float | None = None
+        self._tracked: dict[int, psutil.Process] = {}
+        self.survivors: list[int] = []
+        self.lines: deque[LogLine] = deque(maxlen=500)
+        self._proc: subprocess.Popen | None = None
+
+    # -- public API ------------------------------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def url(self) -> str | None:
+        return self._url
+
+    @property
+    def returncode(self) -> int | None:
+        return self._returncode
+
+    @property
+    def failure(self) -> Failure | None:
+        return self._failure
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait until the child and every descendant are gone; the exit code, or None on timeout."""
+        # Short slices keep the main thread responsive to signal handlers while it waits.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._done.wait(0.25):
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+        return self._returncode
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until the engine is ready or finished; True only when it is ready."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not (self._ready.is_set() or self._done.is_set()):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            self._ready.wait(0.25)
+        return self._ready.is_set()
+
+    def stop(self, timeout: float = 10.0, sig: int = signal.SIGTERM, wait: bool = True) -> int | None:
+        """Stop the run: ``sig`` to the process group, SIGKILL after a grace period, then no descendant survives.
+
+        With ``wait=False`` it returns at once (safe inside a signal handler). A second call while a stop is under way
+        escalates to SIGKILL immediately."""
+        with self._lock:
+            if self._done.is_set():
+                return self._returncode
+            first = not self._stop_requested
+            self._stop_requested = True
+            if first:
+                self._stopper = threading.Thread(target=self._stop_sequence, args=(timeout, sig), daemon=True)
+                self._stopper.start()
+            else:
+                self._kill_all(signal.SIGKILL)
+        return self.wait(timeout + 5) if wait else None
+
+    def tail(self, n: int = 20) -> list[LogLine]:
+        return list(self.lines)[-n:]
+
+    # -- internals -------------------------------------------------------------------------------------------------
+    def _set_state(self, state: str) -> None:
+        with self._lock:
+            if self._state == state:
+                return
+            self._state = state
+        if self._on_state is not None:
+            with contextlib.suppress(Exception):  # a broken callback must not break teardown
+                self._on_state(self)
+
+    def _launch(self, env: Mapping[str, str], cwd: str | None) -> None:
+        self._proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=True,
+            close_fds=True,
+        )
+        with contextlib.suppress(psutil.Error):
+            self._tracked[self._proc.pid] = psutil.Process(self._proc.pid)
+        self._reader = threading.Thread(target=self._read_output, name="spawn-reader", daemon=True)
+        self._watcher = threading.Thread(target=self._watch, name="spawn-watcher", daemon=True)
+        self._reader.start()
+        self._watcher.start()
+
+    def _read_output(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        with open(self.log_path, "ab", buffering=0) as log:
+            for raw in iter(self._proc.stdout.readline, b""):
+                log.write(raw)
+                self._handle_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+
+    def _handle_line(self, text: str) -> None:
+        match = _PREFIX.match(text)
+        line = LogLine(int(match.group(1)), match.group(2)) if match else LogLine(None, text)
+        if line.rank is not None and line.text.startswith(f"[rank{line.rank}]:"):
+            # torch prefixes uncaught-exception tracebacks with the rank too; once is enough.
+            line = LogLine(line.rank, line.text[len(f"[rank{line.rank}]:") :].lstrip())
+        self.lines.append(line)
+        ready = _READY.search(line.text)
+        if ready and not self._ready.is_set():
+            with self._lock:
+                self._url = ready.group(1)
+            self._ready.set()
+            if self._state == STARTING:
+                self._set_state(READY)
+        if line.rank is None and self._failure_seen_at is None and _TORCHRUN_FAILED.search(text):
+            self._failure_seen_at = time.monotonic()
+        if self._on_line is not None:
+            with contextlib.suppress(Exception):
+                self._on_line(line)
+
+    def _watch(self) -> None:
+        assert self._proc is not None
+        last_scan = 0.0
+        while True:
+            try:
+                code = self._proc.wait(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if now - last_scan >= 0.5:
+                self._track_descendants()
+                last_scan = now
+            if self._failure_seen_at is not None and now - self._failure_seen_at > FAIL_FAST_S:
+                # torchrun saw a rank die but is still waiting on the others: do not wait for it.
+                self._kill_all(signal.SIGKILL)
+                self._failure_seen_at = float("inf")
+        self._reap_leftovers()
+        self._reader.join(timeout=5)
+        with self._lock:
+            self._returncode = code
+        if self._stop_requested:
+            final = STOPPED
+        elif code == 0:
+            final = EXITED
+        else:
+            self._failure = self._diagnose(code)
+            final = FAILED
+        self._set_state(final)
+        self._done.set()
+
+    def _track_descendants(self) -> None:
+        root = self._tracked.get(self._proc.pid) if self._proc else None
+        if root is None:
+            return
+        with contextlib.suppress(psutil.Error):
+            for child in root.children(recursive=True):
+                self._tracked.setdefault(child.pid, child)
+
+    def _alive(self) -> list[psutil.Process]:
+        alive = []
+        for proc in list(self._tracked.values()):
+            with contextlib.suppress(psutil.Error):
+                # is_running() also compares the creation time, so a recycled pid is never mistaken for ours.
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+        return alive
+
+    def _kill_all(self, sig: int) -> None:
+        self._track_descendants()
+        if self._proc is not None and self._proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, sig)
+        for proc in self._alive():
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
+
+    def _reap_leftovers(self) -> None:
+        """After the child exited: nothing it started may outlive it."""
+        leftovers = [p for p in self._alive() if not (self._proc and p.pid == self._proc.pid)]
+        if leftovers:
+            for proc in leftovers:
+                with contextlib.suppress(psutil.Error):
+                    proc.terminate()
+            _, still = psutil.wait_procs(leftovers, timeout=1.0)
+            for proc in still:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+            psutil.wait_procs(still, timeout=2.0)
+        self.survivors = [p.pid for p in self._alive() if not (self._proc and p.pid == self._proc.pid)]
+
+    def _stop_sequence(self, timeout: float, sig: int) -> None:
+        assert self._proc is not None
+        self._track_descendants()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, sig)
+        grace = max(0.5, timeout - 2.0)
+        if self._done.wait(grace):
+            return
+        self._kill_all(signal.SIGKILL)
+
+    # -- failure diagnosis ---------------------------------------------------------------------------------------
+    def _diagnose(self, code: int) -> Failure:
+        text = ""
+        with contextlib.suppress(OSError):
+            text = self.log_path.read_text(errors="replace")
+        if self.torchrun:
+            failure = _parse_torchrun_summary(text, self.run_dir / "logs")
+            if failure is not None:
+                return failure
+        ranks_lines = [ln for ln in self.lines if ln.text.strip()]
+        summary = _last_error_line([ln.text for ln in ranks_lines]) or f"exited with code {code}"
+        rank = next((ln.rank for ln in reversed(ranks_lines) if ln.text.strip() == summary.strip()), None)
+        return Failure(rank=rank, exitcode=code, summary=summary)
+
+
+def start(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    run_dir: str | Path | None = None,
+    on_line: Callable[[LogLine], None] | None = None,
+    on_state: Callable[[Run], None] | None = None,
+    cwd: str | None = None,
+) -> Run:
+    """Start ``argv`` in its own session and watch it; see the module docstring."""
+    argv = [str(a) for a in argv]
+    if not argv:
+        raise ValueError("empty command")
+    run_path = Path(run_dir) if run_dir is not None else default_run_dir()
+    run_path.mkdir(parents=True, exist_ok=True)
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    for key, value in DEFAULT_ENV.items():
+        full_env.setdefault(key, value)
+    if is_torchrun(argv):
+        argv = with_torchrun_logs(argv, run_path / "logs")
+    (run_path / "argv.json").write_text(json.dumps({"argv": argv, "shell": shlex.join(argv)}, indent=2) + "\n")
+    run = Run(argv, run_path, on_line, on_state)
+    run._launch(full_env, cwd)
+    return run
+
+
+@contextlib.contextmanager
+def forward_signals(run: Run, signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[list[int]]:
+    """In the main thread: SIGINT/SIGTERM stop ``run`` (sent on to the engine; a second one kills at once).
+
+    Yields the list of signals received, so the caller can pick an exit code (130 for SIGINT)."""
+    received: list[int] = []
+
+    def handler(signum, _frame):
+        received.append(signum)
+        run.stop(sig=signum, wait=False)
+
+    previous = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield received
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+def _parse_torchrun_summary(text: str, log_dir: Path) -> Failure | None:
+    """Read the 'Root Cause (first observed failure)' block torchrun prints when a rank fails."""
+    at = text.rfind("Root Cause (first observed failure):")
+    if at < 0:
+        return None
+    block = []
+    for line in text[at:].splitlines()[1:]:
+        if line.startswith("====="):
+            break
+        block.append(_PREFIX.sub(r"\2", line) if _PREFIX.match(line) else line)
+    fields: dict[str, str] = {}
+    key = None
+    for line in block:
+        m = re.match(r"^\s{2}(\w+)\s*: ?(.*)$", line)
+        if m:
+            key = m.group(1)
+            fields[key] = m.group(2)
+        elif key == "traceback":
+            fields[key] += "\n" + line
+    rank = _int(re.match(r"-?\d+", fields.get("rank", "")))
+    local = _int(re.search(r"local_rank: (\d+)", fields.get("rank", "")))
+    exitcode = _int(re.match(r"-?\d+", fields.get("exitcode", "")))
+    summary, tb = None, None
+    error_file = fields.get("error_file", "").strip()
+    if error_file and os.path.isfile(error_file):
+        summary, tb = _read_error_file(error_file)
+    if summary is None:
+        stderr = _rank_stderr(log_dir, local if local is not None else rank)
+        summary = _last_error_line(stderr.splitlines()) if stderr else None
+    if summary is None:
+        raw = fields.get("traceback", "").strip()
+        if raw and not raw.startswith("To enable traceback"):
+            summary = raw.splitlines()[-1].strip()
+    return Failure(rank=rank, exitcode=exitcode, summary=summary or f"exited with code {exitcode}", traceback=tb)
+
+
+def _read_error_file(path: str) -> tuple[str | None, str | None]:
+    with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
+        data = json.loads(Path(path).read_text())
+        message = data.get("message")
+        if isinstance(message, dict):
+            return message.get("message"), message.get("extraInfo", {}).get("py_callstack")
+        if isinstance(message, str):
+            return message, None
+    return None, None
+
+
+def _rank_stderr(log_dir: Path, local_rank: int | None) -> str:
+    if local_rank is None:
+        return ""
+    files = sorted(log_dir.glob(f"*/attempt_*/{local_rank}/stderr.log"), key=lambda p: p.stat().st_mtime)
+    if not files:
+        return ""
+    with contextlib.suppress(OSError):
+        return files[-1].read_text(errors="replace")
+    return ""
+
+
+def _last_error_line(lines: Sequence[str]) -> str | None:
+    for line in reversed(lines):
+        if _ERROR_LINE.match(line):
+            return line.strip()
+    for line in reversed(lines):
+        if line.strip():
+            return line.strip()
+    return None
+
+
+def _int(match: re.Match | None) -> int | None:
+    return int(match.group(1) if match and match.groups() else match.group(0)) if match else None
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
