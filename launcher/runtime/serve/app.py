@@ -1,0 +1,347 @@
+"""The FastAPI application: OpenAI-compatible endpoints, /health and /metrics.
+
+Handlers run on the asyncio loop and never touch the engine: they validate, tokenize, hand the job to the scheduler
+(engine thread) and read token events back from an asyncio.Queue fed with call_soon_threadsafe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from launcher.runtime.engine import SamplingParams
+from launcher.runtime.serve import protocol
+from launcher.runtime.serve.chat import render_chat
+from launcher.runtime.serve.metrics import CONTENT_TYPE, Metrics
+from launcher.runtime.serve.protocol import ChatCompletionRequest, CompletionRequest, OpenAIError
+from launcher.runtime.serve.scheduler import Failed, NotServing, QueueFull, Scheduler
+from launcher.runtime.serve.textstream import TextStream
+
+ENDPOINTS = ("/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions")
+DEFAULT_COMPLETION_MAX_TOKENS = 16  # as in the OpenAI completions API
+CLIENT_CLOSED = 499  # status recorded when the client went away before the answer (nginx's convention)
+
+
+@dataclass
+class ServeState:
+    scheduler: Scheduler
+    tokenizer: Any
+    metrics: Metrics
+    model_name: str
+    max_model_len: int
+    vocab_size: int | None
+    retry_after_s: int
+    created: int
+
+
+class _Generation:
+    """One submitted sequence seen from its handler: token events in, text deltas out."""
+
+    def __init__(self, state: ServeState, prompt_ids: list[int], params: SamplingParams, stop: list[str]) -> None:
+        self.state = state
+        self.prompt_tokens = len(prompt_ids)
+        self.completion_tokens = 0
+        self.finish_reason: str | None = None
+        self._done = False
+        self._events: asyncio.Queue[Any] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        hidden = () if params.ignore_eos else params.stop_token_ids
+        self._text = TextStream(state.tokenizer.decode, stop=stop, hidden_ids=hidden)
+
+        def deliver(event: Any) -> None:
+            loop.call_soon_threadsafe(self._events.put_nowait, event)
+
+        try:
+            self.seq_id = state.scheduler.submit(prompt_ids, params, deliver)
+        except QueueFull as exc:
+            raise OpenAIError(
+                503,
+                f"server busy: {exc}; retry after {state.retry_after_s}s",
+                type="server_error",
+                code="queue_full",
+                headers={"Retry-After": str(state.retry_after_s)},
+            ) from None
+        except NotServing as exc:
+            raise OpenAIError(503, str(exc), type="server_error", code="shutting_down") from None
+        state.metrics.add_prompt_tokens(self.prompt_tokens)
+
+    async def deltas(self) -> AsyncIterator[str]:
+        while not self._done:
+            event = await self._events.get()
+            if isinstance(event, Failed):
+                self._done = True
+                kind = "server_error" if event.status >= 500 else "invalid_request_error"
+                raise OpenAIError(event.status, event.message, type=kind)
+            self.completion_tokens += 1
+            delta = self._text.push(event.token_id)
+            if self._text.stopped:
+                self.finish_reason = "stop"
+                self._end(reason=None if event.finished else "stop_string")
+            elif event.finished:
+                delta += self._text.finish()
+                self.finish_reason = event.finish_reason
+                self._done = True
+            if delta:
+                yield delta
+
+    def cancel(self) -> None:
+        """The client is gone: free the engine slot."""
+        self._end(reason="client_disconnect")
+
+    def _end(self, reason: str | None) -> None:
+        if self._done:
+            return
+        self._done = True
+        if reason is not None:
+            self.state.scheduler.abort(self.seq_id)
+            self.state.metrics.count_abort(reason)
+
+
+class _CountRequests:
+    """ASGI middleware: count answered requests by endpoint and status for /metrics."""
+
+    def __init__(self, app: Any, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def send_and_watch(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_watch)
+        finally:
+            path = scope["path"] if scope["path"] in ENDPOINTS else "other"
+            self.metrics.count_request(path, status)
+
+
+def _error_response(exc: OpenAIError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        raise OpenAIError(400, "the request body is empty; send a JSON object", code="invalid_json")
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise OpenAIError(400, f"malformed JSON in the request body: {exc}", code="invalid_json") from None
+
+
+async def _wait_for_disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def _sse(payload: dict[str, Any] | str) -> str:
+    return f"data: {payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)}\n\n"
+
+
+def build_app(state: ServeState) -> FastAPI:
+    app = FastAPI(title="tp-advisor bundled runtime", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(_CountRequests, metrics=state.metrics)
+
+    @app.exception_handler(OpenAIError)
+    async def _openai_error(_: Request, exc: OpenAIError) -> JSONResponse:
+        return _error_response(exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = "server_error" if exc.status_code >= 500 else "invalid_request_error"
+        code = "not_found" if exc.status_code == 404 else None
+        return _error_response(OpenAIError(exc.status_code, str(exc.detail), type=kind, code=code))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        return _error_response(OpenAIError(500, message, type="server_error"))
+
+    @app.get("/health")
+    async def health() -> Response:
+        if state.scheduler.error is not None:
+            return JSONResponse({"status": "error", "error": str(state.scheduler.error)}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        state.metrics.queued = state.scheduler.queued()
+        return Response(state.metrics.render(), media_type=CONTENT_TYPE)
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        card = {
+            "id": state.model_name,
+            "object": "model",
+            "created": state.created,
+            "owned_by": "tp-advisor",
+            "max_model_len": state.max_model_len,
+        }
+        return {"object": "list", "data": [card]}
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> Response:
+        req: CompletionRequest = protocol.parse_request(CompletionRequest, await _json_body(request))
+        _check_model(state, req.model)
+        prompt_ids = _prompt_ids(state, req.prompt_text_or_ids())
+        params = _sampling_params(state, req, prompt_ids, req.max_tokens, DEFAULT_COMPLETION_MAX_TOKENS)
+        gen = _Generation(state, prompt_ids, params, req.stop_strings())
+        rid = protocol.new_id("cmpl")
+        if req.stream:
+            return _stream(gen, req, lambda text, fin: protocol.completion_chunk(rid, state.model_name, text, fin), rid)
+        text = await _collect(gen, request)
+        if text is None:
+            return Response(status_code=CLIENT_CLOSED)
+        body = protocol.completion_response(
+            rid, state.model_name, text, gen.finish_reason, gen.prompt_tokens, gen.completion_tokens
+        )
+        return JSONResponse(body)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        req: ChatCompletionRequest = protocol.parse_request(ChatCompletionRequest, await _json_body(request))
+        _check_model(state, req.model)
+        messages = [{"role": m.role, "content": m.text()} for m in req.messages]
+        prompt_ids = _prompt_ids(state, render_chat(state.tokenizer, messages))
+        params = _sampling_params(state, req, prompt_ids, req.requested_max_tokens(), None)
+        gen = _Generation(state, prompt_ids, params, req.stop_strings())
+        rid = protocol.new_id("chatcmpl")
+        if req.stream:
+            started = False
+
+            def chunk(text: str, fin: str | None) -> dict[str, Any]:
+                nonlocal started
+                delta = {"content": text} if text or not fin else {}
+                if not started:
+                    delta = {"role": "assistant", **delta}
+                    started = True
+                return protocol.chat_chunk(rid, state.model_name, delta, fin)
+
+            return _stream(gen, req, chunk, rid)
+        text = await _collect(gen, request)
+        if text is None:
+            return Response(status_code=CLIENT_CLOSED)
+        body = protocol.chat_response(
+            rid, state.model_name, text, gen.finish_reason, gen.prompt_tokens, gen.completion_tokens
+        )
+        return JSONResponse(body)
+
+    def _stream(gen: _Generation, req: Any, make_chunk: Any, rid: str) -> StreamingResponse:
+        object_name = "chat.completion.chunk" if isinstance(req, ChatCompletionRequest) else "text_completion"
+
+        async def events() -> AsyncIterator[str]:
+            try:
+                if isinstance(req, ChatCompletionRequest):
+                    yield _sse(make_chunk("", None))  # announces the assistant role, as OpenAI does
+                async for delta in gen.deltas():
+                    yield _sse(make_chunk(delta, None))
+                yield _sse(make_chunk("", gen.finish_reason))
+                if req.wants_usage_chunk():
+                    usage = protocol.usage_chunk(
+                        rid, state.model_name, object_name, gen.prompt_tokens, gen.completion_tokens
+                    )
+                    yield _sse(usage)
+            except OpenAIError as exc:
+                yield _sse(exc.body())
+            finally:
+                gen.cancel()  # no-op when finished; frees the slot when the client went away mid-stream
+            yield _sse("[DONE]")
+
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+    return app
+
+
+async def _collect(gen: _Generation, request: Request) -> str | None:
+    """The whole completion text, or None when the client disconnected first (the sequence is then aborted)."""
+    parts: list[str] = []
+
+    async def consume() -> None:
+        async for delta in gen.deltas():
+            parts.append(delta)
+
+    consumer = asyncio.create_task(consume())
+    watcher = asyncio.create_task(_wait_for_disconnect(request))
+    try:
+        await asyncio.wait({consumer, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        if consumer.done():
+            consumer.result()  # re-raises OpenAIError from a failed sequence
+            return "".join(parts)
+        return None
+    finally:
+        watcher.cancel()
+        consumer.cancel()
+        gen.cancel()
+
+
+def _check_model(state: ServeState, model: str | None) -> None:
+    if model is not None and model != state.model_name:
+        raise OpenAIError(
+            404,
+            f"the model '{model}' does not exist; this server serves '{state.model_name}'",
+            param="model",
+            code="model_not_found",
+        )
+
+
+def _prompt_ids(state: ServeState, prompt: str | list[int]) -> list[int]:
+    if isinstance(prompt, str):
+        ids = list(state.tokenizer.encode(prompt))
+    else:
+        ids = list(prompt)
+        if state.vocab_size is not None and any(not 0 <= t < state.vocab_size for t in ids):
+            raise OpenAIError(
+                422, f"prompt: token ids must lie in [0, {state.vocab_size})", param="prompt", code="invalid_token_id"
+            )
+    if not ids:
+        raise OpenAIError(400, "the prompt is empty", param="prompt", code="empty_prompt")
+    if len(ids) >= state.max_model_len:
+        raise OpenAIError(
+            400,
+            f"the prompt has {len(ids)} tokens; this model's maximum context length is {state.max_model_len} tokens "
+            "(prompt plus completion); shorten the prompt",
+            param="prompt",
+            code="context_length_exceeded",
+        )
+    return ids
+
+
+def _sampling_params(
+    state: ServeState, req: Any, prompt_ids: list[int], max_tokens: int | None, default_max_tokens: int | None
+) -> SamplingParams:
+    room = state.max_model_len - len(prompt_ids)
+    if max_tokens is None:
+        max_tokens = room if default_max_tokens is None else min(default_max_tokens, room)
+    elif max_tokens > room:
+        raise OpenAIError(
+            400,
+            f"max_tokens={max_tokens} plus the prompt's {len(prompt_ids)} tokens exceeds this model's maximum context "
+            f"length of {state.max_model_len} tokens; ask for at most {room}",
+            param="max_tokens",
+            code="context_length_exceeded",
+        )
+    eos = () if req.ignore_eos else tuple(state.tokenizer.eos_token_ids)
+    return SamplingParams(
+        max_tokens=max_tokens,
+        temperature=1.0 if req.temperature is None else req.temperature,
+        top_p=1.0 if req.top_p is None else req.top_p,
+        seed=req.seed,
+        stop_token_ids=eos,
+        ignore_eos=req.ignore_eos,
+    )

@@ -1,0 +1,200 @@
+"""`--mode serve`: options, socket binding, uvicorn on rank 0, the follower loop on the other ranks.
+
+Exit codes: 0 after a graceful shutdown (SIGINT/SIGTERM), 1 when the port cannot be bound or the engine failed,
+2 for a bad serve option (e.g. a host that is not a loopback address).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import ipaddress
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable, Generator
+from typing import Any
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+LOOPBACK_HINT = "use 127.0.0.1, ::1 or localhost"
+
+
+class ServeConfigError(ValueError):
+    pass
+
+
+def add_serve_args(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("serve mode")
+    group.add_argument(
+        "--host", default="127.0.0.1", help="loopback address to listen on: 127.0.0.1 (default), ::1 or localhost"
+    )
+    group.add_argument("--port", type=int, default=30000, help="TCP port (default 30000; 0 picks a free one)")
+    group.add_argument(
+        "--served-model-name", default=None, help="model id clients must use (default: the --model value)"
+    )
+    group.add_argument(
+        "--max-queue", type=int, default=256, help="requests allowed to wait for a batch slot before 503 (default 256)"
+    )
+    group.add_argument(
+        "--retry-after", type=int, default=1, help="seconds suggested in Retry-After when the queue is full"
+    )
+    group.add_argument(
+        "--shutdown-timeout", type=float, default=10.0, help="seconds in-flight requests get to finish on shutdown"
+    )
+    group.add_argument("--access-log", action="store_true", help="log every HTTP request to stderr")
+
+
+def loopback_host(host: str) -> str:
+    """The address to bind, refusing anything reachable from other machines."""
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise ServeConfigError(f"--host {host!r} is not an IP address; {LOOPBACK_HINT}") from None
+    if not address.is_loopback:
+        raise ServeConfigError(
+            f"--host {host} is not a loopback address; the runtime serves only this machine: {LOOPBACK_HINT}"
+        )
+    return str(address)
+
+
+def _check_options(args: argparse.Namespace) -> str:
+    host = loopback_host(args.host)
+    if not 0 <= args.port <= 65535:
+        raise ServeConfigError(f"--port {args.port} is out of range; use 1-65535 (or 0 for any free port)")
+    if args.max_queue < 1:
+        raise ServeConfigError(f"--max-queue {args.max_queue} must be at least 1")
+    if args.retry_after < 1:
+        raise ServeConfigError(f"--retry-after {args.retry_after} must be at least 1")
+    return host
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise OSError(
+                exc.errno, f"{host}:{port} is already in use; stop the other server or pick another --port"
+            ) from None
+        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    return sock
+
+
+def url_for(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _uvicorn_server(app: Any, args: argparse.Namespace, on_ready: Callable[[], None]) -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and not self.should_exit:
+                on_ready()
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Generator[None, None, None]:
+            # uvicorn re-raises the captured signal after shutdown, which would kill this process before it tells
+            # the other ranks to stop; shut down gracefully and return instead.
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    config = uvicorn.Config(
+        app,
+        http="h11",
+        ws="none",
+        lifespan="off",
+        log_level="warning",
+        access_log=args.access_log,
+        timeout_graceful_shutdown=args.shutdown_timeout,
+    )
+    return Server(config)
+
+
+def run_serve(
+    engine: Any, tokenizer: Any, args: argparse.Namespace, rank: int, world_size: int, group: Any = None
+) -> int:
+    """Run on every rank: rank 0 serves HTTP and schedules; the others follow. Returns the process exit code."""
+    from launcher.runtime.serve.scheduler import Commands, ControlChannel, Scheduler, follow
+
+    try:
+        host = _check_options(args)
+    except ServeConfigError as exc:
+        if rank == 0:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+        return EXIT_USAGE  # every rank sees the same options, so all of them stop here
+
+    channel = ControlChannel(group) if world_size > 1 else None
+    if rank != 0:
+        # torchrun forwards SIGINT/SIGTERM to every worker; rank 0 decides when to stop and tells us.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: None)
+        return follow(engine, channel)
+
+    try:
+        sock = bind_socket(host, args.port)
+    except OSError as exc:
+        print(f"error: {exc.strerror}", file=sys.stderr, flush=True)
+        if channel is not None:
+            channel.publish(Commands(shutdown=True))
+        return EXIT_FAILURE
+    port = sock.getsockname()[1]
+
+    from launcher.runtime.serve.app import ServeState, build_app
+    from launcher.runtime.serve.metrics import Metrics
+
+    model_name = args.served_model_name or getattr(args, "model", None) or "demo"
+    allreduce = getattr(engine, "allreduce_strategy", None) or getattr(args, "allreduce", None) or "none"
+    metrics = Metrics(
+        model=model_name,
+        tp_size=world_size,
+        max_batch_size=engine.max_batch_size,
+        max_model_len=engine.max_model_len,
+        allreduce=str(allreduce),
+    )
+    server_box: list[Any] = []
+
+    def stop_server() -> None:
+        if server_box:
+            server_box[0].should_exit = True
+
+    scheduler = Scheduler(engine, metrics, max_queue=args.max_queue, channel=channel, on_fatal=stop_server)
+    state = ServeState(
+        scheduler=scheduler,
+        tokenizer=tokenizer,
+        metrics=metrics,
+        model_name=model_name,
+        max_model_len=engine.max_model_len,
+        vocab_size=getattr(engine, "vocab_size", None),
+        retry_after_s=args.retry_after,
+        created=int(time.time()),
+    )
+
+    def announce() -> None:
+        print(f"ready: {url_for(host, port)}", flush=True)
+
+    server = _uvicorn_server(build_app(state), args, announce)
+    server_box.append(server)
+    scheduler.start()
+    startup_failed = False
+    try:
+        server.run(sockets=[sock])
+    except SystemExit:  # uvicorn gives up on startup failures this way (after logging why)
+        startup_failed = True
+    finally:
+        scheduler.stop(timeout=args.shutdown_timeout + 5)
+        sock.close()
+    return EXIT_FAILURE if startup_failed or scheduler.error is not None else EXIT_OK
