@@ -1,0 +1,132 @@
+"""launcher.engines: the exact argv per engine, built from hand-made plans (the rules' own flags are tested in test_launch)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from advisor.facts import Facts, Gpu, Host
+from advisor.models import ModelSpec
+from advisor.plan import Intent, Plan
+from launcher.engines import EngineCommandError, command_for, commands_for_nodes, flag_value, without_flag
+
+CPU = Facts(host=Host(hostname="box"))
+GPUS = Facts(host=Host(hostname="gpu-node-0"), gpus=(Gpu(index=0), Gpu(index=1)))
+
+
+def plan(facts: Facts = CPU, spec: ModelSpec | None = None, flags: tuple[str, ...] = (), **intent) -> Plan:
+    it = Intent(**intent)
+    return Plan(intent=it, facts=facts, model=spec, engine={"name": it.engine}, flags=flags)
+
+
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
+
+
+def test_bundled_demo_on_cpu():
+    argv = command_for(plan(tp=2, mode="generate", flags=("--allreduce", "torch")))
+    assert argv == TORCHRUN + [
+        "--standalone", "--nnodes", "1", "--nproc-per-node", "2", "--max-restarts", "0",
+        "-m", "launcher.runtime", "--model", "demo", "--tp-size", "2", "--dtype", "auto", "--device", "cpu",
+        "--allreduce", "torch", "--mode", "generate",
+    ]  # fmt: skip
+
+
+def test_bundled_on_gpus_takes_allreduce_from_plan_flags_and_mode_and_extra_last():
+    spec = ModelSpec(id="/m/llama", architecture="LlamaForCausalLM", path="/m/llama")
+    p = plan(GPUS, spec, flags=("--allreduce", "flashinfer-fusion", "--max-model-len", "4096"), model="/m/llama", tp=2,
+             dtype="bfloat16", overrides=("--seed", "7"))  # fmt: skip
+    argv = command_for(p, mode="bench", extra=["--max-tokens", "8"])
+    tail = argv[argv.index("launcher.runtime") + 1 :]
+    assert tail == [
+        "--model", "/m/llama", "--tp-size", "2", "--dtype", "bfloat16", "--device", "cuda",
+        "--allreduce", "flashinfer-fusion", "--mode", "bench", "--max-model-len", "4096", "--seed", "7", "--max-tokens", "8",
+    ]  # fmt: skip
+
+
+def test_bundled_uses_the_resolved_directory_of_a_hub_id():
+    spec = ModelSpec(id="org/m", architecture="LlamaForCausalLM", path="/cache/models--org--m/snapshots/abc")
+    argv = command_for(plan(spec=spec, model="org/m", tp=1))
+    assert argv[argv.index("--model") + 1] == "/cache/models--org--m/snapshots/abc"
+    assert argv[argv.index("--allreduce") + 1] == "torch"  # no decision -> the plain allreduce
+
+
+def test_bundled_multi_node_one_rendezvous_command_per_node():
+    cmds = commands_for_nodes(plan(GPUS, tp=4, nnodes=2), dist_init_addr="10.1.2.3:29400", python="python3")
+    assert len(cmds) == 2
+    for rank, argv in enumerate(cmds):
+        assert argv[:3] == ["python3", "-m", "torch.distributed.run"]
+        assert "--standalone" not in argv
+        head = argv[3 : argv.index("-m", 3)]
+        assert head == [
+            "--nnodes", "2", "--node-rank", str(rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", "10.1.2.3:29400",
+            "--nproc-per-node", "2", "--max-restarts", "0",
+        ]  # fmt: skip
+        assert argv[argv.index("--tp-size") + 1] == "4"
+
+
+def test_bundled_multi_node_default_endpoint_is_this_host():
+    argv = command_for(plan(GPUS, tp=4, nnodes=2), node_rank=1)
+    assert argv[argv.index("--rdzv-endpoint") + 1] == "gpu-node-0:29500"
+
+
+def test_tp_that_does_not_split_over_nodes_is_refused():
+    with pytest.raises(EngineCommandError, match="divisible by --nnodes"):
+        command_for(plan(tp=3, nnodes=2))
+    with pytest.raises(EngineCommandError, match="node rank 2"):
+        command_for(plan(tp=4, nnodes=2), node_rank=2)
+
+
+def test_sglang_single_node():
+    p = plan(engine="sglang", model="Qwen/Qwen3-30B-A3B", tp=8, flags=("--flashinfer-allreduce-fusion-backend", "auto"),
+             overrides=("--enforce-disable-flashinfer-allreduce-fusion",))  # fmt: skip
+    assert command_for(p, python="/venvs/sgl/bin/python", extra=["--port", "30001"]) == [
+        "/venvs/sgl/bin/python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-30B-A3B", "--tp-size", "8",
+        "--flashinfer-allreduce-fusion-backend", "auto", "--enforce-disable-flashinfer-allreduce-fusion", "--port", "30001",
+    ]  # fmt: skip
+
+
+def test_sglang_multi_node_dp_attention_and_a2a():
+    p = plan(engine="sglang", model="deepseek-ai/DeepSeek-V3", tp=16, nnodes=2, dp_attention=True, dp_size=8,
+             moe_a2a_backend="deepep", dtype="bfloat16")  # fmt: skip
+    cmds = commands_for_nodes(p, python="python3", dist_init_addr="10.0.0.1:5000")
+    assert cmds == [
+        ["python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3", "--tp-size", "16",
+         "--nnodes", "2", "--node-rank", str(rank), "--dist-init-addr", "10.0.0.1:5000",
+         "--enable-dp-attention", "--dp-size", "8", "--moe-a2a-backend", "deepep", "--dtype", "bfloat16"]
+        for rank in (0, 1)
+    ]  # fmt: skip
+
+
+def test_sglang_needs_a_real_model():
+    with pytest.raises(EngineCommandError, match="--model"):
+        command_for(plan(engine="sglang", tp=2))
+
+
+def test_sglang_python_defaults_to_the_live_probed_interpreter_only():
+    live = Facts(source="live", python_executable="/opt/sgl/bin/python")
+    assert command_for(plan(live, engine="sglang", model="m", tp=1))[0] == "/opt/sgl/bin/python"
+    simulated = Facts(source="simulated:h200-8", python_executable="/elsewhere/python")
+    assert command_for(plan(simulated, engine="sglang", model="m", tp=1))[0] == sys.executable
+
+
+def test_vllm():
+    p = plan(engine="vllm", model="meta-llama/Llama-3.1-8B", tp=2, flags=("-cc.pass_config.fuse_allreduce_rms=True",))
+    assert command_for(p, python="python3") == [
+        "python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-3.1-8B",
+        "--tensor-parallel-size", "2", "-cc.pass_config.fuse_allreduce_rms=True",
+    ]  # fmt: skip
+    node1 = command_for(plan(engine="vllm", model="m", tp=8, nnodes=2), node_rank=1, dist_init_addr="h:1234")
+    assert node1[-9:] == ["--nnodes", "2", "--node-rank", "1", "--master-addr", "h", "--master-port", "1234", "--headless"]
+
+
+def test_unknown_engine():
+    with pytest.raises(EngineCommandError, match="unknown engine"):
+        command_for(plan(engine="trt"))
+
+
+def test_flag_helpers():
+    flags = ["--a", "1", "--allreduce=torch", "--b", "--allreduce", "flashinfer-fusion"]
+    assert flag_value(flags, "--allreduce") == "flashinfer-fusion"
+    assert flag_value(flags, "--missing") is None
+    assert without_flag(flags, "--allreduce") == ["--a", "1", "--b"]
