@@ -45,6 +45,26 @@ def _complete_rules(ctx, param, incomplete):
     return [r for r in RULE_IDS if r.startswith(incomplete)]
 
 
+class PositiveInt(click.ParamType):
+    """A whole number >= 1, with a message that says so (click's IntRange talks about "integer ranges")."""
+
+    name = "N"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = int(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number; pass a number >= 1", param, ctx)
+        if number < 1:
+            self.fail(f"{number} is not allowed; pass a number >= 1", param, ctx)
+        return number
+
+
+POSITIVE = PositiveInt()
+
 # Options shared by the TUI (bare `advisor`), `check`, `explain` and `launch` (ARCHITECTURE.md, "Contracts").
 COMMON_OPTIONS = [
     click.option(
@@ -58,14 +78,14 @@ COMMON_OPTIONS = [
     click.option(
         "--tp",
         "tp",
-        type=click.IntRange(min=1),
+        type=POSITIVE,
         default=None,
         help="Tensor-parallel size. Default: the number of GPUs the engine sees (2 for the bundled demo on a machine"
         " without GPUs, else 1).",
     ),
-    click.option("--nnodes", type=click.IntRange(min=1), default=1, show_default=True, help="Number of nodes."),
+    click.option("--nnodes", type=POSITIVE, default=1, show_default=True, help="Number of nodes."),
     click.option("--dp-attention/--no-dp-attention", default=False, help="SGLang DP attention."),
-    click.option("--dp-size", type=click.IntRange(min=1), default=1, show_default=True, help="Data-parallel size."),
+    click.option("--dp-size", type=POSITIVE, default=1, show_default=True, help="Data-parallel size."),
     click.option("--moe-a2a-backend", default="none", show_default=True, metavar="NAME", help="MoE all-to-all backend."),
     click.option(
         "--engine",

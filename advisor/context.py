@@ -10,6 +10,7 @@ Cheap to import: the probes, the model loader and the rules are imported inside 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,8 @@ EXIT_USAGE = 2  # the command line itself is wrong
 ENGINES = ("bundled", "sglang", "vllm")
 # tp of the bundled runtime's demo model on a machine without GPUs: two gloo ranks show the tensor-parallel mechanics.
 DEMO_CPU_TP = 2
+# A release number as engines publish them: 0.5.14, v0.5.4.post2, 0.5.0rc2, 0.11.0+cu128.
+VERSION_RE = re.compile(r"v?\d+(\.\d+){1,3}((\.|-)?(post|rc|a|b|dev)\d*)*(\+[A-Za-z0-9.]+)?")
 
 
 class AdvisorError(Exception):
@@ -206,6 +209,10 @@ def resolve(options: Options) -> tuple[Facts, ModelSpec | None, Intent]:
     if options.engine is not None and options.engine not in ENGINES:
         raise usage_error(f"--engine {options.engine!r} is not an engine; choose one of {', '.join(ENGINES)}")
 
+    if options.engine_version is not None and not VERSION_RE.fullmatch(options.engine_version.strip()):
+        raise usage_error(
+            f"--engine-version {options.engine_version!r} is not a release number; pass X.Y.Z, e.g. 0.5.14"
+        )
     facts = load_facts(options)
     engine = options.engine or default_engine(facts)
     model = _resolve_model(options.model, engine)
@@ -229,7 +236,7 @@ def resolve(options: Options) -> tuple[Facts, ModelSpec | None, Intent]:
 def _resolve_model(ref: str | None, engine: str) -> ModelSpec | None:
     if ref is None:
         if engine == "bundled":
-            return None
+            return _demo_spec()
         raise usage_error(
             f"{engine} needs a model: pass --model ID|DIR (a Hugging Face id such as Qwen/Qwen3-30B-A3B, or a local"
             " model directory)"
@@ -240,6 +247,16 @@ def _resolve_model(ref: str | None, engine: str) -> ModelSpec | None:
         return resolve_model(ref)
     except ModelError as exc:
         raise AdvisorError(str(exc)) from None
+
+
+def _demo_spec() -> ModelSpec | None:
+    """The bundled runtime's demo model (catalog entry "demo"), so the rules see its real shape; None if absent."""
+    from advisor.models import DEMO_ID, ModelError, catalog_spec
+
+    try:
+        return catalog_spec(DEMO_ID)
+    except ModelError:
+        return None
 
 
 def make_plan(options: Options) -> Plan:

@@ -1,0 +1,72 @@
+"""Wall time of `advisor check --json` as ratios to a bare interpreter and to `import torch`, measured in one run.
+
+    python tests/benchmarks/bench_check.py [--repeat N]
+
+Goal (issue 4): under 6x `python -c pass` and under 0.1x `python -c "import torch"`. Each command runs N times
+(interleaved, so machine noise hits all of them alike); the median is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CHECK_ARGS = ["check", "--json", "--profile", "b300-8", "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--tp", "8"]
+
+
+def advisor_argv() -> list[str]:
+    script = Path(sys.executable).with_name("advisor")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("advisor")
+    return [found] if found else [sys.executable, "-m", "advisor"]
+
+
+def timed(argv: list[str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):  # 1 = the plan found errors, still a complete run
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15, help="runs per command (median reported)")
+    parser.add_argument("--torch-repeat", type=int, default=3, help="runs of `import torch` (slow)")
+    args = parser.parse_args()
+
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "python -c 'import click'": [sys.executable, "-c", "import click"],
+        "advisor " + " ".join(CHECK_ARGS): [*advisor_argv(), *CHECK_ARGS],
+    }
+    torch_cmd = [sys.executable, "-c", "import torch"]
+    for argv in commands.values():  # warm the page cache and .pyc files
+        timed(argv)
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    times["python -c 'import torch'"] = []
+    for i in range(args.repeat):
+        for name, argv in commands.items():
+            times[name].append(timed(argv))
+        if i < args.torch_repeat:
+            times["python -c 'import torch'"].append(timed(torch_cmd))
+
+    median = {name: statistics.median(t) for name, t in times.items()}
+    bare = median["python -c pass"]
+    torch = median["python -c 'import torch'"]
+    check = median["advisor " + " ".join(CHECK_ARGS)]
+    for name, value in median.items():
+        print(f"{value * 1000:9.1f} ms  {name}")
+    print(f"check / bare interpreter: {check / bare:.2f}x  (goal < 6x)")
+    print(f"check / import torch:     {check / torch:.3f}x  (goal < 0.1x)")
+
+
+if __name__ == "__main__":
+    main()
