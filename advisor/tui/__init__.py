@@ -1,0 +1,1 @@
+"""The interactive face of tp-advisor: a Textual app (the only part of `advisor` that imports textual)."""

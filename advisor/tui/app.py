@@ -1,0 +1,96 @@
+"""The `advisor` Textual app: `run_app(options)` is what bare `advisor [common options]` calls.
+
+Layout: advisor.tcss; screens in screens/, widgets in widgets/, the non-UI logic (options -> facts -> plan) in
+session.py. Blocking work (probing, rules, starting and stopping processes, writing files) runs in thread workers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import App
+from textual.binding import Binding
+from textual.screen import Screen
+
+from advisor.tui.commands import AdvisorCommands
+from advisor.tui.screens.main import MainScreen
+from advisor.tui.session import Evaluation, Session, model_suggestions, profile_names
+
+
+class AdvisorApp(App[None]):
+    CSS_PATH = "advisor.tcss"
+    TITLE = "tp-advisor"
+    COMMANDS = App.COMMANDS | {AdvisorCommands}
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(self, options: Any, *, on_ready: Callable[[AdvisorApp], None] | None = None) -> None:
+        super().__init__()
+        self.options = options
+        self.session = Session()
+        self.profiles = profile_names()
+        self.models = model_suggestions()
+        self.runs: list[Any] = []  # launcher.spawn.Run objects started from the launch screen
+        self._runs_lock = threading.Lock()
+        self._on_ready = on_ready
+        self.first_plan_at: float | None = None  # time.perf_counter() when the first plan was on screen
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen(self.options, self.models, self.profiles)
+
+    # -- signals from screens --------------------------------------------------------------------------------------------
+    def plan_shown(self, evaluation: Evaluation) -> None:
+        if self.first_plan_at is None:
+            self.call_after_refresh(self._first_plan_painted)
+
+    def _first_plan_painted(self) -> None:
+        if self.first_plan_at is None:
+            self.first_plan_at = time.perf_counter()
+            if self._on_ready is not None:
+                self._on_ready(self)
+
+    # -- processes ---------------------------------------------------------------------------------------------------
+    def track_run(self, run: Any) -> None:
+        """Called (from any thread) for every engine started, so quitting can stop it."""
+        with self._runs_lock:
+            self.runs.append(run)
+
+    def live_runs(self) -> list[Any]:
+        with self._runs_lock:
+            return [r for r in self.runs if not r.done]
+
+    def stop_all_runs(self) -> None:
+        """Blocking: stop every engine this app started (spawn kills the whole process tree)."""
+        for run in self.live_runs():
+            run.stop()
+
+    async def action_quit(self) -> None:
+        if self.live_runs():
+            self.notify("Stopping the engine before quitting…", timeout=3)
+            self.run_worker(self._stop_then_exit, thread=True, exclusive=True, group="quit")
+        else:
+            self.exit()
+
+    def _stop_then_exit(self) -> None:
+        self.stop_all_runs()
+        self.call_from_thread(self.exit)
+
+    def action_help(self) -> None:
+        from advisor.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+
+def run_app(options: Any) -> None:
+    """Open the app with the common options filled in; whatever happens, no engine it started outlives it."""
+    app = AdvisorApp(options)
+    try:
+        app.run()
+    finally:
+        app.stop_all_runs()

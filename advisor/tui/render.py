@@ -1,0 +1,199 @@
+"""Rich renderables for the panels: decisions, conditions, the release matrix, the machine. No Textual here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from advisor.facts import Facts
+from advisor.plan import Plan
+from advisor.rules.engine import (
+    AUTO_ENABLED,
+    FORCED_OFF,
+    FORCED_ON,
+    NOT_ENABLED,
+    UNAVAILABLE,
+    ConditionResult,
+    Decision,
+    Problem,
+)
+
+STATE_ICON = {
+    AUTO_ENABLED: ("●", "green"),
+    FORCED_ON: ("●", "cyan"),
+    NOT_ENABLED: ("○", "yellow"),
+    FORCED_OFF: ("○", "magenta"),
+    UNAVAILABLE: ("?", "red"),
+}
+SEVERITY_ICON = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("i", "blue")}
+
+
+def ok_icon(ok: bool | None) -> Text:
+    if ok is True:
+        return Text("✓", style="green")
+    if ok is False:
+        return Text("✗", style="bold red")
+    return Text("?", style="yellow")
+
+
+def state_icon(state: str) -> Text:
+    icon, style = STATE_ICON.get(state, ("·", ""))
+    return Text(icon, style=style)
+
+
+def state_text(state: str) -> Text:
+    icon, style = STATE_ICON.get(state, ("·", ""))
+    return Text(f"{icon} {state}", style=style)
+
+
+def short_value(value: Any) -> str:
+    """A decision's value in one table cell (a dict shows its values only; the detail pane names them)."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return ", ".join(str(v) for v in value.values())
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def show(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return ", ".join(show(v) for v in value) if value else "(none)"
+    return json.dumps(value, default=str)
+
+
+def condition_block(cond: ConditionResult) -> Text:
+    text = Text()
+    text.append_text(ok_icon(cond.ok))
+    text.append(f" {cond.text}\n", style="bold" if cond.ok is False else "")
+    text.append("    observed ", style="dim")
+    text.append(show(cond.observed), style="red" if cond.ok is False else "")
+    text.append("   expected ", style="dim")
+    text.append(f"{show(cond.expected)}\n")
+    if cond.why:
+        text.append("    why: ", style="dim")
+        text.append(f"{cond.why}\n", style="italic")
+    if cond.fix:
+        text.append("    to change: ", style="dim")
+        text.append(f"{cond.fix}\n")
+    return text
+
+
+def decision_detail(decision: Decision, plan: Plan) -> RenderableType:
+    parts: list[RenderableType] = []
+    head = Text()
+    head.append(decision.title, style="bold")
+    head.append("\n")
+    head.append_text(state_text(decision.state))
+    if isinstance(decision.value, dict):
+        head.append("\nvalue: " + ", ".join(f"{k}={v}" for k, v in decision.value.items()))
+    elif decision.value is not None:
+        head.append(f"\nvalue: {short_value(decision.value)}")
+    if decision.flags:
+        head.append("\nflags: ", style="dim")
+        head.append(" ".join(decision.flags), style="cyan")
+    parts.append(head)
+    if decision.conditions:
+        parts.append(Text("\nConditions", style="bold underline"))
+        parts.extend(condition_block(c) for c in decision.conditions)
+    if decision.notes:
+        parts.append(Text("Notes", style="bold underline"))
+        parts.extend(Text(f"• {note}") for note in decision.notes)
+    if decision.source is not None:
+        parts.append(Text.assemble(("\nSource: ", "bold"), str(decision.source)))
+    if decision.id == "flashinfer_allreduce_fusion" and plan.release_matrix:
+        parts.append(Text("\nRelease matrix (this scenario, every modelled release)", style="bold underline"))
+        parts.append(release_matrix_table(plan))
+    return Group(*parts)
+
+
+def release_matrix_table(plan: Plan) -> Table:
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
+    table.add_column("release")
+    table.add_column("fusion")
+    table.add_column("failed conditions", overflow="fold")
+    rules = (plan.engine or {}).get("rules")
+    for row in plan.release_matrix:
+        mark = Text("● on", style="green") if row.enabled else Text("○ off", style="yellow")
+        release = Text(row.release, style="bold" if rules and row.release.endswith(str(rules)) else "")
+        table.add_row(release, mark, ", ".join(row.failed_conditions))
+    return table
+
+
+def problem_detail(problem: Problem) -> RenderableType:
+    icon, style = SEVERITY_ICON.get(problem.severity, ("·", ""))
+    text = Text()
+    text.append(f"{icon} {problem.severity}: ", style=style)
+    text.append(f"{problem.message}\n", style="bold")
+    text.append("fix: ", style="dim")
+    text.append(f"{problem.fix}\n")
+    if problem.source:
+        text.append("predicts: ", style="dim")
+        text.append(problem.source)
+    text.append(f"\nid: {problem.id}", style="dim")
+    return text
+
+
+def problems_list(problems: tuple[Problem, ...]) -> RenderableType:
+    if not problems:
+        return Text("✓ no problems found", style="green")
+    out = Text()
+    for p in problems:
+        icon, style = SEVERITY_ICON.get(p.severity, ("·", ""))
+        out.append(f"{icon} ", style=style)
+        out.append(f"{p.message}\n")
+        out.append("  fix: ", style="dim")
+        out.append(f"{p.fix}\n")
+    out.rstrip()
+    return out
+
+
+def topology_table(facts: Facts) -> RenderableType:
+    """The `nvidia-smi topo -m` matrix (render_facts gives the cells; colour them: NVLink green, PCIe yellow)."""
+    from advisor.render_facts import topology_matrix
+
+    header, rows = topology_matrix(facts)
+    if not rows:
+        return Text("no GPUs", style="dim")
+    table = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 1))
+    for name in header:
+        table.add_column(name, justify="center" if name else "left")
+    for row in rows:
+        cells = [Text(c, style="dim" if c == "X" else ("green" if c.startswith("NV") else "yellow")) for c in row[1:]]
+        table.add_row(Text(row[0], style="bold"), *cells)
+    return table
+
+
+def topology_legend(facts: Facts) -> str:
+    """NVSwitch and fabric state, then the meaning of each code the matrix shows."""
+    from advisor.render_facts import topology_legend as legend
+    from advisor.render_facts import topology_matrix
+
+    bits = []
+    topo = facts.topology
+    if topo.nvswitch is not None:
+        bits.append("NVSwitch: yes" if topo.nvswitch else "NVSwitch: no")
+    fabric = topo.fabric
+    if fabric.state and fabric.state != "not supported":
+        bits.append(f"fabric {fabric.state}" + (f", clique {fabric.clique_id}" if fabric.clique_id is not None else ""))
+    _, rows = topology_matrix(facts)
+    bits.extend(f"{code}: {meaning}" for code, meaning in legend(rows) if code != "X")
+    return " · ".join(bits)
+
+
+def source_label(facts: Facts | None) -> str:
+    if facts is None:
+        return "no facts"
+    src = facts.source
+    if src.startswith("simulated:"):
+        return f"simulated {src.split(':', 1)[1]}"
+    if src.startswith("file:"):
+        return f"file {src.split(':', 1)[1]}"
+    return "live"

@@ -1,0 +1,76 @@
+"""Export the plan as the `advisor check --json` object (advisor.report builds it; this only asks where)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label
+
+from advisor.plan import Plan
+
+DEFAULT_NAME = "advisor-plan.json"
+
+
+def write_plan_json(plan: Plan, path: str | Path) -> Path:
+    """Write atomically (a temporary file renamed into place), so a failed write leaves no half file."""
+    from advisor.report import dumps, plan_to_dict
+
+    path = Path(path).expanduser()
+    text = dumps(plan_to_dict(plan)) + "\n"
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+class ExportScreen(ModalScreen[Path | None]):
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
+
+    def __init__(self, plan: Plan, default: str = DEFAULT_NAME) -> None:
+        super().__init__()
+        self._plan = plan
+        self._default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="export-box", classes="dialog"):
+            yield Label("Write the plan as JSON (the `advisor check --json` object) to:")
+            yield Input(self._default, id="export-path")
+            with Horizontal(classes="buttons"):
+                yield Button("Save", id="save", variant="primary", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._save(event.value)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "save":
+            self._save(self.query_one(Input).value)
+        else:
+            self.dismiss(None)
+
+    def _save(self, raw: str) -> None:
+        if not raw.strip():
+            self.notify("Give a file name.", severity="warning")
+            return
+        self._write(raw.strip())
+
+    @work(thread=True, exclusive=True)
+    def _write(self, raw: str) -> None:
+        try:
+            path = write_plan_json(self._plan, raw)
+        except OSError as exc:
+            self.app.call_from_thread(self.notify, f"Cannot write {raw}: {exc.strerror or exc}", severity="error")
+            return
+        self.app.call_from_thread(self.notify, f"Plan written to {path}", timeout=4)
+        self.app.call_from_thread(self.dismiss, path)

@@ -1,0 +1,47 @@
+"""Help: the keys and what each panel means."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# tp-advisor
+
+Explains which optimizations a tensor-parallel engine release will switch on for this machine, model and settings,
+condition by condition, and launches it.
+
+| key | action |
+|---|---|
+| `q` | quit (stops a running engine first) |
+| `r` | probe the machine again |
+| `l` | launch the resolved command |
+| `e` | export the plan as JSON |
+| `p` | pick a machine: this one or a simulated profile (what-if) |
+| `c` | copy the command line |
+| `m` / `d` | machine tab / decisions tab |
+| `ctrl+p` | command palette |
+| `tab` | move between the form, the decisions and the detail |
+| `?` | this help |
+
+**Plan tab.** Change the form on the left; the decisions re-evaluate as you type. Each row is one decision the engine
+makes at start-up (● on, ○ off, ? unknown). Move to a row to see every condition: what was observed, what the rule
+expects, why the condition exists, and how to change the outcome, with the release and source file it models. The
+FlashInfer fusion decision also shows the outcome under every modelled release.
+
+**Machine tab.** GPUs, the topology matrix (like `nvidia-smi topo -m`), installed packages (✓ fine, ✗ part of an
+error, ! part of a warning, · not installed) and the problems with their fixes.
+
+Press `escape` to close.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Markdown(HELP)

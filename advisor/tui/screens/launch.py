@@ -1,0 +1,217 @@
+"""The launch screen: confirm the command, start it through launcher.spawn, stream per-rank logs, stop it.
+
+Processes are only ever started and stopped by `launcher.spawn` (the one place that owns them). Its reader threads
+hand lines to a queue that a UI timer drains in batches, so a chatty engine never floods the message loop and a
+thread never blocks on the UI.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+from collections import deque
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Label, Log, Select, Static, TabbedContent, TabPane
+
+from advisor.plan import Plan
+
+MODES = ("serve", "generate", "bench")
+FLUSH_S = 0.1
+MAX_LOG_LINES = 5000
+
+
+class LaunchScreen(Screen):
+    BINDINGS = [
+        Binding("enter", "start", "Start"),
+        Binding("s", "stop", "Stop"),
+        Binding("escape", "leave", "Back"),
+    ]
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+        self.mode = plan.intent.mode if plan.intent.mode in MODES else "serve"
+        self.run: Any = None  # launcher.spawn.Run once started
+        self.state = "not started"
+        self._lines: deque = deque()
+        self._ranks: set[int] = set()
+        self._confirmed_errors = False
+        self._leaving = False
+        self._lock = threading.Lock()
+
+    # -- layout ----------------------------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Vertical(id="launch-top"):
+            if self.plan.intent.engine == "bundled":
+                with Horizontal(id="mode-row"):
+                    yield Label("Mode ")
+                    yield Select([(m, m) for m in MODES], value=self.mode, allow_blank=False, id="mode", compact=True)
+            yield Static("", id="launch-command")
+            yield Static("", id="launch-state")
+        with TabbedContent(id="logs"), TabPane("all", id="log-all"):
+            yield Log(max_lines=MAX_LOG_LINES, id="log-all-lines")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._show_command()
+        self._show_state()
+        self.set_interval(FLUSH_S, self._flush)
+        self.query_one("#log-all-lines", Log).focus()
+
+    def argv(self) -> list[str]:
+        from launcher.engines import command_for
+
+        return command_for(self.plan, mode=self.mode)
+
+    def _show_command(self) -> None:
+        try:
+            text = Text(f"$ {shlex.join(self.argv())}")
+        except ValueError as exc:  # EngineCommandError: the plan cannot become a command
+            text = Text(f"✗ {exc}", style="bold red")
+        self.query_one("#launch-command", Static).update(text)
+
+    def _show_state(self) -> None:
+        run, state = self.run, self.state
+        text = Text()
+        if state == "not started":
+            text.append("○ not started", style="bold")
+            text.append(" · enter starts it, escape goes back")
+            errors = [p for p in self.plan.problems if p.severity == "error"]
+            if errors:
+                text.append(f"\n✗ the plan has {len(errors)} error(s): {errors[0].message}", style="red")
+                text.append("\n  press enter twice to start anyway", style="dim")
+        elif state == "starting":
+            text.append("◌ starting…", style="bold yellow")
+        elif state == "ready":
+            text.append("● ready", style="bold green")
+            text.append(f" at {run.url}" if run.url else "")
+        elif state == "exited":
+            text.append(f"✓ finished (exit {run.returncode})", style="bold green")
+        elif state == "failed":
+            text.append(f"✗ {run.failure or 'failed'}", style="bold red")
+        elif state == "stopped":
+            text.append("■ stopped", style="bold")
+        else:
+            text.append(state)
+        if run is not None:
+            text.append(f"\nlogs: {run.run_dir}", style="dim")
+            if state in ("starting", "ready"):
+                text.append(" · s stops it", style="dim")
+        self.query_one("#launch-state", Static).update(text)
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "mode" and event.value is not Select.NULL:
+            self.mode = str(event.value)
+            self._show_command()
+
+    # -- starting and stopping -------------------------------------------------------------------------------------------
+    def action_start(self) -> None:
+        if self.run is not None and not self.run.done:
+            self.notify("Already running; s stops it.")
+            return
+        if self.plan.has_errors and not self._confirmed_errors:
+            self._confirmed_errors = True
+            self.notify("The plan has errors. Press enter again to start anyway.", severity="warning")
+            return
+        try:
+            argv = self.argv()
+        except ValueError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.state = "starting"
+        self._show_state()
+        if self.query("#mode"):
+            self.query_one("#mode", Select).disabled = True
+        self._start(argv)
+
+    @work(thread=True, exclusive=True, group="launch")
+    def _start(self, argv: list[str]) -> None:
+        from launcher import spawn
+
+        try:
+            run = spawn.start(argv, on_line=self._on_line)
+        except (OSError, ValueError) as exc:
+            self.app.call_from_thread(self._start_failed, str(exc))
+            return
+        self.app.track_run(run)
+        with self._lock:
+            self.run = run
+        if self._leaving:  # escape was pressed while the process was being created
+            run.stop()
+
+    def _start_failed(self, message: str) -> None:
+        self.state = "not started"
+        self._show_state()
+        self.notify(f"Could not start: {message}", severity="error")
+
+    def _on_line(self, line: Any) -> None:
+        """Called from spawn's reader thread: only queue it."""
+        self._lines.append(line)
+
+    def _flush(self) -> None:
+        """UI thread, every FLUSH_S: move queued lines to the logs and follow the run's state."""
+        if self._lines:
+            batch = []
+            while self._lines:
+                batch.append(self._lines.popleft())
+            self.query_one("#log-all-lines", Log).write_lines([str(line) for line in batch])
+            by_rank: dict[int, list[str]] = {}
+            for line in batch:
+                if line.rank is not None:
+                    by_rank.setdefault(line.rank, []).append(line.text)
+            for rank, texts in sorted(by_rank.items()):
+                self._rank_log(rank).write_lines(texts)
+        run = self.run
+        if run is not None and run.state != self.state:
+            self.state = run.state
+            self._show_state()
+            self.refresh_bindings()
+
+    def _rank_log(self, rank: int) -> Log:
+        if rank not in self._ranks:
+            self._ranks.add(rank)
+            log = Log(max_lines=MAX_LOG_LINES, id=f"log-rank-{rank}-lines")
+            self.query_one("#logs", TabbedContent).add_pane(TabPane(f"rank {rank}", log, id=f"log-rank-{rank}"))
+            return log
+        return self.query_one(f"#log-rank-{rank}-lines", Log)
+
+    def action_stop(self) -> None:
+        if self.run is None or self.run.done:
+            self.notify("Nothing running.")
+            return
+        self.notify("Stopping…", timeout=2)
+        self._stop(leave=False)
+
+    def action_leave(self) -> None:
+        """Going back stops the engine: nothing started here outlives the screen."""
+        self._leaving = True
+        if self.run is not None and not self.run.done:
+            self.notify("Stopping the engine…", timeout=2)
+            self._stop(leave=True)
+        else:
+            self.dismiss()
+
+    @work(thread=True, exclusive=True, group="stop")
+    def _stop(self, leave: bool) -> None:
+        run = self.run
+        if run is not None:
+            run.stop()
+        self.app.call_from_thread(self._flush)
+        if leave:
+            self.app.call_from_thread(self.dismiss)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        running = self.run is not None and not self.run.done
+        if action == "start":
+            return not running
+        if action == "stop":
+            return running
+        return True

@@ -1,0 +1,212 @@
+"""The main screen: the plan (form, decisions, detail, command) and the machine, in two tabs.
+
+Every form change re-runs the rules in a thread worker after a short debounce; results come back as a
+`PlanEvaluated` message and stale ones (an older generation) are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+
+from advisor.tui.messages import PlanEvaluated
+from advisor.tui.render import source_label
+from advisor.tui.session import Evaluation, apply_profile_choice
+from advisor.tui.widgets.command_bar import CommandBar
+from advisor.tui.widgets.decisions import DecisionTable
+from advisor.tui.widgets.detail import DetailPane
+from advisor.tui.widgets.machine import MachinePanel
+from advisor.tui.widgets.plan_form import PlanForm
+
+DEBOUNCE_S = 0.2
+
+
+class MainScreen(Screen):
+    BINDINGS = [
+        Binding("r", "reprobe", "Re-probe"),
+        Binding("l", "launch", "Launch"),
+        Binding("e", "export", "Export"),
+        Binding("p", "pick_profile", "Profile"),
+        Binding("c", "copy_command", "Copy", show=False),
+        Binding("m", "switch_tab('machine')", "Machine", show=False),
+        Binding("d", "switch_tab('plan')", "Decisions", show=False),
+    ]
+
+    def __init__(self, options: Any, models: list[str], profiles: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.original = options
+        self.options = options
+        self._models = models
+        self._profiles = profiles
+        self.evaluation: Evaluation | None = None
+        self._generation = 0
+        self._timer: Timer | None = None
+        self.evaluating = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(initial="plan"):
+            with TabPane("Plan", id="plan"), Horizontal():
+                yield PlanForm(self.options, self._models, self._profiles, id="form")
+                with Vertical(id="plan-side"):
+                    yield Static("evaluating…", id="status")
+                    yield DecisionTable(id="decisions")
+                    yield DetailPane(id="detail")
+                    yield CommandBar(id="command")
+            with TabPane("Machine", id="machine"):
+                yield MachinePanel(self._profiles, id="machine-panel")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DecisionTable).focus()
+        self.start_evaluation()
+
+    # -- evaluation ----------------------------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """True while a change waits for its debounce or its worker (tests and the benchmark wait on this)."""
+        return self._timer is not None or self.evaluating
+
+    def schedule_evaluation(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(DEBOUNCE_S, self.start_evaluation)
+
+    def start_evaluation(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._generation += 1
+        self.evaluating = True
+        self.query_one("#status", Static).update("[dim]evaluating…[/]")
+        self._evaluate(self.options, self._generation)
+
+    @work(thread=True, exclusive=True, group="plan")
+    def _evaluate(self, options: Any, generation: int) -> None:
+        evaluation = self.app.session.evaluate(options, generation)
+        self.post_message(PlanEvaluated(evaluation))
+
+    def on_plan_evaluated(self, message: PlanEvaluated) -> None:
+        evaluation = message.evaluation
+        if evaluation.generation != self._generation:
+            return  # an older request finished after a newer one started
+        self.evaluating = False
+        self.evaluation = evaluation
+        facts, plan = evaluation.facts, evaluation.plan
+        if facts is not None:
+            host = facts.host.hostname or "unknown host"
+            self.app.sub_title = f"{host} · {source_label(facts)}"
+        status = self.query_one("#status", Static)
+        table = self.query_one(DecisionTable)
+        detail = self.query_one(DetailPane)
+        if plan is None:
+            status.update(Text(f"✗ {evaluation.error}", style="bold red"))
+            table.clear()
+            detail.show_error(evaluation.error or "no plan")
+            self.query_one(CommandBar).show(None)
+        else:
+            status.update(_status_line(plan))
+            table.show_plan(plan)
+            self.query_one(CommandBar).show(plan.argv)
+        self.query_one(MachinePanel).show(facts, plan)
+        self.app.plan_shown(evaluation)
+
+    # -- form and profile changes --------------------------------------------------------------------------------------
+    def on_plan_form_changed(self, message: PlanForm.Changed) -> None:
+        self.options = replace(self.options, **message.changes)
+        self.schedule_evaluation()
+
+    def on_plan_form_profile_changed(self, message: PlanForm.ProfileChanged) -> None:
+        self.set_profile(message.choice, from_form=True)
+
+    def on_machine_panel_profile_chosen(self, message: MachinePanel.ProfileChosen) -> None:
+        self.set_profile(message.name)
+
+    def set_profile(self, choice: str, from_form: bool = False) -> None:
+        self.options = apply_profile_choice(self.options, choice, self.original)
+        if not from_form:
+            self.query_one(PlanForm).set_profile(choice)
+        self.schedule_evaluation()
+
+    def set_engine(self, engine: str, release: str | None = None) -> None:
+        self.options = replace(self.options, engine=engine, engine_version=release)
+        self.query_one(PlanForm).set_engine(engine, release)
+        self.schedule_evaluation()
+
+    @on(DecisionTable.Highlighted)
+    def _show_detail(self, message: DecisionTable.Highlighted) -> None:
+        plan = self.evaluation.plan if self.evaluation else None
+        self.query_one(DetailPane).show(message.item, plan)
+
+    # -- actions -------------------------------------------------------------------------------------------------------
+    def action_switch_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_reprobe(self) -> None:
+        self.app.session.forget_facts()
+        self.notify("Probing again…", timeout=2)
+        self.start_evaluation()
+
+    def action_copy_command(self) -> None:
+        import shlex
+
+        plan = self.evaluation.plan if self.evaluation else None
+        if plan is None or not plan.argv:
+            self.notify("No command to copy: the plan has errors.", severity="warning")
+            return
+        self.app.copy_to_clipboard(shlex.join(plan.argv))
+        self.notify("Command copied to the clipboard.", timeout=2)
+
+    def action_launch(self) -> None:
+        from advisor.tui.screens.launch import LaunchScreen
+
+        plan = self.evaluation.plan if self.evaluation else None
+        if plan is None:
+            self.notify("Nothing to launch: fix the plan first.", severity="error")
+            return
+        self.app.push_screen(LaunchScreen(plan))
+
+    def action_export(self) -> None:
+        from advisor.tui.screens.export import ExportScreen
+
+        plan = self.evaluation.plan if self.evaluation else None
+        if plan is None:
+            self.notify("Nothing to export: the plan could not be built.", severity="error")
+            return
+        self.app.push_screen(ExportScreen(plan))
+
+    def action_pick_profile(self) -> None:
+        from advisor.tui.screens.profile import ProfileScreen
+
+        def chosen(name: str | None) -> None:
+            if name:
+                self.set_profile(name)
+
+        self.app.push_screen(ProfileScreen(self._profiles, self.options.profile), chosen)
+
+
+def _status_line(plan) -> Text:
+    engine = plan.engine or {}
+    version = engine.get("version") or "?"
+    rules = engine.get("rules")
+    text = Text()
+    text.append(engine.get("name", "?"), style="bold")
+    text.append(f" {version}" + (f" (rules {rules})" if rules and rules != version else ""))
+    model = plan.model.id if plan.model else "demo model"
+    text.append(f" · {model} · tp {plan.intent.tp}")
+    errors = sum(p.severity == "error" for p in plan.problems)
+    warnings = sum(p.severity == "warning" for p in plan.problems)
+    if errors:
+        text.append(f" · {errors} error{'s' if errors > 1 else ''}", style="red")
+    if warnings:
+        text.append(f" · {warnings} warning{'s' if warnings > 1 else ''}", style="yellow")
+    return text

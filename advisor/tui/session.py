@@ -1,0 +1,181 @@
+"""What the app knows and computes, without any Textual: options -> facts -> plan.
+
+The screens call `Session.evaluate` from a thread worker, so nothing here may touch widgets. Facts are cached per
+source (live / profile / file / python / package overrides) because probing is the slow part and most form changes
+(tp, engine, release) only need the rules re-run.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, replace
+from typing import Any
+
+from advisor.facts import Facts
+from advisor.plan import Plan
+
+LIVE = "live"  # the profile selector's value for "this machine"
+FILE = "file"  # the profile selector's value for "the --facts file given on the command line"
+
+MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "flashinfer")
+ENGINES = ("bundled", "sglang", "vllm")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One run of the rules for one set of options. Exactly one of ``plan`` and ``error`` is set."""
+
+    options: Any  # advisor.context.Options
+    facts: Facts | None
+    plan: Plan | None
+    error: str | None
+    generation: int = 0
+
+
+def facts_key(options: Any) -> tuple:
+    """Everything that changes which facts are loaded (not the rules' inputs)."""
+    return (options.profile, options.facts_file, options.python, tuple(options.with_package or ()))
+
+
+class Session:
+    """Turns options into an Evaluation; safe to call from worker threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._facts: dict[tuple, Facts] = {}
+
+    def forget_facts(self) -> None:
+        """Drop cached facts so the next evaluation probes again (the `r` key)."""
+        with self._lock:
+            self._facts.clear()
+
+    def facts_for(self, options: Any) -> Facts:
+        from advisor.context import load_facts
+
+        key = facts_key(options)
+        with self._lock:
+            cached = self._facts.get(key)
+        if cached is not None:
+            return cached
+        facts = load_facts(options)
+        with self._lock:
+            self._facts[key] = facts
+        return facts
+
+    def evaluate(self, options: Any, generation: int = 0) -> Evaluation:
+        """Never raises: a bad option or a failing module becomes ``error``, a one-line message the panel shows."""
+        from advisor.context import AdvisorError
+
+        facts = None
+        try:
+            facts = self.facts_for(options)
+            plan = self._plan(options, facts)
+        except AdvisorError as exc:
+            return Evaluation(options, facts, None, str(exc), generation)
+        except Exception as exc:  # a bug elsewhere must not take the app down; show it instead
+            return Evaluation(options, facts, None, f"{type(exc).__name__}: {exc}", generation)
+        return Evaluation(options, plan.facts, plan, None, generation)
+
+    def _plan(self, options: Any, facts: Facts) -> Plan:
+        """context.resolve + plan_for, with the facts already loaded (resolve would probe again on every keystroke)."""
+        from advisor import context
+        from advisor.plan import Intent
+
+        for name, value in (("tp", options.tp), ("nodes", options.nnodes), ("dp size", options.dp_size)):
+            if value is not None and value < 1:
+                raise context.usage_error(f"{name} must be a whole number >= 1, got {value}")
+        engine = options.engine or context.default_engine(facts)
+        model = context._resolve_model(options.model, engine)
+        tp = options.tp if options.tp is not None else context.default_tp(facts, engine, options.model)
+        intent = Intent(
+            model=options.model,
+            tp=tp,
+            nnodes=options.nnodes,
+            dp_attention=options.dp_attention,
+            dp_size=options.dp_size,
+            moe_a2a_backend=options.moe_a2a_backend,
+            engine=engine,
+            engine_version=options.engine_version,
+            dtype=options.dtype,
+            overrides=tuple(options.overrides),
+            mode=options.mode,
+        )
+        return context.plan_for(facts, model, intent)
+
+
+def with_changes(options: Any, **changes: Any) -> Any:
+    return replace(options, **changes)
+
+
+def profile_choice(options: Any) -> str:
+    """The profile selector's value for these options."""
+    if options.profile:
+        return options.profile
+    if options.facts_file:
+        return FILE
+    return LIVE
+
+
+def apply_profile_choice(options: Any, choice: str, original: Any) -> Any:
+    """Options for a profile selector value; FILE goes back to the facts file the app was started with."""
+    if choice == LIVE:
+        return replace(options, profile=None, facts_file=None)
+    if choice == FILE:
+        return replace(options, profile=None, facts_file=original.facts_file)
+    return replace(options, profile=choice, facts_file=None)
+
+
+def releases_for(engine: str) -> list[str]:
+    """Modelled releases of an engine, oldest first (empty when the rules do not model releases)."""
+    try:
+        if engine == "sglang":
+            from advisor.rules import sglang
+
+            return [str(r) for r in _release_list(sglang)]
+        if engine == "vllm":
+            from advisor.rules import vllm
+
+            return [str(r) for r in _release_list(vllm)]
+    except ImportError:
+        return []
+    return []
+
+
+def _release_list(module: Any) -> list:
+    for name in ("RELEASES", "MODELLED_RELEASES", "releases"):
+        value = getattr(module, name, None)
+        if callable(value):
+            value = value()
+        if value:
+            return list(value)
+    return []
+
+
+def model_suggestions() -> list[str]:
+    """Model ids to complete in the form: the bundled catalog, then the local Hugging Face cache."""
+    ids: list[str] = []
+    try:
+        from advisor.models import catalog_ids, hf_cache_ids
+    except ImportError:
+        return ids
+    for source in (catalog_ids, hf_cache_ids):
+        try:
+            ids.extend(i for i in source() if i not in ids)
+        except Exception:  # an unreadable cache must not stop the app
+            continue
+    return ids
+
+
+def profile_names() -> list[tuple[str, str]]:
+    """(name, one-line summary) for every simulated machine."""
+    try:
+        from advisor.probe.profiles import list_profiles, profile_summary
+    except ImportError:
+        return []
+    out = []
+    for name in list_profiles():
+        try:
+            out.append((name, profile_summary(name)))
+        except Exception:
+            out.append((name, ""))
+    return out

@@ -1,0 +1,1 @@
+"""Widgets of the advisor app, one concern per module."""

@@ -1,0 +1,72 @@
+"""The decision list: one row per decision, then one per problem; the highlighted row drives the detail pane."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.message import Message
+from textual.widgets import DataTable
+
+from advisor.plan import Plan
+from advisor.rules.engine import Decision, Problem
+from advisor.tui.render import SEVERITY_ICON, short_value, state_icon
+
+
+class DecisionTable(DataTable):
+    class Highlighted(Message):
+        """The user moved to a decision or a problem (``item`` is the Decision or Problem)."""
+
+        def __init__(self, item: Decision | Problem | None) -> None:
+            super().__init__()
+            self.item = item
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        self._items: dict[str, Decision | Problem] = {}
+
+    def on_mount(self) -> None:
+        self.add_column(" ", key="state", width=1)
+        self.add_column("decision", key="decision")
+        self.add_column("value", key="value")
+
+    def show_plan(self, plan: Plan) -> None:
+        """Replace the rows, keeping the cursor on the same decision when it is still there."""
+        current = self.current_key
+        self.clear()
+        self._items = {}
+        for d in plan.decisions:
+            key = f"d:{d.id}"
+            self._items[key] = d
+            self.add_row(state_icon(d.state), d.title, short_value(d.value), key=key)
+        for p in plan.problems:
+            key = f"p:{p.id}"
+            if key in self._items:
+                continue
+            self._items[key] = p
+            icon, style = SEVERITY_ICON.get(p.severity, ("·", ""))
+            self.add_row(Text(icon, style=style), Text(p.message, style=style), p.severity, key=key)
+        if current in self._items:
+            self.move_cursor(row=self.get_row_index(current), animate=False)
+        self.post_message(self.Highlighted(self.current_item))
+
+    @property
+    def current_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:  # no rows yet
+            return None
+
+    @property
+    def current_item(self) -> Decision | Problem | None:
+        key = self.current_key
+        return self._items.get(key) if key else None
+
+    def select_id(self, decision_id: str) -> None:
+        key = f"d:{decision_id}"
+        if key in self._items:
+            self.move_cursor(row=self.get_row_index(key), animate=False)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self.post_message(self.Highlighted(self._items.get(event.row_key.value)))

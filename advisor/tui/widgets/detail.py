@@ -1,0 +1,27 @@
+"""The detail pane: the highlighted decision's conditions, source and release matrix, or a problem and its fix."""
+
+from __future__ import annotations
+
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from advisor.plan import Plan
+from advisor.rules.engine import Decision, Problem
+from advisor.tui.render import decision_detail, problem_detail
+
+
+class DetailPane(VerticalScroll, can_focus=True):
+    def compose(self):
+        yield Static("", id="detail-body")
+
+    def show(self, item: Decision | Problem | None, plan: Plan | None) -> None:
+        body = self.query_one("#detail-body", Static)
+        if item is None or plan is None:
+            body.update("Select a decision to see why.")
+        elif isinstance(item, Decision):
+            body.update(decision_detail(item, plan))
+        else:
+            body.update(problem_detail(item))
+
+    def show_error(self, message: str) -> None:
+        self.query_one("#detail-body", Static).update(f"[bold red]✗[/] {message}")

@@ -1,0 +1,154 @@
+"""The plan form: model, tp, nodes, DP attention, dp size, MoE a2a backend, engine, release and the machine.
+
+It only reports what the user changed (a `PlanForm.Changed` message with option names and values); the screen owns the
+options and decides when to re-evaluate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Grid
+from textual.message import Message
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, Label, Select
+
+from advisor.tui.session import ENGINES, FILE, LIVE, MOE_A2A_BACKENDS, profile_choice, releases_for
+
+
+class PlanForm(Grid):
+    """Two columns: a label and a compact control per option."""
+
+    class Changed(Message):
+        def __init__(self, changes: dict[str, Any]) -> None:
+            super().__init__()
+            self.changes = changes
+
+    class ProfileChanged(Message):
+        def __init__(self, choice: str) -> None:
+            super().__init__()
+            self.choice = choice
+
+    def __init__(self, options: Any, models: list[str], profiles: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._options = options
+        self._models = models
+        self._profiles = profiles
+        self._facts_file = options.facts_file
+
+    def compose(self) -> ComposeResult:
+        o = self._options
+        yield Label("Model")
+        yield Input(
+            o.model or "",
+            placeholder="demo model",
+            suggester=SuggestFromList(self._models, case_sensitive=False),
+            id="model",
+            compact=True,
+            tooltip="Model id (catalog or HF cache) or a directory; → accepts a suggestion",
+        )
+        yield Label("TP")
+        yield Input(_int_text(o.tp), placeholder="auto", type="integer", id="tp", compact=True)
+        yield Label("Nodes")
+        yield Input(_int_text(o.nnodes), placeholder="1", type="integer", id="nnodes", compact=True)
+        yield Label("DP attn")
+        yield Select(
+            [("off", False), ("on", True)], value=bool(o.dp_attention), allow_blank=False, id="dp_attention", compact=True
+        )
+        yield Label("DP size")
+        yield Input(_int_text(o.dp_size), placeholder="1", type="integer", id="dp_size", compact=True)
+        yield Label("MoE a2a")
+        backends = list(MOE_A2A_BACKENDS)
+        if o.moe_a2a_backend and o.moe_a2a_backend not in backends:
+            backends.append(o.moe_a2a_backend)
+        yield Select(
+            [(b, b) for b in backends], value=o.moe_a2a_backend or "none", allow_blank=False, id="moe_a2a_backend", compact=True
+        )
+        yield Label("Engine")
+        yield Select(
+            [(e, e) for e in ENGINES], value=o.engine or Select.NULL, prompt="default", id="engine", compact=True
+        )
+        yield Label("Release")
+        yield Select(
+            self._release_options(o.engine, o.engine_version),
+            value=o.engine_version or Select.NULL,
+            prompt="installed/newest",
+            id="engine_version",
+            compact=True,
+        )
+        yield Label("Machine")
+        yield Select(
+            self._machine_options(),
+            value=profile_choice(o),
+            allow_blank=False,
+            id="profile",
+            compact=True,
+            tooltip="Probe this machine, or explain on a simulated one (what-if)",
+        )
+
+    def _release_options(self, engine: str | None, current: str | None) -> list[tuple[str, str]]:
+        releases = releases_for(engine or "")
+        if current and current not in releases:
+            releases = [*releases, current]
+        return [(r, r) for r in reversed(releases)]  # newest first
+
+    def _machine_options(self) -> list[tuple[str, str]]:
+        options = [("this machine (live)", LIVE)]
+        if self._facts_file:
+            options.append((f"file {self._facts_file}", FILE))
+        options.extend((f"{name} (simulated)", name) for name, _ in self._profiles)
+        return options
+
+    # -- reading the controls ------------------------------------------------------------------------------------------
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        key = event.input.id
+        value: Any = event.value.strip()
+        if key == "model":
+            self.post_message(self.Changed({"model": value or None}))
+            return
+        try:
+            number = int(value) if value else None
+        except ValueError:
+            return  # a lone "-" while typing
+        if key in ("nnodes", "dp_size") and number is None:
+            number = 1
+        self.post_message(self.Changed({key: number}))
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        key = event.select.id
+        value = None if event.value is Select.NULL else event.value
+        if key == "profile":
+            self.post_message(self.ProfileChanged(value or LIVE))
+            return
+        if key == "engine":
+            releases = self.query_one("#engine_version", Select)
+            with releases.prevent(Select.Changed):
+                releases.set_options(self._release_options(value, None))
+                releases.clear()
+            self.post_message(self.Changed({"engine": value, "engine_version": None}))
+            return
+        self.post_message(self.Changed({key: value}))
+
+    # -- writing the controls (from the palette or the profile picker), without echoing Changed -------------------------
+    def set_profile(self, choice: str) -> None:
+        select = self.query_one("#profile", Select)
+        with select.prevent(Select.Changed):
+            select.value = choice
+
+    def set_engine(self, engine: str, release: str | None) -> None:
+        engine_select = self.query_one("#engine", Select)
+        release_select = self.query_one("#engine_version", Select)
+        with engine_select.prevent(Select.Changed), release_select.prevent(Select.Changed):
+            engine_select.value = engine
+            release_select.set_options(self._release_options(engine, release))
+            if release:
+                release_select.value = release
+            else:
+                release_select.clear()
+
+
+def _int_text(value: int | None) -> str:
+    return "" if value is None else str(value)
