@@ -1,0 +1,312 @@
+"""run_checks: every compatibility check, each both ways, over simulated profiles and hand-built Facts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from advisor.facts import Driver, Facts, Gpu, Package, Topology
+from advisor.models import ModelSpec
+from advisor.plan import Intent
+from advisor.probe.profiles import load_profile
+from advisor.rules.checks import fusion_workspace_bytes, run_checks, weight_bytes_per_param
+
+QWEN3_30B = ModelSpec(
+    id="Qwen/Qwen3-30B-A3B", architecture="Qwen3MoeForCausalLM", hidden_size=2048, num_layers=48, num_heads=32,
+    num_kv_heads=4, head_dim=128, intermediate_size=6144, num_experts=128, experts_per_token=8,
+    moe_intermediate_size=768, vocab_size=151936, dtype="bfloat16", num_params=30_500_000_000,
+)  # fmt: skip
+DEEPSEEK_V3 = ModelSpec(
+    id="deepseek-ai/DeepSeek-V3", architecture="DeepseekV3ForCausalLM", hidden_size=7168, num_layers=61, num_heads=128,
+    num_kv_heads=128, intermediate_size=18432, num_experts=256, experts_per_token=8, moe_intermediate_size=2048,
+    dtype="bfloat16", num_params=671_000_000_000,
+)  # fmt: skip
+LLAMA_8B = ModelSpec(
+    id="meta-llama/Llama-3.1-8B-Instruct", architecture="LlamaForCausalLM", hidden_size=4096, num_layers=32,
+    num_heads=32, num_kv_heads=8, intermediate_size=14336, dtype="bfloat16", num_params=8_030_000_000,
+)  # fmt: skip
+
+
+def ids(problems, severity=None):
+    return [p.id for p in problems if severity is None or p.severity == severity]
+
+
+def only(problems, problem_id):
+    found = [p for p in problems if p.id == problem_id]
+    assert len(found) == 1, (problem_id, problems)
+    return found[0]
+
+
+def profile(name: str, **versions: str) -> Facts:
+    facts = load_profile(name)
+    return facts.with_packages({k.replace("_", "-"): v for k, v in versions.items()}) if versions else facts
+
+
+def matching_flashinfer(facts: Facts, version: str, label: str) -> Facts:
+    return facts.with_packages(
+        {"flashinfer-python": version, "flashinfer-cubin": version, "flashinfer-jit-cache": f"{version}+{label}"}
+    )
+
+
+# -- flashinfer ------------------------------------------------------------------------------------------------------
+
+
+def test_flashinfer_version_mismatch_error_then_bypassed_warning():
+    facts = profile("h100-sxm-8", flashinfer_python="0.6.12", flashinfer_cubin="0.6.12",
+                    flashinfer_jit_cache="0.6.11+cu128")  # fmt: skip
+    problem = only(run_checks(facts, QWEN3_30B, Intent(tp=8, engine="sglang")), "flashinfer_version_mismatch")
+    assert problem.severity == "error" and "import flashinfer will fail" in problem.message
+    assert "flashinfer-jit-cache==0.6.12+cu128" in problem.fix and "FLASHINFER_DISABLE_VERSION_CHECK=1" in problem.fix
+    bypassed = replace(facts, environment={"FLASHINFER_DISABLE_VERSION_CHECK": "1"})
+    problem = only(run_checks(bypassed, QWEN3_30B, Intent(tp=8, engine="sglang")), "flashinfer_version_mismatch")
+    assert problem.severity == "warning"
+    # the profile's own matching trio: nothing to report
+    assert "flashinfer_version_mismatch" not in ids(run_checks(profile("h100-sxm-8"), QWEN3_30B, Intent(tp=8)))
+
+
+@pytest.mark.parametrize(
+    ("torch", "jit", "expected"),
+    [
+        ("2.9.1+cu128", "0.6.6+cu130", "warning"),  # built for a newer CUDA than torch's
+        ("2.11.0+cu130", "0.6.6+cu129", "warning"),  # another major
+        ("2.11.0+cu129", "0.6.6+cu128", None),  # older minor of the same major: what flashinfer's installer picks
+        ("2.9.1+cu128", "0.6.6+cu128", None),
+        ("2.9.1+cu128", "0.6.6", "info"),  # no label: cannot check
+        ("2.13.0+cpu", "0.6.6+cu128", None),  # CPU torch loads no CUDA kernels
+    ],
+)
+def test_jit_cache_cuda_label_vs_torch(torch, jit, expected):
+    facts = profile("h100-sxm-8", torch=torch, flashinfer_jit_cache=jit)
+    found = [p for p in run_checks(facts, None, Intent(tp=8)) if p.id == "flashinfer_jit_cache_cuda_mismatch"]
+    assert [p.severity for p in found] == ([expected] if expected else [])
+    if expected == "warning":
+        assert "JIT-compiles" in found[0].message and "--extra-index-url https://flashinfer.ai/whl/cu" in found[0].fix
+
+
+@pytest.mark.parametrize(
+    ("driver_cuda", "torch", "expected"),
+    [("12.4", "2.11.0+cu130", "error"), ("12.4", "2.9.1+cu128", "warning"), ("12.9", "2.9.1+cu128", None),
+     ("13.0", "2.9.1+cu128", None), (None, "2.9.1+cu128", "info"), ("12.4", "2.13.0+cpu", None)],
+)  # fmt: skip
+def test_torch_cuda_vs_driver(driver_cuda, torch, expected):
+    facts = profile("h100-sxm-8", torch=torch)
+    unknown = {} if driver_cuda else {"cuda_version": "NVML: FunctionNotFound"}
+    facts = replace(facts, driver=replace(facts.driver, cuda_version=driver_cuda, unknown=unknown))
+    found = [p for p in run_checks(facts, None, Intent(tp=8)) if p.id == "torch_cuda_vs_driver"]
+    assert [p.severity for p in found] == ([expected] if expected else [])
+    if expected == "error":
+        assert "13.0" in found[0].message and "upgrade the NVIDIA driver" in found[0].fix
+    if expected == "info":
+        assert "FunctionNotFound" in found[0].message
+
+
+def test_flashinfer_gpu_arch():
+    a100 = profile("a100-sxm-8")
+    problem = only(run_checks(a100, None, Intent(tp=8)), "flashinfer_gpu_arch")
+    assert problem.severity == "info" and "SM80" in problem.message
+    forced = Intent(tp=8, engine="sglang", overrides=("--enable-flashinfer-allreduce-fusion",))
+    assert only(run_checks(a100, None, forced), "flashinfer_gpu_arch").severity == "warning"
+    assert "flashinfer_gpu_arch" not in ids(run_checks(a100, None, Intent(tp=1)))
+    assert "flashinfer_gpu_arch" not in ids(run_checks(profile("h200-8"), None, Intent(tp=8)))
+    # SM120: fusion kernels only from flashinfer 0.6.17
+    old = matching_flashinfer(profile("rtx-pro-6000-4"), "0.6.16", "cu130")
+    problem = only(run_checks(old, None, Intent(tp=4)), "flashinfer_gpu_arch")
+    assert "0.6.17" in problem.fix
+    new = matching_flashinfer(profile("rtx-pro-6000-4"), "0.6.17", "cu130")
+    assert "flashinfer_gpu_arch" not in ids(run_checks(new, None, Intent(tp=4)))
+
+
+# -- tp vs GPUs and the model ---------------------------------------------------------------------------------------------
+
+
+def test_tp_exceeds_gpus():
+    h100 = profile("h100-sxm-8")
+    assert "tp_exceeds_gpus" not in ids(run_checks(h100, None, Intent(tp=8)))
+    problem = only(run_checks(h100, None, Intent(tp=16)), "tp_exceeds_gpus")
+    assert problem.severity == "error" and "sees 8" in problem.message and "CUDA_VISIBLE_DEVICES" not in problem.message
+    assert "tp_exceeds_gpus" not in ids(run_checks(h100, None, Intent(tp=16, nnodes=2)))
+    assert "evenly" in only(run_checks(h100, None, Intent(tp=6, nnodes=4)), "tp_exceeds_gpus").message
+
+
+def test_tp_exceeds_gpus_names_cuda_visible_devices():
+    h100 = replace(profile("h100-sxm-8"), visible_gpus=(4, 5), environment={"CUDA_VISIBLE_DEVICES": "4,5"})
+    problem = only(run_checks(h100, None, Intent(tp=4)), "tp_exceeds_gpus")
+    assert "CUDA_VISIBLE_DEVICES='4,5' hides 6 of the 8 GPUs" in problem.message
+    assert "widen CUDA_VISIBLE_DEVICES" in problem.fix
+    assert "tp_exceeds_gpus" not in ids(run_checks(h100, None, Intent(tp=2)))
+
+
+def test_tp_exceeds_gpus_skipped_without_driver():
+    assert "tp_exceeds_gpus" not in ids(run_checks(profile("cpu-only"), None, Intent(tp=2)))
+
+
+def test_kv_heads_replicated_is_info_not_error():
+    problems = [p for p in run_checks(profile("h100-sxm-8"), QWEN3_30B, Intent(tp=8)) if p.id == "tp_not_divisible"]
+    assert [p.severity for p in problems] == ["info"]
+    assert "4 KV heads" in problems[0].message and "replicated on 2 ranks" in problems[0].message
+    # tp 4 splits the 4 KV heads evenly; DP attention with dp 8 leaves attention tp 1
+    assert "tp_not_divisible" not in ids(run_checks(profile("h100-sxm-8"), QWEN3_30B, Intent(tp=4)))
+    dp = Intent(tp=8, dp_attention=True, dp_size=8)
+    assert "tp_not_divisible" not in ids(run_checks(profile("h100-sxm-8"), QWEN3_30B, dp))
+
+
+def test_tp_not_dividing_heads_intermediate_and_moe():
+    facts = profile("h100-sxm-8")
+    messages = [p.message for p in run_checks(facts, QWEN3_30B, Intent(tp=5)) if p.id == "tp_not_divisible"]
+    assert any("32 attention heads" in m for m in messages)
+    assert any("4 KV heads" in m and "replicated evenly" in m for m in messages)
+    assert any("MoE intermediate size 768" in m and "every expert's intermediate dimension" in m for m in messages)
+    assert any("intermediate size 6144" in m for m in messages)
+    messages = [p.message for p in run_checks(facts, QWEN3_30B, Intent(tp=6)) if p.id == "tp_not_divisible"]
+    assert not any("intermediate size" in m for m in messages)  # 6144 = 6 x 1024, 768 = 6 x 128
+    llama = run_checks(facts, replace(LLAMA_8B, intermediate_size=14020), Intent(tp=8))
+    assert any("intermediate size 14020" in p.message for p in llama if p.id == "tp_not_divisible")
+    assert "tp_not_divisible" not in ids(run_checks(facts, LLAMA_8B, Intent(tp=8)))
+
+
+def test_experts_must_divide_under_expert_parallelism():
+    model = replace(QWEN3_30B, num_experts=60, num_kv_heads=8)
+    plain = run_checks(profile("h100-sxm-8"), model, Intent(tp=8))
+    assert not any("experts" in p.message and p.severity == "error" for p in plain if p.id == "tp_not_divisible")
+    ep = run_checks(profile("h100-sxm-8"), model, Intent(tp=8, moe_a2a_backend="deepep"))
+    problem = only(ep, "tp_not_divisible")
+    assert "60 experts" in problem.message and "deepep" in problem.message
+
+
+def test_fp8_block_per_rank():
+    fp8 = replace(QWEN3_30B, quantization="fp8", num_kv_heads=8)
+    problem = only(run_checks(profile("h100-sxm-8"), fp8, Intent(tp=8)), "tp_not_divisible")
+    assert problem.severity == "warning" and "96" in problem.message and "128" in problem.message
+    assert "tp_not_divisible" not in ids(run_checks(profile("h100-sxm-8"), fp8, Intent(tp=2)))  # 384 per rank
+
+
+# -- memory ----------------------------------------------------------------------------------------------------------------
+
+
+def test_weights_exceed_memory_error_and_fit():
+    h200 = profile("h200-8")
+    problem = only(run_checks(h200, DEEPSEEK_V3, Intent(tp=8, engine="sglang")), "weights_exceed_memory")
+    assert problem.severity == "error" and "671.0B params" in problem.message and "raise --tp to 16" in problem.fix
+    fp8 = replace(DEEPSEEK_V3, quantization="fp8")
+    assert "weights_exceed_memory" not in ids(run_checks(h200, fp8, Intent(tp=8, engine="sglang")))
+
+
+def test_weights_leave_too_little_for_kv_cache():
+    model = replace(LLAMA_8B, num_params=12_000_000_000)
+    problem = only(run_checks(profile("rtx-4090-2"), model, Intent(tp=1)), "weights_exceed_memory")
+    assert problem.severity == "warning" and "KV cache" in problem.message
+    assert "weights_exceed_memory" not in ids(run_checks(profile("rtx-4090-2"), LLAMA_8B, Intent(tp=1)))
+
+
+def test_fusion_workspace_counts_when_fusion_is_on():
+    assert fusion_workspace_bytes(8, 7168) == 234_881_024 + 704_643_072  # reference: TP8, 2048 tokens, 7168, bf16
+    assert fusion_workspace_bytes(8, 16384, max_tokens=8192) == 8 * 8192 * 16384 * 2 + 2 * 1024**3  # Lamport cap
+    # H100 SXM tp 8: 671B fp8 = 78.1 GiB of weights per GPU; the 0.9 GiB workspace tips it over 79.6 GiB
+    fp8 = replace(DEEPSEEK_V3, quantization="fp8", num_params=677_000_000_000)
+    h100 = matching_flashinfer(profile("h100-sxm-8"), "0.6.12", "cu128")
+    with_fusion = only(run_checks(h100, fp8, Intent(tp=8), fusion=True), "weights_exceed_memory")
+    assert with_fusion.severity == "error" and "FlashInfer fusion workspace" in with_fusion.message
+    without = [p for p in run_checks(h100, fp8, Intent(tp=8), fusion=False) if p.id == "weights_exceed_memory"]
+    assert [p.severity for p in without] == ["warning"] and "workspace" not in without[0].message
+
+
+def test_memory_check_degrades():
+    unknown = replace(LLAMA_8B, num_params=None)
+    problem = only(run_checks(profile("h100-sxm-8"), unknown, Intent(tp=2)), "weights_exceed_memory")
+    assert problem.severity == "info" and problem.message.startswith("cannot check")
+    odd = replace(LLAMA_8B, quantization="exotic-q3")
+    assert only(run_checks(profile("h100-sxm-8"), odd, Intent(tp=2)), "weights_exceed_memory").severity == "info"
+    assert weight_bytes_per_param("bfloat16", "mxfp4") < 1 < weight_bytes_per_param("float32", None)
+
+
+# -- topology and platform -------------------------------------------------------------------------------------------------
+
+
+def test_no_multicast_for_fusion():
+    bridge = profile("h100-pcie-2-bridge")
+    problem = only(run_checks(bridge, None, Intent(tp=2, engine="sglang")), "no_multicast_for_fusion")
+    assert problem.severity == "warning" and "NVLink bridge without NVSwitch" in problem.message
+    assert "fall back" in problem.message
+    assert "no_multicast_for_fusion" not in ids(run_checks(bridge, None, Intent(tp=2), fusion=False))
+    assert "no_multicast_for_fusion" not in ids(run_checks(profile("h100-sxm-8"), None, Intent(tp=8)))
+    # SM120 PCIe with flashinfer 0.7.2 (fusion kernels built for major 12) would try and fail
+    assert "PCIe only" in only(run_checks(profile("rtx-pro-6000-4"), None, Intent(tp=4)), "no_multicast_for_fusion").message
+    # L40S: no fusion kernels for SM89, so nothing is attempted unless the plan says fusion is on
+    l40s = profile("l40s-4")
+    assert "no_multicast_for_fusion" not in ids(run_checks(l40s, None, Intent(tp=4)))
+    assert "no_multicast_for_fusion" in ids(run_checks(l40s, None, Intent(tp=4), fusion=True))
+
+
+def test_no_multicast_unknown_topology_is_info():
+    facts = replace(profile("h200-8"), topology=Topology(nvswitch=None, unknown={"nvswitch": "NVML: NoPermission"}))
+    problem = only(run_checks(facts, None, Intent(tp=8)), "no_multicast_for_fusion")
+    assert problem.severity == "info" and "NoPermission" in problem.message
+
+
+def test_unofficial_pynvml():
+    problem = only(run_checks(profile("h800-8"), None, Intent(tp=8)), "unofficial_pynvml")
+    assert problem.severity == "warning" and "pip uninstall -y pynvml" in problem.fix
+    assert "unofficial_pynvml" not in ids(run_checks(profile("h200-8"), None, Intent(tp=8)))
+
+
+def test_no_gpus():
+    cpu = profile("cpu-only")
+    problem = only(run_checks(cpu, None, Intent(tp=2)), "no_gpus")
+    assert problem.severity == "info" and "gloo" in problem.message
+    assert only(run_checks(cpu, None, Intent(tp=2, engine="sglang")), "no_gpus").severity == "warning"
+    assert "no_gpus" not in ids(run_checks(profile("h200-8"), None, Intent(tp=8)))
+
+
+def test_mig_enabled():
+    facts = profile("h100-sxm-8")
+    gpus = (replace(facts.gpus[0], mig_mode="enabled"),) + facts.gpus[1:]
+    assert "mig_enabled" in ids(run_checks(replace(facts, gpus=gpus), None, Intent(tp=8)), "warning")
+    assert "mig_enabled" not in ids(run_checks(facts, None, Intent(tp=8)))
+
+
+def test_engine_not_installed():
+    cpu = profile("cpu-only")
+    assert only(run_checks(cpu, None, Intent(engine="sglang")), "sglang_not_installed").severity == "info"
+    live = replace(cpu, source="live")
+    problem = only(run_checks(live, None, Intent(engine="vllm", engine_version="0.11.0")), "vllm_not_installed")
+    assert problem.severity == "warning" and "vllm==0.11.0" in problem.fix
+    assert "sglang_not_installed" not in ids(run_checks(profile("b300-8"), None, Intent(tp=8, engine="sglang")))
+    assert "torch_not_installed" in ids(run_checks(Facts(), None, Intent()), "warning")
+    assert "torch_not_installed" not in ids(run_checks(live, None, Intent()))
+
+
+# -- robustness ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "intent",
+    [Intent(), Intent(tp=0), Intent(tp=8, nnodes=0), Intent(tp=4, dp_attention=True, dp_size=3),
+     Intent(tp=8, engine="sglang", overrides=("--flashinfer-allreduce-fusion-backend", "mnnvl")), Intent(engine="what")],
+)  # fmt: skip
+def test_checks_never_raise_on_sparse_facts(intent):
+    bare_gpu = Gpu(index=0, unknown={"capability": "NVML: GpuIsLost", "memory_total_mib": "NVML: GpuIsLost"})
+    sparse = Facts(
+        driver=Driver(available=True, unknown={"cuda_version": "NVML: FunctionNotFound"}),
+        gpus=(bare_gpu, Gpu(index=1)),
+        packages=(Package(name="torch", installed=True, version="2.9.1"),
+                  Package(name="flashinfer-python", installed=True, version="0.6.12"),
+                  Package(name="flashinfer-jit-cache", installed=True, version="weird")),
+    )  # fmt: skip
+    empty = ModelSpec(id="x", architecture="X", num_heads=0, num_kv_heads=0, num_params=1)
+    for facts in (Facts(), sparse, load_profile("gb200-nvl72-tray")):
+        for model in (None, empty, QWEN3_30B):
+            problems = run_checks(facts, model, intent)
+            assert all(p.severity in ("error", "warning", "info") and p.message and p.fix for p in problems)
+            assert "check_failed" not in ids(problems), problems
+
+
+def test_checks_import_nothing_heavy():
+    code = (
+        "import sys, advisor.rules.checks, advisor.rules.flashinfer\n"
+        "heavy = [m for m in ('torch', 'flashinfer', 'textual') if m in sys.modules]\n"
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
