@@ -231,7 +231,7 @@ def check_flashinfer_gpu_arch(ctx: _Context) -> list[Problem]:
     if 12 in outside:
         fix = "upgrade flashinfer-python to >= 0.6.17 (adds SM12x fusion kernels), or accept plain allreduce"
     else:
-        fix = "nothing to do: engines use plain NCCL allreduce + RMSNorm here; fusion needs SM90/SM100-class GPUs"
+        fix = f"nothing to do: engines use plain NCCL allreduce + RMSNorm here; fusion needs {built} GPUs"
     return [
         Problem(
             id="flashinfer_gpu_arch",
@@ -319,7 +319,8 @@ def check_tp_divisibility(ctx: _Context) -> list[Problem]:
                     Problem(
                         "tp_not_divisible", INFO,
                         f"{attn_label} exceeds {model.id}'s {kv} KV heads: each KV head is replicated on"
-                        f" {attn_tp // kv} ranks (KV cache per rank is that of one head, not 1/{attn_tp} of the total)",
+                        f" {attn_tp // kv} ranks, so every rank stores one whole KV head and the KV cache takes"
+                        f" {attn_tp // kv}x the memory of an even split",
                         "nothing to fix; a smaller tp or DP attention stores less duplicate KV cache", src,
                     )
                 )  # fmt: skip
@@ -409,14 +410,14 @@ def check_weights_fit(ctx: _Context) -> list[Problem]:
     needed = weights + workspace
     parts = f"{_gib(weights)} of weights ({model.num_params / 1e9:.1f}B params x {per_param:g} B / tp {intent.tp})"
     if workspace:
-        parts += f" + {_gib(workspace)} FlashInfer fusion workspace"
+        parts += f" + {_gib(workspace)} FlashInfer fusion workspace = {_gib(needed)}"
     if needed > smallest:
         fit_tp = next((t for t in (2, 4, 8, 16, 32, 64) if model.num_params * per_param / t + workspace < smallest * 0.9),
                       None)  # fmt: skip
         return [
             Problem(
                 "weights_exceed_memory", ERROR,
-                f"{parts} = {_gib(needed)} per GPU exceeds the smallest GPU's {_gib(smallest)}: loading will run out of"
+                f"{parts} per GPU exceeds the smallest GPU's {_gib(smallest)}: loading will run out of"
                 " memory",
                 (f"raise --tp to {fit_tp} (across nodes if needed)" if fit_tp else "use more GPUs")
                 + ", or use a quantized checkpoint (fp8 halves bf16 weights)",
@@ -428,7 +429,7 @@ def check_weights_fit(ctx: _Context) -> list[Problem]:
         return [
             Problem(
                 "weights_exceed_memory", WARNING,
-                f"{parts} = {_gib(needed)} per GPU leaves {_gib(left)} of {_gib(smallest)} ({left / smallest:.0%}) for"
+                f"{parts} per GPU leaves {_gib(left)} of {_gib(smallest)} ({left / smallest:.0%}) for"
                 " the KV cache, CUDA graphs and activations: the engine may refuse to start or serve tiny batches",
                 "raise --tp, or use a quantized checkpoint", src,
             )
