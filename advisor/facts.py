@@ -163,6 +163,8 @@ class Facts:
     gpus: tuple[Gpu, ...] = ()
     # Physical indices an engine will see, in CUDA order, after CUDA_VISIBLE_DEVICES; None when not yet resolved.
     visible_gpus: tuple[int, ...] | None = None
+    # Why CUDA_VISIBLE_DEVICES exposes fewer GPUs than it lists (an invalid entry ends the list), or None.
+    visible_gpus_note: str | None = None
     topology: Topology = field(default_factory=Topology)
     packages: tuple[Package, ...] = ()
     environment: dict[str, str] = field(default_factory=dict)

@@ -128,8 +128,9 @@ def build(m: Machine) -> Facts:
         driver = Driver(available=True, version=m.driver, cuda_version=cuda_driver_of(m.driver), nvml_library=f"nvidia-ml-py {m.packages['nvidia-ml-py']}")
         topology = Topology(links=links, nvswitch=m.nvswitch, fabric=fabric)
     else:
-        driver = Driver(available=False, reason="no NVIDIA driver (NVML Shared Library Not Found)")
-        topology = Topology(nvswitch=None, unknown={"nvswitch": "no NVIDIA driver"})
+        reason = "no NVIDIA driver (NVML library not found)"
+        driver = Driver(available=False, nvml_library=f"nvidia-ml-py {m.packages['nvidia-ml-py']}", reason=reason)
+        topology = Topology(nvswitch=None, unknown={"nvswitch": reason})
     packages = tuple(sorted((make_package(n, v, m.location) for n, v in m.packages.items()), key=lambda p: p.name))
     return Facts(
         source=f"simulated:{m.name}",
@@ -146,9 +147,9 @@ def build(m: Machine) -> Facts:
     )
 
 
-UBUNTU = "Linux-6.8.0-87-generic-x86_64-with-glibc2.39"
-ROCKY = "Linux-5.14.0-570.42.2.el9_6.x86_64-x86_64-with-glibc2.34"
-ARM = "Linux-6.8.0-1031-nvidia-64k-aarch64-with-glibc2.39"
+UBUNTU = "Linux-6.8.0-87-generic-x86_64"
+ROCKY = "Linux-5.14.0-570.42.2.el9_6.x86_64-x86_64"
+ARM = "Linux-6.8.0-1031-nvidia-64k-aarch64"
 VENV = "/opt/venv/lib/python3.12/site-packages"
 DOCKER = "/usr/local/lib/python3.12/dist-packages"
 HGX = dict(count=8, nvlinks=18, nvswitch=True, pcie=hgx_pcie, bus_ids=HGX_BUS_IDS, cpu_count=224, os=UBUNTU)

@@ -1,0 +1,90 @@
+"""Installed packages of the watch list, from dist-info metadata and package files read as text (never imported).
+
+For this interpreter the scan runs in-process; for another one (`--python PATH`) the same scan's source runs in that
+interpreter (argv list, no shell, a timeout) and answers with one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from advisor.facts import Package
+from advisor.probe import package_scan
+
+SCAN_SOURCE = Path(package_scan.__file__)
+
+
+class PythonProbeError(Exception):
+    """Another interpreter could not be probed; the message is one line with the fix."""
+
+
+def probe_packages(path: list[str] | None = None) -> tuple[Package, ...]:
+    """The watched distributions on ``path`` (default: this interpreter's sys.path)."""
+    return tuple(_package(item) for item in package_scan.scan(path))
+
+
+def probe_python(executable: str, timeout: float = 20) -> tuple[Package, ...]:
+    """The watched distributions of another interpreter, by running the scan inside it."""
+    return python_facts(executable, timeout)[2]
+
+
+def python_facts(executable: str, timeout: float = 20) -> tuple[str, str, tuple[Package, ...]]:
+    """(Python version, sys.executable, packages) of the interpreter at ``executable``."""
+    fix = "pass --python the path of a Python >= 3.8 interpreter, e.g. /opt/venv/bin/python"
+    exe = os.path.expanduser(executable)
+    if not os.path.exists(exe):
+        raise PythonProbeError(f"--python {executable}: no such file; {fix}")
+    if os.path.isdir(exe):
+        raise PythonProbeError(f"--python {executable}: is a directory; {fix}")
+    source = SCAN_SOURCE.read_text(encoding="utf-8") + "\nmain()\n"
+    try:
+        done = subprocess.run(
+            [exe, "-c", source],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=os.path.dirname(os.path.abspath(exe)) or "/",  # not ours: our checkout must not shadow its packages
+            stdin=subprocess.DEVNULL,
+            errors="replace",
+        )
+    except subprocess.TimeoutExpired:
+        raise PythonProbeError(f"--python {executable}: no answer within {timeout:g} s; {fix}") from None
+    except OSError as exc:
+        raise PythonProbeError(f"--python {executable}: cannot run it ({exc.strerror or exc}); {fix}") from None
+    payload = _payload(done.stdout)
+    if payload is None:
+        said = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["nothing"])[-1][:160]
+        status = f"exit status {done.returncode}" if done.returncode else "exit status 0"
+        raise PythonProbeError(f"--python {executable}: not a working Python ({status}, said: {said}); {fix}")
+    try:
+        packages = tuple(_package(item) for item in payload["packages"])
+        return str(payload["python"]), str(payload["executable"]), packages
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PythonProbeError(f"--python {executable}: unexpected answer ({exc}); {fix}") from None
+
+
+def _payload(stdout: str) -> dict | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(package_scan.MARKER):
+            try:
+                data = json.loads(line[len(package_scan.MARKER) :])
+            except json.JSONDecodeError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def _package(item: dict) -> Package:
+    return Package(
+        name=str(item["name"]),
+        installed=bool(item.get("installed", True)),
+        version=item.get("version"),
+        local_label=item.get("local_label"),
+        location=item.get("location"),
+        module_version=item.get("module_version"),
+        cuda=item.get("cuda"),
+        unknown={str(k): str(v) for k, v in (item.get("unknown") or {}).items()},
+    )
