@@ -6,6 +6,8 @@ evaluated, never short-circuited, so the user sees every blocker at once.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,3 +82,196 @@ class ReleaseOutcome:
     release: str
     enabled: bool
     failed_conditions: tuple[str, ...] = field(default_factory=tuple)
+
+
+# -- rules as data ------------------------------------------------------------------------------------------------------
+# (Added by issue 3; everything above is the shared vocabulary.)
+
+_RELEASE_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.\-+]?(?:post|rc|a|b|dev)?\d*)*(?:\+[A-Za-z0-9.]+)?\s*$")
+
+
+def parse_release(text: str | None) -> tuple[int, int, int] | None:
+    """"0.5.14", "v0.5.14", "0.5.14.post2", "0.5.14rc1", "0.11.2+cu128" -> (0, 5, 14); None when it is not a version."""
+    if not text:
+        return None
+    match = _RELEASE_RE.match(text)
+    if not match:
+        return None
+    return int(match[1]), int(match[2]), int(match[3] or 0)
+
+
+def release_text(release: tuple[int, ...]) -> str:
+    return ".".join(str(p) for p in release)
+
+
+def flag_value(tokens: Sequence[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` / ``--name=VALUE`` in a token list (last occurrence wins); "" for a bare flag."""
+    value = None
+    for i, token in enumerate(tokens):
+        if token == name:
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+            value = nxt if nxt is not None and not nxt.startswith("-") else ""
+        elif token.startswith(name + "="):
+            value = token.split("=", 1)[1]
+    return value
+
+
+def has_flag(tokens: Sequence[str], name: str) -> bool:
+    return flag_value(tokens, name) is not None
+
+
+def flag_groups(tokens: Sequence[str]) -> list[tuple[str, ...]]:
+    """Split a token list into flags with their values: ["--a", "1", "--b"] -> [("--a", "1"), ("--b",)]."""
+    groups: list[list[str]] = []
+    for token in tokens:
+        if token.startswith("-") and not _is_number(token) or not groups:
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return [tuple(g) for g in groups]
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What a rule looks at: the machine, the model and the user's intent (advisor.plan.Intent), plus derived facts."""
+
+    facts: Any  # advisor.facts.Facts
+    model: Any  # advisor.models.ModelSpec | None
+    intent: Any  # advisor.plan.Intent
+
+    @property
+    def overrides(self) -> tuple[str, ...]:
+        return tuple(self.intent.overrides)
+
+    def flag(self, name: str) -> str | None:
+        return flag_value(self.overrides, name)
+
+    def has(self, name: str) -> bool:
+        return has_flag(self.overrides, name)
+
+    @property
+    def tp(self) -> int:
+        return self.intent.tp
+
+    @property
+    def nnodes(self) -> int:
+        return max(1, self.intent.nnodes)
+
+    @property
+    def gpus_per_node(self) -> int:
+        return max(1, self.tp // self.nnodes)
+
+    @property
+    def no_gpu(self) -> bool:
+        """True when the facts say there is no GPU at all (no driver, no GPUs): a fact, not an unknown."""
+        return not self.facts.engine_gpus and not self.facts.driver.available
+
+    @property
+    def gpus(self) -> tuple[Any, ...]:
+        """The GPUs of one node the engine will use (CUDA order), at most tp / nnodes of them."""
+        return tuple(self.facts.engine_gpus[: self.gpus_per_node])
+
+    @property
+    def gpu(self) -> Any | None:
+        """The device engines query for capability checks (the current device: the first visible GPU)."""
+        return self.gpus[0] if self.gpus else None
+
+    @property
+    def capability(self) -> tuple[int, int] | None:
+        return self.gpu.capability if self.gpu is not None else None
+
+    @property
+    def major(self) -> int | None:
+        cap = self.capability
+        return cap[0] if cap else None
+
+    @property
+    def min_memory_mib(self) -> int | None:
+        mems = [g.memory_total_mib for g in self.gpus]
+        return min(mems) if mems and all(m is not None for m in mems) else None
+
+    def torch_cuda(self) -> tuple[tuple[int, int] | None, bool]:
+        """(torch's CUDA version, known). A CPU build of torch is known to have none."""
+        torch = self.facts.package("torch")
+        if not torch.installed:
+            return None, False
+        if torch.cuda:
+            parts = torch.cuda.split(".")
+            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+                return (int(parts[0]), int(parts[1])), True
+            return None, False
+        return None, "cuda" not in torch.unknown
+
+    @property
+    def all_pairs_nvlink(self) -> bool | None:
+        indices = [g.index for g in self.gpus]
+        if len(indices) < 2:
+            return True
+        return self.facts.topology.all_pairs_nvlink_p2p(indices)
+
+
+# A check returns (ok, observed, expected); ok None when the facts it needs are unknown.
+Check = Callable[[Scenario], tuple]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A named condition: a small predicate plus the words that explain it."""
+
+    id: str
+    text: str
+    check: Check
+    why: str
+    fix: str
+
+    def evaluate(self, scenario: Scenario) -> ConditionResult:
+        ok, observed, expected = self.check(scenario)
+        return ConditionResult(self.id, self.text, ok, observed, expected, self.why, self.fix)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One optimization under one range of releases of one engine."""
+
+    id: str
+    title: str
+    engine: str
+    first_release: str
+    last_release: str | None  # None: still current in the newest modelled release
+    conditions: tuple[Condition, ...]
+    flags: tuple[str, ...]
+    source: Source
+
+    def covers(self, release: tuple[int, int, int]) -> bool:
+        first = parse_release(self.first_release)
+        last = parse_release(self.last_release) if self.last_release else None
+        return first <= release and (last is None or release <= last)
+
+    def evaluate(self, scenario: Scenario) -> tuple[ConditionResult, ...]:
+        """Every condition, never short-circuited."""
+        return tuple(c.evaluate(scenario) for c in self.conditions)
+
+
+def state_of(results: Sequence[ConditionResult], *, forced_on: bool = False, forced_off: bool = False) -> str:
+    """forced-off beats forced-on beats the conditions; any failed condition -> not-enabled; any unknown -> unavailable."""
+    if forced_off:
+        return FORCED_OFF
+    if forced_on:
+        return FORCED_ON
+    if any(r.ok is False for r in results):
+        return NOT_ENABLED
+    if any(r.ok is None for r in results):
+        return UNAVAILABLE
+    return AUTO_ENABLED
+
+
+def is_enabled(state: str) -> bool:
+    return state in (AUTO_ENABLED, FORCED_ON)

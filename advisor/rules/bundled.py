@@ -1,0 +1,174 @@
+"""The bundled runtime's own rules: which allreduce it uses, on which device, in which dtype.
+
+FlashInfer's fused allreduce + residual + RMSNorm (trtllm backend, one node) when every limit of the kernel holds
+(reference/flashinfer.md, "Limits of the trtllm backend"); otherwise torch.distributed's allreduce followed by residual
+add + RMSNorm: NCCL on GPUs, gloo on CPU. The runtime receives the outcome as the flag ``--allreduce``; device and dtype
+follow the runtime's own ``auto`` choices (bfloat16 on CUDA, float32 on CPU) unless the user picks a dtype.
+"""
+
+from __future__ import annotations
+
+from advisor.rules import flashinfer as fi
+from advisor.rules.engine import (
+    AUTO_ENABLED,
+    FORCED_ON,
+    Condition,
+    Decision,
+    Problem,
+    Scenario,
+    Source,
+    is_enabled,
+    state_of,
+)
+
+ALLREDUCE_FLAG = "--allreduce"
+FUSED = "flashinfer-fusion"
+PLAIN = "torch"
+MAX_TOKENS = 2048  # workspace capacity; bigger batches fall back to the plain path per call
+LAMPORT_CAP = 2 << 30
+WORLD_SIZES = (2, 4, 8, 16)
+FUSED_DTYPES = ("bfloat16", "float16")
+COMMUNICATOR = "launcher/runtime/communicator.py"
+SOURCE_RELEASE = "tp-advisor bundled runtime"
+
+
+def workspace_bytes(world: int, hidden: int, max_tokens: int = MAX_TOKENS) -> int:
+    """Per-GPU bytes of the trtllm fusion workspace: world x tokens x hidden x 2, plus 3x that capped near 2 GiB."""
+    base = world * max_tokens * hidden * 2
+    return base + min(3 * base, LAMPORT_CAP)
+
+
+def device(s: Scenario) -> str:
+    return "cpu" if not s.facts.engine_gpus else "cuda"
+
+
+def dtype(s: Scenario) -> str:
+    """The user's dtype, else what the runtime's ``--dtype auto`` picks: bfloat16 on CUDA, float32 on CPU."""
+    if s.intent.dtype and s.intent.dtype != "auto":
+        return s.intent.dtype
+    return "bfloat16" if device(s) == "cuda" else "float32"
+
+
+def fusion_decision(s: Scenario) -> Decision:
+    prediction = fi.predict_import(s.facts)
+    chosen_dtype = dtype(s)
+
+    def gpu(s: Scenario):
+        majors = prediction.fusion_majors or fi.fusion_majors_for(prediction.version)
+        expected = "capability major " + " or ".join(str(m) for m in majors) + (
+            "" if 12 in majors else " (12 needs flashinfer >= 0.6.17)")
+        if not s.facts.engine_gpus:
+            return False, "no GPU (CPU run)", expected
+        if s.major is None:
+            return None, "capability unknown", expected
+        return s.major in majors, f"SM {s.gpu.capability_text}", expected
+
+    def world(s: Scenario):
+        return s.tp in WORLD_SIZES, f"tp {s.tp}", "tp 2, 4, 8 or 16"
+
+    def node(s: Scenario):
+        return s.nnodes == 1, f"nnodes {s.nnodes}", "one node"
+
+    def importable(s: Scenario):
+        ok = None if prediction.importable is None else bool(prediction.importable and prediction.has_fusion_api)
+        return ok, prediction.reason, "import flashinfer works and has flashinfer.comm.allreduce_fusion"
+
+    def dtype_ok(s: Scenario):
+        return chosen_dtype in FUSED_DTYPES, chosen_dtype, "bfloat16 or float16"
+
+    def hidden(s: Scenario):
+        size = s.model.hidden_size if s.model is not None else None
+        if size is None:
+            return None, "hidden size unknown", "a multiple of 8"
+        return size % 8 == 0, f"hidden {size}", "a multiple of 8"
+
+    def p2p(s: Scenario):
+        if not s.facts.engine_gpus:
+            return False, "no GPU", "every GPU pair NVLink P2P OK"
+        if len(s.gpus) < s.gpus_per_node:
+            return False, f"{len(s.gpus)} GPU(s) visible for tp {s.tp}", "every GPU pair NVLink P2P OK"
+        full = s.all_pairs_nvlink
+        observed = {True: "every pair P2P OK", False: "some pair without NVLink P2P", None: "P2P status unknown"}[full]
+        return full, observed, "every GPU pair NVLink P2P OK"
+
+    conditions = (
+        Condition("gpu_capability", "GPU architecture the fused kernels support", gpu,
+                  "the trtllm allreduce-fusion kernels are built for SM90 and SM10x (SM12x from flashinfer 0.6.17)",
+                  "use Hopper/Blackwell GPUs (or upgrade flashinfer for SM12x)"),
+        Condition("world_size", "tp 2, 4, 8 or 16", world,
+                  "the kernels support these world sizes only", "use tp 2, 4, 8 or 16"),
+        Condition("single_node", "one node", node,
+                  "the IPC workspace cannot span nodes (flashinfer issue #2006)", "run on one node"),
+        Condition("flashinfer", "flashinfer importable with the fusion API", importable,
+                  "the runtime calls flashinfer.comm.create_allreduce_fusion_workspace and allreduce_fusion",
+                  "install matching flashinfer-python / -cubin / -jit-cache versions (>= 0.6)"),
+        Condition("dtype", "dtype bfloat16 or float16", dtype_ok,
+                  "the runtime's Lamport buffers are half precision (fp32 needs use_fp32_lamport)", "pass --dtype bfloat16"),
+        Condition("hidden_size", "hidden size a multiple of 8", hidden,
+                  "the kernels move 16-byte vectors of half values", "n/a: a property of the model"),
+        Condition("p2p", "every GPU pair P2P-capable", p2p,
+                  "the workspace is shared through CUDA IPC between every pair of ranks", "use NVLink/NVSwitch GPUs"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    requested = s.flag(ALLREDUCE_FLAG)
+    state = state_of(results, forced_on=requested == FUSED, forced_off=requested == PLAIN)
+    enabled = is_enabled(state)
+    backend = "nccl" if device(s) == "cuda" else "gloo"
+    hidden_size = s.model.hidden_size if s.model is not None else None
+    if enabled:
+        value = {"allreduce": FUSED, "backend": "trtllm", "max_tokens": MAX_TOKENS}
+        if hidden_size:
+            value["workspace_bytes_per_gpu"] = workspace_bytes(s.tp, hidden_size)
+    else:
+        value = {"allreduce": PLAIN, "backend": backend}
+    notes = []
+    if enabled:
+        notes.append(f"batches over {MAX_TOKENS} tokens fall back to the plain allreduce per call")
+    if state == FORCED_ON and any(r.ok is False for r in results):
+        notes.append("forced on although a condition fails: the runtime will fail to create the workspace or fall back")
+    if not enabled:
+        notes.append(f"torch.distributed allreduce ({backend}) followed by residual add + RMSNorm")
+    return Decision(
+        id="flashinfer_allreduce_fusion",
+        title="FlashInfer fused allreduce + residual + RMSNorm (bundled runtime)",
+        state=state,
+        enabled=enabled,
+        value=value,
+        conditions=results,
+        flags=(ALLREDUCE_FLAG, FUSED if enabled else PLAIN),
+        source=Source(SOURCE_RELEASE, COMMUNICATOR, "flashinfer trtllm backend limits"),
+        notes=tuple(notes),
+    )
+
+
+def device_decision(s: Scenario) -> Decision:
+    dev = device(s)
+    chosen_dtype = dtype(s)
+
+    def gpus(s: Scenario):
+        n = len(s.facts.engine_gpus)
+        # Informational: either way the runtime has a device to run on.
+        return True, f"{n} GPU(s): cuda" if n else f"{s.facts.driver.reason or 'no GPU'}: cpu", "CUDA GPUs, else CPU"
+
+    results = (
+        Condition("gpus", "CUDA GPUs visible", gpus, "the runtime runs on CPU with gloo when no GPU is visible",
+                  "install the NVIDIA driver and a CUDA torch to run on GPUs").evaluate(s),
+    )  # fmt: skip
+    notes = [f"process group backend {'nccl' if dev == 'cuda' else 'gloo'}", f"dtype {chosen_dtype}"]
+    if not s.intent.dtype and s.model is not None and s.model.dtype and s.model.dtype != chosen_dtype:
+        notes.append(f"the {s.model.dtype} checkpoint runs in {chosen_dtype} (--dtype auto); pass --dtype to choose")
+    return Decision(
+        id="device",
+        title="Device, dtype and process-group backend",
+        state=AUTO_ENABLED,
+        enabled=True,
+        value={"device": dev, "dtype": chosen_dtype, "backend": "nccl" if dev == "cuda" else "gloo"},
+        conditions=results,
+        flags=(),  # launcher.engines passes --device and --dtype (auto) itself
+        source=Source(SOURCE_RELEASE, "launcher/runtime/dist.py"),
+        notes=tuple(notes),
+    )
+
+
+def decide(s: Scenario) -> tuple[list[Decision], list[Problem]]:
+    return [fusion_decision(s), device_decision(s)], []

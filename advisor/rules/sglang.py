@@ -1,0 +1,789 @@
+"""SGLang's start-up decisions, release by release (reference/sglang.md; sources cited per rule).
+
+FlashInfer allreduce fusion is one table row per release range: the architectures added in that range (the list is
+cumulative), the named conditions that must all hold, the flag that release sets, and the flags that force it off.
+Adding a release is one row; adding an architecture is one name in a row's ``added``.
+
+Predicates follow SGLang: they look at the current device's compute-capability MAJOR and torch's CUDA runtime version
+(never the driver's), so a CPU build of torch makes every GPU predicate false.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from advisor.rules.engine import (
+    AUTO_ENABLED,
+    FORCED_ON,
+    NOT_ENABLED,
+    Condition,
+    Decision,
+    Problem,
+    ReleaseOutcome,
+    Scenario,
+    Source,
+    is_enabled,
+    parse_release,
+    release_text,
+    state_of,
+)
+
+ENGINE = "sglang"
+SERVER_ARGS = "python/sglang/srt/server_args.py"
+OVERRIDES = "python/sglang/srt/arg_groups/overrides.py"  # the post-process passes moved here in v0.5.15
+FUSION_RUNTIME = "python/sglang/srt/layers/flashinfer_comm_fusion.py"
+CUSTOM_AR = "python/sglang/srt/distributed/device_communicators/custom_all_reduce.py"
+
+# Flags (newest spelling first where two exist).
+BOOL_FLAG = "--enable-flashinfer-allreduce-fusion"
+BACKEND_FLAG = "--flashinfer-allreduce-fusion-backend"
+ENFORCE_DISABLE = "--enforce-disable-flashinfer-allreduce-fusion"
+DETERMINISTIC = "--enable-deterministic-inference"
+ATTN_CP = "--attn-cp-size"
+DISABLE_CUSTOM_AR = "--disable-custom-all-reduce"
+ATTENTION_BACKEND = "--attention-backend"
+MOE_RUNNER_BACKEND = "--moe-runner-backend"
+
+FUSE_MAX_TOKENS = 2048  # FUSE_ALLREDUCE_MAX_BATCH_SIZE: workspaces are pre-allocated for this many tokens
+LOG_LINE = "Auto-enabling FlashInfer AllReduce Fusion on SM90/SM10X for {arch}"
+
+# Every modelled release, for the release matrix (oldest first).
+RELEASES = tuple(f"0.5.{n}" for n in range(7, 19))
+NEWEST = RELEASES[-1]
+OLDEST = RELEASES[0]
+
+
+# -- GPU predicates ----------------------------------------------------------------------------------------------------
+
+
+def _gpu_facts(s: Scenario) -> tuple[int | None, tuple[int, int] | None, bool, str]:
+    """(capability major, torch CUDA, everything known, observed text)."""
+    if s.no_gpu:
+        return None, None, True, "no GPU"
+    cuda, cuda_known = s.torch_cuda()
+    major = s.major
+    cap = f"SM {s.gpu.capability_text}" if s.gpu is not None and s.capability else "SM ?"
+    torch_text = f"torch CUDA {cuda[0]}.{cuda[1]}" if cuda else ("torch CPU build" if cuda_known else "torch CUDA ?")
+    return major, cuda, major is not None and cuda_known, f"{cap}, {torch_text}"
+
+
+def _gpu_predicate(s: Scenario, majors: tuple[int, ...], min_cuda: tuple[int, int]) -> tuple[bool | None, str]:
+    major, cuda, known, observed = _gpu_facts(s)
+    if s.no_gpu:
+        return False, observed
+    if major is not None and major not in majors:
+        return False, observed  # decided by the GPU alone
+    if cuda is None:
+        return (False if known else None), observed
+    if major is None:
+        return None, observed
+    return cuda >= min_cuda, observed
+
+
+def is_sm90(s: Scenario) -> tuple[bool | None, str]:
+    return _gpu_predicate(s, (9,), (12, 3))
+
+
+def is_sm100(s: Scenario) -> tuple[bool | None, str]:
+    return _gpu_predicate(s, (10,), (12, 8))
+
+
+def is_blackwell(s: Scenario) -> tuple[bool | None, str]:
+    return _gpu_predicate(s, (10, 11, 12), (12, 8))
+
+
+def _any(*results: bool | None) -> bool | None:
+    if any(r is True for r in results):
+        return True
+    if all(r is False for r in results):
+        return False
+    return None
+
+
+def is_h20(s: Scenario) -> bool | None:
+    if s.no_gpu:
+        return False
+    name = s.gpu.name if s.gpu is not None else None
+    if name is None:
+        return None
+    return "H20" in name and "H200" not in name
+
+
+# -- fusion conditions -------------------------------------------------------------------------------------------------
+
+def _c_sm90_or_blackwell(s: Scenario):
+    (a, obs), (b, _) = is_sm90(s), is_blackwell(s)
+    return _any(a, b), obs, "SM90 with torch CUDA >= 12.3, or SM10x/11x/12x with torch CUDA >= 12.8"
+
+
+def _c_sm90_or_sm100(s: Scenario):
+    (a, obs), (b, _) = is_sm90(s), is_sm100(s)
+    return _any(a, b), obs, "SM90 with torch CUDA >= 12.3, or SM10x with torch CUDA >= 12.8"
+
+
+def _c_tp(s: Scenario):
+    return s.tp > 1, f"tp {s.tp}", "tp > 1"
+
+
+def _c_no_dp_attention(s: Scenario):
+    if not s.intent.dp_attention:
+        return True, "no --enable-dp-attention", "DP attention off"
+    observed = f"--enable-dp-attention with dp size {s.intent.dp_size}"
+    if s.intent.dp_size == 1:
+        observed += " (SGLang resets DP attention for dp size 1 only later, so it still blocks)"
+    return False, observed, "DP attention off"
+
+
+def _c_attn_cp(s: Scenario):
+    raw = s.flag(ATTN_CP)
+    try:
+        size = int(raw) if raw else 1
+    except ValueError:
+        return None, f"{ATTN_CP} {raw!r}", "attn_cp_size <= 1"
+    return size <= 1, f"attn_cp_size {size}", "attn_cp_size <= 1"
+
+
+def _c_single_node(s: Scenario):
+    return s.nnodes == 1, f"nnodes {s.nnodes}", "nnodes == 1"
+
+
+def _c_single_node_or_sm100(s: Scenario):
+    sm100, obs = is_sm100(s)
+    ok = True if s.nnodes == 1 else sm100
+    return ok, f"nnodes {s.nnodes}, {obs}", "nnodes == 1, or SM10x (multi-node NVLink via the mnnvl backend)"
+
+
+def _c_not_h20(s: Scenario):
+    h20 = is_h20(s)
+    name = s.gpu.name if s.gpu is not None else ("no GPU" if s.no_gpu else None)
+    return (None if h20 is None else not h20), name or "GPU name unknown", "not an H20 (name without 'H20', or 'H200')"
+
+
+def _c_a2a_none(s: Scenario):
+    backend = s.intent.moe_a2a_backend or "none"
+    return backend == "none", f"moe_a2a_backend {backend}", "moe_a2a_backend none"
+
+
+FUSION_CONDITIONS: dict[str, Condition] = {
+    c.id: c
+    for c in (
+        Condition(
+            "sm90_or_blackwell", "GPU is SM90 or Blackwell (SM10x/11x/12x)", _c_sm90_or_blackwell,
+            "the fused kernels were built for Hopper and Blackwell; SGLang checks the current device's capability major"
+            " and torch's CUDA runtime (not the driver)",
+            "use H100/H200/B200-class GPUs with a CUDA build of torch (>= 12.3 for SM90, >= 12.8 for Blackwell)",
+        ),
+        Condition(
+            "sm90_or_sm100", "GPU is SM90 or SM100 (SM10x)", _c_sm90_or_sm100,
+            "the fused kernels are tuned for Hopper and datacenter Blackwell; from v0.5.8 SM120 is no longer included",
+            "use SM90 or SM10x GPUs with a CUDA build of torch (>= 12.3 for SM90, >= 12.8 for SM10x)",
+        ),
+        Condition(
+            "tp_gt_1", "tensor parallelism (tp > 1)", _c_tp,
+            "with one rank there is no allreduce to fuse",
+            "raise --tp above 1",
+        ),
+        Condition(
+            "no_dp_attention", "no DP attention", _c_no_dp_attention,
+            "with DP attention the attention allreduce is replaced by gathers; the fused path assumes plain TP."
+            " --enable-dp-attention with --dp-size 1 still blocks: the reset to plain TP happens after this check",
+            "drop --enable-dp-attention (or pass the fusion flag explicitly)",
+        ),
+        Condition(
+            "attn_cp_size", "no attention context parallelism (attn_cp_size <= 1)", _c_attn_cp,
+            "context-parallel attention changes the communication pattern (check removed in v0.5.11)",
+            f"drop {ATTN_CP} or use v0.5.11 or newer",
+        ),
+        Condition(
+            "single_node", "one node (nnodes == 1)", _c_single_node,
+            "the IPC (trtllm) workspace cannot span nodes: 'invalid resource handle' (flashinfer issue #2006)",
+            "run on one node (--nnodes 1), or use v0.5.14+ on SM10x with an NVLink fabric (mnnvl)",
+        ),
+        Condition(
+            "single_node_or_sm100", "one node, or SM10x across nodes", _c_single_node_or_sm100,
+            "across nodes only the mnnvl backend works, and it needs multi-node NVLink (SM10x, e.g. GB200 NVL72);"
+            " on SM90 the trtllm IPC workspace fails across nodes (flashinfer issue #2006)",
+            "run on one node (--nnodes 1), or use SM10x GPUs on an NVLink fabric",
+        ),
+        Condition(
+            "not_h20", "GPU is not an H20", _c_not_h20,
+            "H20's low compute-to-bandwidth ratio made the fusion a loss there (exclusion removed in v0.5.13)",
+            "use v0.5.13 or newer, or pass the fusion flag explicitly",
+        ),
+        Condition(
+            "a2a_none", "no MoE all-to-all backend", _c_a2a_none,
+            "an a2a backend (deepep, mooncake, ...) replaces the MoE allreduce that the fusion targets",
+            "use --moe-a2a-backend none",
+        ),
+    )
+}  # fmt: skip
+
+
+def _arch_condition(archs: tuple[str, ...], release: str) -> Condition:
+    def check(s: Scenario):
+        if s.model is None:
+            return None, "model unknown", f"architectures[0] on the v{release} list"
+        return s.model.architecture in archs, s.model.architecture, f"one of {len(archs)}: {', '.join(archs)}"
+
+    return Condition(
+        "architecture", f"architectures[0] is on the v{release} list", check,
+        "SGLang auto-enables the fusion only for architectures whose fused path was benchmarked; it checks"
+        " architectures[0] of config.json only. Other model files may implement the fused path but use it only on request",
+        f"use a release whose list has the model, or pass {BOOL_FLAG} (up to v0.5.13) /"
+        f" {BACKEND_FLAG} auto (v0.5.14+) if the model file implements the fused path",
+    )  # fmt: skip
+
+
+# -- the release table -------------------------------------------------------------------------------------------------
+
+V057 = ("sm90_or_blackwell", "no_dp_attention", "single_node", "not_h20", "a2a_none")
+V058 = ("sm90_or_sm100", "no_dp_attention", "single_node", "not_h20", "a2a_none")
+V0510 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "attn_cp_size", "single_node", "not_h20", "a2a_none")
+V0511 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "single_node", "not_h20", "a2a_none")
+V0513 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "single_node", "a2a_none")
+V0514 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "single_node_or_sm100", "a2a_none")
+OFF_V057 = ()  # --enforce-disable-flashinfer-allreduce-fusion does not exist yet
+OFF_V0510 = (ENFORCE_DISABLE,)
+OFF_V0512 = (ENFORCE_DISABLE, DETERMINISTIC)
+
+
+@dataclass(frozen=True)
+class FusionRow:
+    """FlashInfer allreduce fusion under releases first..last."""
+
+    first: str
+    last: str
+    added: tuple[str, ...]  # architectures added to the (cumulative) list in this range
+    conditions: tuple[str, ...]  # FUSION_CONDITIONS ids, besides the architecture
+    flag: str  # what SGLang sets when it auto-enables
+    off_flags: tuple[str, ...]  # user flags that force it off in this range
+    file: str
+    ref: str
+
+
+# fmt: off
+FUSION_TABLE: tuple[FusionRow, ...] = (
+    FusionRow("0.5.7", "0.5.7", ("DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM", "Qwen3MoeForCausalLM"), V057, BOOL_FLAG, OFF_V057, SERVER_ARGS, "first architecture list; silent"),
+    FusionRow("0.5.8", "0.5.8", ("Glm4MoeLiteForCausalLM",), V058, BOOL_FLAG, OFF_V057, SERVER_ARGS, "SM120 dropped"),
+    FusionRow("0.5.9", "0.5.9", ("KimiK25ForConditionalGeneration",), V058, BOOL_FLAG, OFF_V057, SERVER_ARGS, "Kimi K2.5 added"),
+    FusionRow("0.5.10", "0.5.10", ("Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"), V0510, BOOL_FLAG, OFF_V0510, SERVER_ARGS, "tp > 1 and attn_cp checks; enforce-disable flag"),
+    FusionRow("0.5.11", "0.5.11", ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "Qwen3NextForCausalLM"), V0511, BOOL_FLAG, OFF_V0510, SERVER_ARGS, "PR #22664 (Qwen3-Next, H100)"),
+    FusionRow("0.5.12", "0.5.12", ("InternS2PreviewForConditionalGeneration",), V0511, BOOL_FLAG, OFF_V0512, SERVER_ARGS, "deterministic inference forces it off"),
+    FusionRow("0.5.13", "0.5.13", ("MistralLarge3ForCausalLM",), V0513, BOOL_FLAG, OFF_V0512, SERVER_ARGS, "H20 exclusion removed"),
+    FusionRow("0.5.14", "0.5.17", ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "Qwen3VLMoeForConditionalGeneration"), V0514, BACKEND_FLAG, OFF_V0512, SERVER_ARGS, "PR #28786 (Qwen3-VL-MoE, B300); backend flag"),
+    FusionRow("0.5.18", "0.5.18", ("DeepseekV4ForCausalLM",), V0514, BACKEND_FLAG, OFF_V0512, OVERRIDES, "DeepSeek V4 added"),
+)
+# fmt: on
+
+
+class ReleaseError(ValueError):
+    """An SGLang version the tables cannot model; the message is one line naming the fix."""
+
+
+def row_for(version: str) -> tuple[FusionRow, bool]:
+    """The table row for ``version`` and whether the version is newer than the newest modelled release."""
+    release = parse_release(version)
+    if release is None:
+        raise ReleaseError(f"sglang version {version!r} is not a version; pass --engine-version X.Y.Z (e.g. {NEWEST})")
+    if release < parse_release(OLDEST):
+        raise ReleaseError(
+            f"sglang {version} is older than the oldest modelled release v{OLDEST}; pass --engine-version {OLDEST} or newer"
+        )
+    for row in FUSION_TABLE:
+        if parse_release(row.first) <= release <= parse_release(row.last):
+            return row, False
+    return FUSION_TABLE[-1], True
+
+
+def architectures(row: FusionRow) -> tuple[str, ...]:
+    """The cumulative architecture list of a row."""
+    out: list[str] = []
+    for r in FUSION_TABLE:
+        out.extend(r.added)
+        if r is row:
+            break
+    return tuple(out)
+
+
+def rules_release(version: str) -> str:
+    """The modelled release whose rules apply to ``version`` ("0.5.15" -> "0.5.15", "0.6.0" -> the newest)."""
+    row, newer = row_for(version)
+    if newer:
+        return NEWEST
+    return release_text(parse_release(version))
+
+
+# -- FlashInfer allreduce fusion ---------------------------------------------------------------------------------------
+
+
+def fusion_decision(s: Scenario, version: str) -> Decision:
+    row, _ = row_for(version)
+    release = rules_release(version)
+    uses_backend = row.flag == BACKEND_FLAG
+    results = (_arch_condition(architectures(row), release).evaluate(s),) + tuple(
+        FUSION_CONDITIONS[c].evaluate(s) for c in row.conditions
+    )
+    notes: list[str] = []
+
+    off = [f for f in row.off_flags if s.has(f)]
+    for flag in (ENFORCE_DISABLE, DETERMINISTIC):
+        if s.has(flag) and flag not in row.off_flags:
+            if flag == ENFORCE_DISABLE:
+                notes.append(f"{flag} does not exist in v{release}: SGLang will reject it (added in v0.5.10)")
+            else:
+                notes.append(f"{flag} does not turn the fusion off in v{release} (it does from v0.5.12)")
+
+    # What the user asked for explicitly (forced on).
+    requested: str | None = None
+    if uses_backend and s.flag(BACKEND_FLAG):
+        requested = s.flag(BACKEND_FLAG)
+    elif s.has(BOOL_FLAG):
+        requested = "auto" if uses_backend else "on"
+        if uses_backend:
+            notes.append(f"{BOOL_FLAG} is deprecated from v0.5.14 and mapped to {BACKEND_FLAG} auto")
+    elif s.flag(BACKEND_FLAG):
+        notes.append(f"{BACKEND_FLAG} does not exist in v{release}: SGLang will reject it (use {BOOL_FLAG})")
+
+    state = state_of(results, forced_on=requested is not None, forced_off=bool(off))
+    enabled = is_enabled(state)
+    value: str | bool | None
+    if uses_backend:
+        value = (requested or "auto") if enabled else None
+        flags = (BACKEND_FLAG, value) if enabled else ()
+    else:
+        value = enabled
+        flags = (BOOL_FLAG,) if enabled else ()
+
+    if off:
+        notes.append(f"forced off by {' and '.join(off)} (applied after the auto-enable)")
+    if state == AUTO_ENABLED:
+        if parse_release(release) >= (0, 5, 10):
+            notes.append("log line: " + LOG_LINE.format(arch=s.model.architecture))
+        else:
+            notes.append("auto-enabled silently (no log line before v0.5.10)")
+        if s.tp <= 1:
+            notes.append("with tp 1 the flag is set but no layer uses the fused kernel (it needs tp_size > 1)")
+    if enabled:
+        notes.extend(_runtime_notes(s, row, value))
+    elif state == NOT_ENABLED and any(r.id == "architecture" and r.ok is False for r in results):
+        notes.append("other model files may implement the fused path; they use it only when the flag is passed")
+
+    return Decision(
+        id="flashinfer_allreduce_fusion",
+        title="FlashInfer allreduce + residual + RMSNorm fusion",
+        state=state,
+        enabled=enabled,
+        value=value,
+        conditions=results,
+        flags=flags,
+        source=Source(f"sglang v{release}", row.file if parse_release(release) < (0, 5, 15) else OVERRIDES, row.ref),
+        notes=tuple(notes),
+    )
+
+
+def resolve_backend(s: Scenario, value: str) -> tuple[str | None, str | None]:
+    """(backend at run time, error) for the v0.5.14+ backend setting, as flashinfer_comm_fusion.py resolves it."""
+    sm90, _ = is_sm90(s)
+    sm100, _ = is_sm100(s)
+    multi = s.nnodes > 1
+    if value == "auto":
+        if sm100:
+            return "mnnvl", None
+        if sm90:
+            return (None, "auto on multi-node SM90 has no backend (mnnvl needs SM10x across nodes)") if multi else ("trtllm", None)
+        return None, None
+    if value == "trtllm":
+        return (None, "the trtllm backend is single-node only") if multi else ("trtllm", None)
+    if value == "mnnvl":
+        if sm100 or (sm90 and not multi):
+            return "mnnvl", None
+        if sm90 is None and sm100 is None:
+            return None, None
+        return None, "the mnnvl backend needs SM10x, or SM90 on one node"
+    return None, f"unknown backend {value!r}; choose auto, trtllm or mnnvl"
+
+
+def _runtime_notes(s: Scenario, row: FusionRow, value) -> list[str]:
+    notes = []
+    if row.flag == BACKEND_FLAG and isinstance(value, str):
+        backend, error = resolve_backend(s, value)
+        if error:
+            notes.append(f"at run time: {error}")
+        elif backend:
+            notes.append(f"at run time {value} resolves to the {backend} backend ({FUSION_RUNTIME}, PR #29063)")
+    elif s.nnodes > 1:
+        notes.append("at run time the IPC workspace fails across nodes: 'invalid resource handle' (flashinfer issue #2006)")
+    hidden = s.model.hidden_size if s.model is not None else None
+    if hidden:
+        base = s.tp * FUSE_MAX_TOKENS * hidden * 2
+        lamport = min(3 * base, 2 << 30)
+        notes.append(
+            f"workspace per GPU about {(base + lamport) / 2**20:.0f} MiB ({FUSE_MAX_TOKENS} tokens x hidden {hidden});"
+            f" the fused kernel runs for batches of 1..{FUSE_MAX_TOKENS} tokens, except the last layer"
+        )
+    notes.append("needs flashinfer importable with flashinfer.comm.allreduce_fusion; a workspace failure on any rank"
+                 " disables it on all")  # fmt: skip
+    if parse_release(row.first) >= (0, 5, 18):
+        notes.append("v0.5.18: ordinary allreduces also take FlashInfer's plain-allreduce path while the backend is set")
+    return notes
+
+
+def fusion_problems(s: Scenario, decision: Decision, version: str) -> list[Problem]:
+    """Run-time errors the chosen fusion setting will raise."""
+    row, _ = row_for(version)
+    if not decision.enabled:
+        return []
+    if row.flag == BACKEND_FLAG and isinstance(decision.value, str):
+        _, error = resolve_backend(s, decision.value)
+        if error:
+            return [Problem(
+                "fusion_backend_error", "error",
+                f"SGLang v{rules_release(version)}: {BACKEND_FLAG} {decision.value}: {error}",
+                f"drop {BACKEND_FLAG}, run on one node, or use SM10x GPUs on an NVLink fabric",
+                f"sglang v{rules_release(version)}, {FUSION_RUNTIME}",
+            )]  # fmt: skip
+    elif s.nnodes > 1:
+        return [Problem(
+            "fusion_backend_error", "error",
+            f"SGLang v{rules_release(version)}: the fusion's IPC workspace cannot span {s.nnodes} nodes",
+            f"drop {BOOL_FLAG} for multi-node runs, or use v0.5.14+ on SM10x with an NVLink fabric",
+            "flashinfer issue #2006",
+        )]  # fmt: skip
+    return []
+
+
+def release_matrix(s: Scenario) -> tuple[ReleaseOutcome, ...]:
+    """The fusion outcome of this scenario under every modelled release."""
+    out = []
+    for release in RELEASES:
+        d = fusion_decision(s, release)
+        out.append(ReleaseOutcome(release, d.enabled, tuple(c.id for c in d.failed)))
+    return tuple(out)
+
+
+# -- custom allreduce --------------------------------------------------------------------------------------------------
+
+
+def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+    world = s.tp
+
+    def world_gt_1(s: Scenario):
+        return world > 1, f"tp {world}", "tp > 1"
+
+    def one_node(s: Scenario):
+        return s.nnodes == 1, f"nnodes {s.nnodes}", "the TP group on one node"
+
+    def world_size(s: Scenario):
+        return world in (2, 4, 6, 8), f"world size {world}", "2, 4, 6 or 8"
+
+    def nvlink(s: Scenario):
+        if world <= 2:
+            return True, f"{world} GPU(s): PCIe P2P suffices", "every pair NVLink P2P when more than 2 GPUs"
+        full = s.all_pairs_nvlink
+        if s.no_gpu:
+            full = False
+        observed = {True: "every pair NVLink P2P OK", False: "some pair lacks NVLink P2P", None: "NVLink P2P unknown"}[full]
+        return full, observed, "every pair NVLink P2P OK (NVML) when more than 2 GPUs"
+
+    conditions = (
+        Condition("tp_gt_1", "more than one rank", world_gt_1, "with one rank there is nothing to reduce", "raise --tp"),
+        Condition("single_node", "TP group on one node", one_node,
+                  "the kernel uses CUDA IPC buffers, which do not cross nodes", "run the TP group on one node"),
+        Condition("world_size", "world size 2, 4, 6 or 8", world_size,
+                  "the one-shot/two-shot kernels are built for these sizes", "use tp 2, 4, 6 or 8"),
+        Condition("full_nvlink", "full NVLink when more than 2 GPUs", nvlink,
+                  "'custom allreduce is not supported on more than two PCIe-only GPUs'",
+                  "use NVLink/NVSwitch-connected GPUs or tp 2"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    off_by = [f for f in (DISABLE_CUSTOM_AR,) if s.has(f)]
+    if s.has(DETERMINISTIC) and world > 1:
+        off_by.append(DETERMINISTIC)
+    state = state_of(results, forced_off=bool(off_by))
+    enabled = is_enabled(state)
+    notes = []
+    value = None
+    if enabled:
+        v2 = parse_release(release) >= (0, 5, 12)
+        sm = _any(is_sm90(s)[0], is_sm100(s)[0])
+        if v2 and sm and s.all_pairs_nvlink:
+            value = "v2"
+            notes.append("v2 kernel (default from v0.5.12): tuned for SM90/SM100 at 2-8 GPUs with full NVLink")
+        else:
+            value = "v1"
+            if v2:
+                notes.append("v2 kernel needs SM90/SM100 and full NVLink; falls back to v1")
+        notes.append("used for messages <= 8 MiB, a multiple of 16 bytes, contiguous; larger ones go to NCCL")
+        notes.append("P2P access check skipped by default (--enable-p2p-check turns it on)")
+    if off_by:
+        notes.append(f"forced off by {' and '.join(off_by)}")
+    return Decision(
+        id="custom_allreduce",
+        title="SGLang custom allreduce (NVLink IPC kernel)",
+        state=state,
+        enabled=enabled,
+        value=value,
+        conditions=results,
+        flags=(),
+        source=Source(f"sglang v{release}", CUSTOM_AR),
+        notes=tuple(notes),
+    )
+
+
+# -- default attention backend -----------------------------------------------------------------------------------------
+
+MLA_ARCHS = frozenset({
+    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM",
+    "KimiK25ForConditionalGeneration", "GlmMoeDsaForCausalLM", "MistralLarge3ForCausalLM", "Glm4MoeLiteForCausalLM",
+})  # fmt: skip
+SINK_ARCHS = frozenset({"GptOssForCausalLM"})
+
+
+def attention_kind(model) -> str | None:
+    if model is None:
+        return None
+    if model.uses_mla or model.architecture in MLA_ARCHS:
+        return "mla"
+    if model.architecture in SINK_ARCHS:
+        return "sinks"
+    return "standard"
+
+
+def attention_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+    kind = attention_kind(s.model)
+    major = None if s.no_gpu else s.major
+
+    def gpu(s: Scenario):
+        if s.no_gpu:
+            return False, "no GPU", "a CUDA GPU"
+        return (None if major is None else True), f"SM {s.gpu.capability_text}" if s.gpu else "SM ?", "a CUDA GPU"
+
+    def attention(s: Scenario):
+        text = {"mla": "MLA (DeepSeek family)", "sinks": "standard with attention sinks", "standard": "standard MHA/GQA"}
+        return (kind is not None) or None, text.get(kind, "model unknown"), "known attention type"
+
+    conditions = (
+        Condition("gpu_family", "GPU family", gpu, "the default differs between Hopper, SM10x and other GPUs",
+                  f"pass {ATTENTION_BACKEND} NAME to choose"),
+        Condition("attention_type", "attention type", attention, "MLA models use dedicated kernels",
+                  f"pass {ATTENTION_BACKEND} NAME to choose"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    chosen = s.flag(ATTENTION_BACKEND)
+    value = chosen or _default_attention(kind, major, s.model)
+    state = state_of(results, forced_on=bool(chosen))
+    if state == NOT_ENABLED:
+        value = None
+    notes = [f"log line: Attention backend not specified. Use {value} backend by default."] if value and not chosen else []
+    return Decision(
+        id="attention_backend",
+        title="Default attention backend",
+        state=state,
+        enabled=value is not None,
+        value=value,
+        conditions=results,
+        flags=(),
+        source=Source(f"sglang v{release}", SERVER_ARGS, "_handle_attention_backend_compatibility"),
+        notes=tuple(notes),
+    )
+
+
+def _default_attention(kind: str | None, major: int | None, model) -> str | None:
+    if kind is None or major is None:
+        return None
+    if kind == "mla":
+        if major == 9:
+            return "fa3"
+        if major == 10:
+            return "trtllm_mla" if model.architecture == "DeepseekV3ForCausalLM" else "flashinfer"
+        return "triton"
+    if major == 9:
+        return "fa3"
+    if major == 10:
+        return "trtllm_mha"
+    return "triton" if kind == "sinks" else "flashinfer"
+
+
+# -- MoE runner backend on SM100 ---------------------------------------------------------------------------------------
+
+_DEEPSEEK_FAMILY = frozenset({
+    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "KimiK25ForConditionalGeneration",
+    "MistralLarge3ForCausalLM", "GlmMoeDsaForCausalLM",
+})  # fmt: skip
+_QWEN_FAMILY = frozenset({
+    "Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration", "Qwen3NextForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
+})  # fmt: skip
+# family -> (quantizations that qualify, backend); None stands for unquantized.
+MOE_RUNNER_TABLE: tuple[tuple[frozenset[str], frozenset[str | None], str], ...] = (
+    (_DEEPSEEK_FAMILY, frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    (_QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    (frozenset({"Glm4MoeForCausalLM"}), frozenset({"modelopt_fp4", None}), "flashinfer_trtllm"),
+    (frozenset({"GptOssForCausalLM"}), frozenset({"mxfp4"}), "flashinfer_mxfp4"),
+)
+
+
+def moe_runner_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+    model = s.model
+    entry = None
+    if model is not None:
+        entry = next((e for e in MOE_RUNNER_TABLE if model.architecture in e[0]), None)
+
+    def is_moe(s: Scenario):
+        return (None if model is None else model.is_moe), (
+            "model unknown" if model is None else f"{model.num_experts or 0} experts"), "a MoE model"
+
+    def sm100(s: Scenario):
+        ok, observed = is_sm100(s)
+        return ok, observed, "SM10x with torch CUDA >= 12.8"
+
+    def family(s: Scenario):
+        if model is None:
+            return None, "model unknown", "a family with a FlashInfer MoE path"
+        return entry is not None, model.architecture, "DeepSeek/Kimi/Mistral-Large-3/GLM-5, Qwen3 MoE family, GLM-4.5/4.6, GPT-OSS"
+
+    def quant(s: Scenario):
+        if model is None or entry is None:
+            return (None if model is None else False), (model.quantization if model else None) or "unquantized", "a supported quantization"
+        allowed = sorted(q or "unquantized" for q in entry[1])
+        return model.quantization in entry[1], model.quantization or "unquantized", ", ".join(allowed)
+
+    def a2a(s: Scenario):
+        backend = s.intent.moe_a2a_backend or "none"
+        return backend == "none", f"moe_a2a_backend {backend}", "none"
+
+    conditions = (
+        Condition("moe_model", "MoE model", is_moe, "only MoE layers have a runner backend", "n/a for dense models"),
+        Condition("sm100", "GPU is SM100 (SM10x)", sm100, "the FlashInfer TRT-LLM MoE kernels target datacenter Blackwell",
+                  f"on other GPUs pass {MOE_RUNNER_BACKEND} NAME explicitly"),
+        Condition("model_family", "model family with a FlashInfer MoE default", family,
+                  "SGLang picks the FlashInfer runner per model family", f"pass {MOE_RUNNER_BACKEND} NAME"),
+        Condition("quantization", "quantization supported by that runner", quant,
+                  "each runner supports a set of weight formats", "use a supported checkpoint format"),
+        Condition("a2a_none", "no MoE all-to-all backend", a2a,
+                  "an a2a backend (deepep, mooncake, ...) brings its own dispatch and sets ep_size = tp_size",
+                  "use --moe-a2a-backend none"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    chosen = s.flag(MOE_RUNNER_BACKEND)
+    state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
+    value = chosen if state == FORCED_ON else (entry[2] if state == AUTO_ENABLED else "auto")
+    notes = []
+    if s.intent.moe_a2a_backend not in (None, "", "none"):
+        notes.append(f"--moe-a2a-backend {s.intent.moe_a2a_backend} forces ep_size = tp_size ({s.tp})")
+    if state != AUTO_ENABLED and state != FORCED_ON:
+        notes.append("auto: the MoE layer picks its kernel at load time (triton for most formats)")
+    return Decision(
+        id="moe_runner_backend",
+        title="MoE runner backend (--moe-runner-backend auto)",
+        state=state,
+        enabled=state in (AUTO_ENABLED, FORCED_ON),
+        value=value,
+        conditions=results,
+        flags=(),
+        source=Source(f"sglang v{release}", SERVER_ARGS, "_handle_moe_kernel_config"),
+        notes=tuple(notes),
+    )
+
+
+# -- GPU-memory defaults -----------------------------------------------------------------------------------------------
+
+# (upper bound in GiB (exclusive), chunked_prefill_size, cuda_graph_max_bs, cuda_graph_max_bs with tp >= 4)
+MEMORY_TABLE: tuple[tuple[float, int, int, int], ...] = (
+    (20, 2048, 8, 8),
+    (35, 2048, 24, 80),
+    (60, 4096, 32, 160),
+    (90, 8192, 256, 512),
+    (160, 8192, 256, 512),
+    (float("inf"), 16384, 512, 512),
+)
+UNKNOWN_MEMORY = (4096, 160)
+
+
+def memory_defaults(mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int) -> dict[str, float | int | None]:
+    """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them."""
+    if mem_mib is None:
+        chunk, max_bs = UNKNOWN_MEMORY
+    else:
+        gib = mem_mib / 1024
+        _, chunk, small, large = next(row for row in MEMORY_TABLE if gib < row[0])
+        max_bs = large if tp >= 4 else small
+    if dp_attention and dp_size > 1:
+        chunk //= dp_size
+    fraction = None
+    if mem_mib is not None:
+        reserved = 512 + max(chunk, 2048) * 1.5 + max_bs * 2 + tp * 1 / 8 * 1024
+        if dp_attention:
+            reserved += max_bs * dp_size * 3
+            if max_bs > 300:
+                reserved += max_bs * dp_size * 1.5
+        if mem_mib > 60 * 1024:
+            reserved = max(reserved, 10 * 1024)
+        fraction = round((mem_mib - reserved) / mem_mib, 3)
+    return {"chunked_prefill_size": chunk, "cuda_graph_max_bs": max_bs, "mem_fraction_static": fraction}
+
+
+def memory_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+    mem = None if s.no_gpu else s.min_memory_mib
+
+    def memory(s: Scenario):
+        if s.no_gpu:
+            return False, "no GPU", "GPU memory known"
+        return (None if mem is None else True), (f"{mem} MiB (smallest GPU)" if mem else "unknown"), "GPU memory known"
+
+    conditions = (
+        Condition("gpu_memory", "GPU memory of the smallest GPU", memory,
+                  "SGLang sizes chunked prefill, CUDA-graph batch and the static memory fraction from it",
+                  "pass --chunked-prefill-size, --cuda-graph-max-bs, --mem-fraction-static to choose"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size)
+    explicit = {
+        "chunked_prefill_size": s.flag("--chunked-prefill-size"),
+        "cuda_graph_max_bs": s.flag("--cuda-graph-max-bs"),
+        "mem_fraction_static": s.flag("--mem-fraction-static"),
+    }
+    for key, raw in explicit.items():
+        if raw:
+            with contextlib.suppress(ValueError):
+                value[key] = float(raw) if key == "mem_fraction_static" else int(raw)
+    forced = any(explicit.values())
+    state = state_of(results, forced_on=forced)
+    if state == NOT_ENABLED:
+        value = {k: None for k in value}
+    notes = ["mem_fraction_static is an estimate: (memory - reserved) / memory, reserved = 512 MiB + 1.5 x max(chunk, 2048)"
+             " + 2 x cuda_graph_max_bs + tp/8 x 1024 (+ DP attention padding), at least 10 GiB above 60 GiB"]  # fmt: skip
+    if s.intent.dp_attention and s.intent.dp_size > 1:
+        notes.append(f"with DP attention chunked_prefill_size is divided by dp size {s.intent.dp_size}")
+    return Decision(
+        id="memory_defaults",
+        title="GPU-memory-driven defaults",
+        state=state,
+        enabled=state in (AUTO_ENABLED, FORCED_ON),
+        value=value,
+        conditions=results,
+        flags=(),
+        source=Source(f"sglang v{release}", SERVER_ARGS, "_handle_gpu_memory_settings, PR #10975"),
+        notes=tuple(notes),
+    )
+
+
+# -- all SGLang decisions ----------------------------------------------------------------------------------------------
+
+
+def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
+    fusion = fusion_decision(s, version)
+    decisions = [
+        fusion,
+        custom_allreduce_decision(s, version),
+        attention_decision(s, version),
+        moe_runner_decision(s, version),
+        memory_decision(s, version),
+    ]
+    return decisions, fusion_problems(s, fusion, version)
+
