@@ -310,3 +310,13 @@ def test_checks_import_nothing_heavy():
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_fusion_estimate_follows_override_flags():
+    bridge = profile("h100-pcie-2-bridge")
+    for off in (("--enforce-disable-flashinfer-allreduce-fusion",), ("--enforce-eager",),
+                ("-cc.pass_config.fuse_allreduce_rms=False",)):  # fmt: skip
+        assert "no_multicast_for_fusion" not in ids(run_checks(bridge, None, Intent(tp=2, overrides=off))), off
+    a100 = profile("a100-sxm-8")
+    on = Intent(tp=8, engine="vllm", overrides=("-cc.pass_config.fuse_allreduce_rms=True",))
+    assert only(run_checks(a100, None, on), "flashinfer_gpu_arch").severity == "warning"

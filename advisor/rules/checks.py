@@ -25,9 +25,10 @@ ERROR, WARNING, INFO = "error", "warning", "info"
 GIB = 1024**3
 MIB = 1024**2
 
-# Engine flags that force the fusion off / on (SGLang names; sglang.md "CLI flags").
-FORCE_OFF_FLAGS = ("--enforce-disable-flashinfer-allreduce-fusion",)
+# Engine flags that force the fusion off / on (SGLang names, sglang.md "CLI flags"; vLLM's pass config and eager mode).
+FORCE_OFF_FLAGS = ("--enforce-disable-flashinfer-allreduce-fusion", "--enforce-eager")
 FORCE_ON_FLAGS = ("--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend")
+VLLM_FUSION_FIELD = "fuse_allreduce_rms="  # -cc.pass_config.fuse_allreduce_rms=True|False
 
 # Engines pre-allocate the fusion workspace for this many tokens (SGLang FUSE_ALLREDUCE_MAX_BATCH_SIZE).
 FUSION_MAX_TOKENS = 2048
@@ -85,13 +86,16 @@ class _Context:
         return dtype or (self.model.dtype if self.model else None)
 
     def forced_on(self) -> bool:
-        return any(o.split("=", 1)[0] in FORCE_ON_FLAGS for o in self.intent.overrides)
+        return any(o.split("=", 1)[0] in FORCE_ON_FLAGS or _vllm_fusion(o) is True for o in self.intent.overrides)
+
+    def forced_off(self) -> bool:
+        return any(o.split("=", 1)[0] in FORCE_OFF_FLAGS or _vllm_fusion(o) is False for o in self.intent.overrides)
 
     def fusion(self) -> bool | None:
         """Would an engine try FlashInfer's fused allreduce here? The plan's decision when given, else an estimate."""
         if self.fusion_decided is not None:
             return self.fusion_decided
-        if any(o.split("=", 1)[0] in FORCE_OFF_FLAGS for o in self.intent.overrides):
+        if self.forced_off():
             return False
         if self.intent.tp < 2 or self.intent.dp_attention:
             return False
@@ -577,6 +581,13 @@ CHECKS: tuple[Callable[[_Context], list[Problem]], ...] = (
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------
+
+
+def _vllm_fusion(token: str) -> bool | None:
+    """True/False for vLLM's `-cc.pass_config.fuse_allreduce_rms=True|False`, None for any other token."""
+    if VLLM_FUSION_FIELD not in token:
+        return None
+    return token.rsplit("=", 1)[1].strip().lower() in ("true", "1")
 
 
 def _cannot(problem_id: str, what: str, reason: str, source: str) -> Problem:
