@@ -1,0 +1,140 @@
+"""The allreduce after attention and MLP, fused with the residual add and the next RMSNorm.
+
+Two strategies behind one interface (`Communicator.add_rmsnorm`):
+- TorchStrategy: torch.distributed.all_reduce, then residual add and RMSNorm in PyTorch
+  (at tp 1 on CUDA with flashinfer requested: flashinfer.norm.fused_add_rmsnorm).
+- FlashInferFusion: flashinfer.comm's fused allreduce + residual + RMSNorm (kARResidualRMSNorm) on a workspace sized
+  from max tokens x hidden x dtype; a call it cannot take (too many tokens, ...) falls back to TorchStrategy.
+Both return (normed, new_residual).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+import torch.distributed as dist
+
+from launcher.runtime.dist import ParallelContext
+from launcher.runtime.fusion import FusionLimits, FusionWorkspace, fusion_unavailable_reason
+
+log = logging.getLogger("launcher.runtime")
+
+
+def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm computed in float32 (as transformers does), returned in x's dtype."""
+    x32 = x.float()
+    x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * x32.to(x.dtype)
+
+
+class Communicator:
+    """Collectives of one tensor-parallel group, with the allreduce strategy chosen at start-up."""
+
+    def __init__(self, ctx: ParallelContext, strategy: str = "torch"):
+        self.ctx = ctx
+        self.world_size = ctx.world_size
+        self.group = ctx.group
+        self.requested = strategy
+        self.fusion: FusionWorkspace | None = None
+        self.fused_norm_tp1 = None  # flashinfer.norm.fused_add_rmsnorm at tp 1 on CUDA
+        self.allreduce_seconds = 0.0
+        self.timing = False
+        self.fused_calls = 0
+        self.fallback_calls = 0
+        self.strategy = "torch"
+        self.reason = "requested"
+
+    # -- strategy selection -------------------------------------------------------------------------------------
+    def setup(self, max_tokens: int, hidden: int, dtype: torch.dtype) -> None:
+        """Resolve the requested strategy against this machine; log which one runs and why."""
+        if self.requested != "flashinfer-fusion":
+            self.strategy, self.reason = "torch", "requested with --allreduce torch"
+        elif self.ctx.device.type != "cuda":
+            self.strategy, self.reason = "torch", "flashinfer fusion needs CUDA; this run is on CPU, falling back to torch"
+        elif self.world_size == 1:
+            try:
+                import flashinfer.norm
+
+                self.fused_norm_tp1 = flashinfer.norm.fused_add_rmsnorm
+                self.strategy, self.reason = "flashinfer-fusion", "tp 1: no allreduce, flashinfer fused_add_rmsnorm"
+            except Exception as err:  # noqa: BLE001 - any import failure means: use torch
+                self.strategy, self.reason = "torch", f"import flashinfer failed ({err}); falling back to torch"
+        else:
+            limits = FusionLimits(self.world_size, hidden, dtype)
+            why_not = fusion_unavailable_reason(limits, torch.cuda.get_device_capability(self.ctx.device))
+            if why_not:
+                self.strategy, self.reason = "torch", f"{why_not}; falling back to torch"
+            else:
+                try:
+                    self.fusion = FusionWorkspace.create(limits, max_tokens, self.ctx)
+                    self.strategy = "flashinfer-fusion"
+                    self.reason = f"flashinfer {self.fusion.api} API, workspace for {self.fusion.max_tokens} tokens"
+                except Exception as err:  # noqa: BLE001 - workspace creation failing must not kill the run
+                    self.strategy, self.reason = "torch", f"flashinfer workspace creation failed ({err}); falling back"
+        if self.ctx.is_first:
+            log.info("allreduce strategy: %s (%s)", self.strategy, self.reason)
+
+    def close(self) -> None:
+        if self.fusion is not None:
+            self.fusion.destroy()
+            self.fusion = None
+
+    # -- collectives --------------------------------------------------------------------------------------------
+    def _sync(self) -> None:
+        if self.ctx.device.type == "cuda":
+            torch.cuda.synchronize(self.ctx.device)
+
+    def all_reduce(self, x: torch.Tensor) -> torch.Tensor:
+        if self.world_size == 1:
+            return x
+        start = self._start()
+        dist.all_reduce(x, group=self.group)
+        self._stop(start)
+        return x
+
+    def all_gather_last_dim(self, x: torch.Tensor) -> torch.Tensor:
+        if self.world_size == 1:
+            return x
+        parts = [torch.empty_like(x) for _ in range(self.world_size)]
+        dist.all_gather(parts, x.contiguous(), group=self.group)
+        return torch.cat(parts, dim=-1)
+
+    def broadcast(self, x: torch.Tensor) -> torch.Tensor:
+        if self.world_size > 1:
+            dist.broadcast(x, src=0, group=self.group)
+        return x
+
+    def add_rmsnorm(
+        self, partial: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(RMSNorm(allreduce(partial) + residual) * weight, allreduce(partial) + residual)."""
+        if self.fusion is not None:
+            shape = partial.shape
+            flat, res = partial.reshape(-1, shape[-1]), residual.reshape(-1, shape[-1])
+            if self.fusion.can_fuse(flat, res):
+                start = self._start()
+                normed, new_residual = self.fusion.allreduce_add_rmsnorm(flat, res, weight, eps)
+                self._stop(start)
+                self.fused_calls += 1
+                return normed.view(shape), new_residual.view(shape)
+            self.fallback_calls += 1
+        if self.fused_norm_tp1 is not None and partial.is_contiguous() and residual.is_contiguous():
+            # in place: residual += partial; partial = RMSNorm(residual) * weight
+            self.fused_norm_tp1(partial, residual, weight, eps)
+            return partial, residual
+        self.all_reduce(partial)
+        residual = partial + residual
+        return rmsnorm(residual, weight, eps), residual
+
+    def _start(self) -> float:
+        if not self.timing:
+            return 0.0
+        self._sync()
+        return time.perf_counter()
+
+    def _stop(self, start: float) -> None:
+        if self.timing:
+            self._sync()
+            self.allreduce_seconds += time.perf_counter() - start

@@ -1,0 +1,47 @@
+"""`--mode generate`: complete each --prompt and print it (rank 0); every rank runs the same engine calls."""
+
+from __future__ import annotations
+
+import json
+
+from launcher.runtime.engine import Engine, SamplingParams
+from launcher.runtime.errors import RuntimeUsageError
+from launcher.runtime.tokenizer import Tokenizer
+
+DEFAULT_PROMPT = "Tensor parallelism splits every layer across GPUs"
+
+
+def run_generate(engine: Engine, tokenizer: Tokenizer, args, ctx) -> int:
+    texts = args.prompt or [DEFAULT_PROMPT]
+    prompts = []
+    for text in texts:
+        if args.chat:
+            rendered = tokenizer.apply_chat_template([{"role": "user", "content": text}])
+            ids = tokenizer.encode(rendered, add_special_tokens=False)
+        else:
+            ids = tokenizer.encode(text)
+        if not ids:
+            raise RuntimeUsageError("a --prompt is empty; give it some text")
+        if len(ids) + args.max_tokens > engine.max_model_len:
+            raise RuntimeUsageError(
+                f"prompt of {len(ids)} tokens + --max-tokens {args.max_tokens} exceeds --max-model-len {engine.max_model_len}"
+            )
+        prompts.append(ids)
+    if args.max_tokens < 1:
+        raise RuntimeUsageError("--max-tokens must be at least 1")
+    params = SamplingParams(
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
+        ignore_eos=args.ignore_eos,
+    )
+    outputs = engine.generate(prompts, params)
+    if ctx.is_first:
+        for text, ids in zip(texts, outputs, strict=True):
+            completion = tokenizer.decode(ids)
+            if args.json:
+                print(json.dumps({"prompt": text, "text": completion, "token_ids": ids}), flush=True)
+            else:
+                print(f"{text!r} -> {completion!r}", flush=True)
+    return 0

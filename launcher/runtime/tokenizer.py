@@ -1,0 +1,78 @@
+"""Tokenizer from tokenizer.json (the `tokenizers` library) plus the chat template from tokenizer_config.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tokenizers import Tokenizer as HFTokenizer
+
+from launcher.runtime.errors import RuntimeUsageError
+
+PLAIN_CHAT_FORMAT = "role: content lines, then 'assistant:'"  # used when the model ships no chat template
+
+
+class Tokenizer:
+    def __init__(self, backend: HFTokenizer, config: dict, eos_token_ids: tuple[int, ...]):
+        self.backend = backend
+        self.config = config
+        self.eos_token_ids = eos_token_ids
+        self.chat_template: str | None = config.get("chat_template") if isinstance(config.get("chat_template"), str) else None
+
+    @classmethod
+    def from_dir(cls, path: str | Path, extra_eos_ids: tuple[int, ...] = ()) -> Tokenizer:
+        path = Path(path)
+        file = path / "tokenizer.json"
+        if not file.is_file():
+            raise RuntimeUsageError(f"{path} has no tokenizer.json (the bundled runtime reads only that format)")
+        try:
+            backend = HFTokenizer.from_file(str(file))
+        except Exception as err:
+            raise RuntimeUsageError(f"cannot read {file}: {err}") from None
+        config: dict = {}
+        config_file = path / "tokenizer_config.json"
+        if config_file.is_file():
+            try:
+                config = json.loads(config_file.read_text())
+            except (OSError, json.JSONDecodeError) as err:
+                raise RuntimeUsageError(f"cannot read {config_file}: {err}") from None
+        template_file = path / "chat_template.jinja"
+        if "chat_template" not in config and template_file.is_file():
+            config["chat_template"] = template_file.read_text()
+        eos: list[int] = list(extra_eos_ids)
+        eos_token = config.get("eos_token")
+        if isinstance(eos_token, dict):
+            eos_token = eos_token.get("content")
+        if isinstance(eos_token, str):
+            token_id = backend.token_to_id(eos_token)
+            if token_id is not None and token_id not in eos:
+                eos.append(token_id)
+        return cls(backend, config, tuple(eos))
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """Token ids; add_special_tokens adds what the tokenizer's post-processor adds (Llama's BOS). Text rendered
+        by apply_chat_template already holds those tokens: encode it with add_special_tokens=False."""
+        return self.backend.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def decode(self, ids: list[int]) -> str:
+        return self.backend.decode(list(ids), skip_special_tokens=True)
+
+    @property
+    def has_chat_template(self) -> bool:
+        return self.chat_template is not None
+
+    def apply_chat_template(self, messages: list[dict]) -> str:
+        """The prompt text for a conversation, ending where the assistant's reply starts."""
+        if self.chat_template is None:
+            lines = [f"{m['role']}: {m['content']}" for m in messages]
+            return "\n".join(lines) + "\nassistant:"
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+
+        def raise_exception(message):
+            raise ValueError(message)
+
+        env.globals["raise_exception"] = raise_exception
+        specials = {k: v for k, v in self.config.items() if k.endswith("_token") and isinstance(v, str)}
+        return env.from_string(self.chat_template).render(messages=messages, add_generation_prompt=True, **specials)

@@ -1,0 +1,157 @@
+"""One tensor-parallel worker: flags, process group, model, then generate / bench / serve.
+
+Run by torchrun (`python -m torch.distributed.run ... -m launcher.runtime ...`), or directly for tp 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from launcher.runtime.errors import RuntimeUsageError
+
+log = logging.getLogger("launcher.runtime")
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m launcher.runtime", description=__doc__)
+    parser.add_argument("--model", default="demo", help="Hugging Face model directory, or 'demo' (default)")
+    parser.add_argument("--tp-size", type=int, default=1, help="tensor-parallel size (must equal torchrun's WORLD_SIZE)")
+    parser.add_argument("--dtype", choices=DTYPES, default="auto", help="auto: bfloat16 on CUDA, float32 on CPU")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--allreduce", choices=("torch", "flashinfer-fusion"), default="torch")
+    parser.add_argument("--max-model-len", type=int, default=None, help="tokens per sequence (default min(2048, model))")
+    parser.add_argument("--max-batch-size", type=int, default=8, help="sequences in flight (KV-cache slots)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mode", choices=("generate", "bench", "serve"), default="generate")
+    parser.add_argument("--log-level", default="INFO")
+    gen = parser.add_argument_group("generate")
+    gen.add_argument("--prompt", action="append", default=None, help="prompt text (repeatable)")
+    gen.add_argument("--max-tokens", type=int, default=32)
+    gen.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    gen.add_argument("--top-p", type=float, default=1.0)
+    gen.add_argument("--json", action="store_true", help='one JSON line per prompt: {"prompt", "text", "token_ids"}')
+    gen.add_argument("--chat", action="store_true", help="wrap each prompt in the model's chat template")
+    gen.add_argument("--ignore-eos", action="store_true")
+    bench = parser.add_argument_group("bench")
+    bench.add_argument("--batch-size", type=int, default=4)
+    bench.add_argument("--input-len", type=int, default=128)
+    bench.add_argument("--output-len", type=int, default=32)
+    bench.add_argument("--compare", action="store_true", help="run both allreduce strategies side by side")
+    parser.epilog = "serve options: see --mode serve --help"
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The serve options come from the serve package, imported only for --mode serve (it pulls in the web stack)."""
+    parser = build_parser()
+    known, _ = parser.parse_known_args(argv)
+    if known.mode == "serve":
+        try:
+            from launcher.runtime.serve import add_serve_args
+        except ImportError:
+            pass
+        else:
+            add_serve_args(parser)
+    return parser.parse_args(argv)
+
+
+def resolve_dtype(name: str, device):
+    import torch
+
+    if name == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return getattr(torch, name)
+
+
+def run(args: argparse.Namespace) -> int:
+    from launcher.runtime.dist import env_world_size
+
+    world = env_world_size()
+    if args.tp_size != world:
+        how = "run it under torchrun with --nproc-per-node" if world == 1 else "match torchrun's --nproc-per-node"
+        raise RuntimeUsageError(f"--tp-size {args.tp_size} does not equal WORLD_SIZE {world}; {how} {args.tp_size}")
+    if args.max_batch_size < 1:
+        raise RuntimeUsageError("--max-batch-size must be at least 1")
+
+    import torch
+
+    from launcher.runtime.dist import init_parallel, pick_device, shutdown_parallel
+
+    device = pick_device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeUsageError("--device cuda but torch sees no CUDA device; use --device cpu")
+    ctx = init_parallel(device)
+    _setup_logging(args.log_level, ctx.rank, ctx.world_size)
+    torch.manual_seed(args.seed)
+    try:
+        return _run_mode(args, ctx)
+    finally:
+        shutdown_parallel()
+
+
+def _run_mode(args, ctx) -> int:
+    from launcher.runtime.communicator import Communicator
+    from launcher.runtime.config import load_config
+    from launcher.runtime.demo import ensure_demo_model
+    from launcher.runtime.engine import Engine
+    from launcher.runtime.loader import load_model
+    from launcher.runtime.tokenizer import Tokenizer
+
+    model_dir = ensure_demo_model() if args.model == "demo" else Path(args.model).expanduser()
+    if not model_dir.is_dir():
+        raise RuntimeUsageError(f"model directory {model_dir} does not exist; pass a local HF model directory or demo")
+    config = load_config(model_dir)
+    if config.is_text_backbone_of_vl:
+        log.info("%s: running the text backbone only (text prompts; images are not supported)", config.architecture)
+    dtype = resolve_dtype(args.dtype, ctx.device)
+    max_len = args.max_model_len or min(2048, config.max_position_embeddings)
+    tokenizer = Tokenizer.from_dir(model_dir, config.eos_token_ids)
+    comm = Communicator(ctx, args.allreduce)
+    max_step_tokens = args.max_batch_size * (args.input_len if args.mode == "bench" else 1)
+    comm.setup(max(max_step_tokens, args.max_batch_size), config.hidden_size, dtype)
+    try:
+        if ctx.is_first:
+            log.info("model %s (%s), tp %d, %s on %s", model_dir, config.architecture, ctx.world_size, dtype, ctx.device)
+        model = load_model(model_dir, config, comm, dtype, max_len, show_progress=ctx.is_first and sys.stderr.isatty())
+        batch = max(args.max_batch_size, args.batch_size) if args.mode == "bench" else args.max_batch_size
+        engine = Engine(model, batch, max_len, tokenizer.eos_token_ids, seed=args.seed)
+        if args.mode == "generate":
+            from launcher.runtime.generate import run_generate
+
+            return run_generate(engine, tokenizer, args, ctx)
+        if args.mode == "bench":
+            from launcher.runtime.bench import run_bench
+
+            return run_bench(engine, args, ctx)
+        try:
+            from launcher.runtime.serve import run_serve
+        except ImportError:
+            raise RuntimeUsageError("--mode serve is not available in this build (launcher.runtime.serve is missing)") from None
+        return run_serve(engine, tokenizer, args, ctx.rank, ctx.world_size, ctx.group)
+    finally:
+        comm.close()
+
+
+def _setup_logging(level: str, rank: int, world: int) -> None:
+    prefix = f"[rank {rank}] " if world > 1 else ""
+    logging.basicConfig(level=level.upper(), format=f"{prefix}%(levelname)s %(message)s", stream=sys.stderr)
+    if rank != 0:
+        logging.getLogger("launcher.runtime").setLevel(max(logging.WARNING, logging.getLogger().level))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except RuntimeUsageError as err:
+        rank = os.environ.get("RANK")
+        prefix = f"[rank {rank}] " if rank is not None and os.environ.get("WORLD_SIZE", "1") != "1" else ""
+        print(f"{prefix}error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
