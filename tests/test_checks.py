@@ -231,6 +231,8 @@ def test_no_multicast_for_fusion():
     assert problem.severity == "warning" and "NVLink bridge without NVSwitch" in problem.message
     assert "fall back" in problem.message
     assert "no_multicast_for_fusion" not in ids(run_checks(bridge, None, Intent(tp=2), fusion=False))
+    broken = bridge.with_packages({"flashinfer-jit-cache": "0.6.11+cu129"})  # import fails first
+    assert "no_multicast_for_fusion" not in ids(run_checks(broken, None, Intent(tp=2), fusion=True))
     assert "no_multicast_for_fusion" not in ids(run_checks(profile("h100-sxm-8"), None, Intent(tp=8)))
     # SM120 PCIe with flashinfer 0.7.2 (fusion kernels built for major 12) would try and fail
     assert "PCIe only" in only(run_checks(profile("rtx-pro-6000-4"), None, Intent(tp=4)), "no_multicast_for_fusion").message

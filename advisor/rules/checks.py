@@ -448,8 +448,8 @@ def check_multicast(ctx: _Context) -> list[Problem]:
     """no_multicast_for_fusion: FlashInfer's fusion workspace needs NVSwitch multicast on a multi-GPU node."""
     if ctx.tp_per_node < 2 or not ctx.facts.driver.available or len(ctx.gpus_used) < 2:
         return []
-    if ctx.fusion() is not True:
-        return []
+    if ctx.fusion() is not True or ctx.prediction.importable is False:
+        return []  # no fusion attempted, or flashinfer never imports (reported by flashinfer_version_mismatch)
     topo = ctx.facts.topology
     src = "flashinfer create_allreduce_fusion_workspace; SGLang/vLLM fall back on failure (reference/gpus.md)"
     if topo.nvswitch is None:
