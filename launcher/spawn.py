@@ -21,9 +21,11 @@ Usage::
     The environment adds, unless the caller set them: ``PYTHONUNBUFFERED=1`` (lines arrive as they are printed),
     ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT=3`` (torchrun's grace before SIGKILL after a rank dies; its default is 30 s) and
     ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE=[rank${rank}]:`` (global ranks in line prefixes).
+    Descendants are sampled every half second, so a process that lives shorter than that may escape tracking.
 
 ``on_line(LogLine)`` is called from a reader thread for every output line (``line.rank`` is the rank or None for the
-launcher's own lines, ``line.text`` the text without prefix, ``str(line)`` a display form). ``on_state(Run)`` is called
+launcher's own lines, ``line.text`` the text without prefix, ``line.stream`` "stdout" or "stderr", ``str(line)`` a
+display form). ``on_state(Run)`` is called
 from a watcher thread on every state change. In a Textual app, hop to the UI thread with ``app.call_from_thread``.
 
 States: ``starting`` -> ``ready`` (a ``ready: http://...`` line was seen; ``Run.url``) -> one of ``exited`` (code 0),
@@ -82,6 +84,7 @@ _ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionE
 class LogLine:
     rank: int | None  # None: the launcher (torchrun agent, SGLang's main process) rather than a worker rank
     text: str
+    stream: str = "stdout"  # "stdout" | "stderr" (torchrun tees a rank's stderr to its own stderr)
 
     def __str__(self) -> str:
         return f"[{self.rank}] {self.text}" if self.rank is not None else self.text
@@ -237,7 +240,7 @@ class Run:
             self.argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.PIPE,
             env=dict(env),
             cwd=cwd,
             start_new_session=True,
@@ -245,24 +248,28 @@ class Run:
         )
         with contextlib.suppress(psutil.Error):
             self._tracked[self._proc.pid] = psutil.Process(self._proc.pid)
-        self._reader = threading.Thread(target=self._read_output, name="spawn-reader", daemon=True)
+        self._log = open(self.log_path, "ab", buffering=0)  # noqa: SIM115 - closed by the watcher when all is over
+        self._readers = [
+            threading.Thread(target=self._read_output, args=(pipe, name), name=f"spawn-{name}", daemon=True)
+            for pipe, name in ((self._proc.stdout, "stdout"), (self._proc.stderr, "stderr"))
+        ]
         self._watcher = threading.Thread(target=self._watch, name="spawn-watcher", daemon=True)
-        self._reader.start()
+        for reader in self._readers:
+            reader.start()
         self._watcher.start()
 
-    def _read_output(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        with open(self.log_path, "ab", buffering=0) as log:
-            for raw in iter(self._proc.stdout.readline, b""):
-                log.write(raw)
-                self._handle_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+    def _read_output(self, pipe, stream: str) -> None:
+        for raw in iter(pipe.readline, b""):
+            with self._lock:
+                self._log.write(raw)
+            self._handle_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"), stream)
 
-    def _handle_line(self, text: str) -> None:
+    def _handle_line(self, text: str, stream: str = "stdout") -> None:
         match = _PREFIX.match(text)
-        line = LogLine(int(match.group(1)), match.group(2)) if match else LogLine(None, text)
+        line = LogLine(int(match.group(1)), match.group(2), stream) if match else LogLine(None, text, stream)
         if line.rank is not None and line.text.startswith(f"[rank{line.rank}]:"):
             # torch prefixes uncaught-exception tracebacks with the rank too; once is enough.
-            line = LogLine(line.rank, line.text[len(f"[rank{line.rank}]:") :].lstrip())
+            line = LogLine(line.rank, line.text[len(f"[rank{line.rank}]:") :].lstrip(), stream)
         self.lines.append(line)
         ready = _READY.search(line.text)
         if ready and not self._ready.is_set():
@@ -295,7 +302,10 @@ class Run:
                 self._kill_all(signal.SIGKILL)
                 self._failure_seen_at = float("inf")
         self._reap_leftovers()
-        self._reader.join(timeout=5)
+        for reader in self._readers:
+            reader.join(timeout=5)
+        with self._lock:
+            self._log.close()
         with self._lock:
             self._returncode = code
         if self._stop_requested:

@@ -115,7 +115,7 @@ def test_clean_run_streams_rank_lines_and_keeps_per_rank_logs(worker: Path, tmp_
     )  # fmt: skip
     assert run.wait(90) == 0
     assert run.state == spawn.EXITED and run.failure is None and states == [spawn.EXITED]
-    by_rank = {ln.rank: ln.text for ln in lines if ln.text.startswith("args")}
+    by_rank = {ln.rank: ln.text for ln in lines if ln.text.startswith("args") and ln.stream == "stdout"}
     assert by_rank == {0: f"args [{weird!r}]", 1: f"args [{weird!r}]"}  # verbatim: no shell anywhere
     assert {ln.text for ln in lines if ln.text.startswith("completion")} == {
         "completion from rank 0: 16",
@@ -131,7 +131,8 @@ def test_clean_run_streams_rank_lines_and_keeps_per_rank_logs(worker: Path, tmp_
 
 @pytest.mark.slow
 def test_exception_on_one_rank_names_the_rank_and_error(worker: Path, tmp_path: Path):
-    run = spawn.start(torchrun(worker, "fail"), run_dir=tmp_path / "run")
+    lines: list[spawn.LogLine] = []
+    run = spawn.start(torchrun(worker, "fail"), run_dir=tmp_path / "run", on_line=lines.append)
     procs = [psutil.Process(run.pid)]
     code = run.wait(60)
     assert code not in (0, None)
@@ -139,6 +140,8 @@ def test_exception_on_one_rank_names_the_rank_and_error(worker: Path, tmp_path: 
     assert run.failure.rank == 1
     assert run.failure.summary == "ValueError: tensor 'model.layers.0.w' has shape (3, 4), expected (4, 4)"
     assert "raise ValueError" in (run.failure.traceback or "")
+    # The rank's traceback arrives on stderr, with torch's own "[rank1]:" prefix folded into the rank.
+    assert any(ln.rank == 1 and ln.stream == "stderr" and ln.text.startswith("ValueError: tensor") for ln in lines)
     assert_all_gone(procs)
     assert run.survivors == []
 
