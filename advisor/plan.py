@@ -135,12 +135,6 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
             rules = vllm.rules_release(version)
         except vllm.ReleaseError as exc:
             raise PlanError(str(exc)) from None
-        if parse_release(version) > parse_release(vllm.NEWEST):
-            problems.append(Problem(
-                "engine_version_newer", "warning",
-                f"vllm {version} is newer than the newest modelled release; this plan uses the newest modelled release v{rules}",
-                "check vLLM's release notes for changed defaults", f"vllm v{rules}",
-            ))  # fmt: skip
         decisions, found = vllm.decide(scenario, version)
         problems += found
     else:

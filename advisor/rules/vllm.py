@@ -22,8 +22,10 @@ from advisor.rules.engine import (
 )
 
 ENGINE = "vllm"
-NEWEST = "0.12.0"  # the field is PassConfig.fuse_allreduce_rms from late 2025
-OLDEST = "0.10.0"
+# The modelled behaviour (PassConfig.fuse_allreduce_rms, on by default at -O2) holds from late 2025 on; older releases
+# spelled it enable_fi_allreduce_fusion and kept it off by default. The table has no upper bound: it is the newest.
+MODELLED_FROM = "0.12.0"
+NEWEST = MODELLED_FROM  # used only when no version is known
 PASS_FILE = "vllm/compilation/passes/fusion/allreduce_rms_fusion.py"
 CONFIG_FILE = "vllm/config/compilation.py"
 CUSTOM_AR_FILE = "vllm/distributed/device_communicators/custom_all_reduce.py"
@@ -46,12 +48,23 @@ class ReleaseError(ValueError):
 
 
 def rules_release(version: str) -> str:
+    """The release whose behaviour is modelled: the version itself from v0.12 on, else v0.12 (with a plan warning)."""
     release = parse_release(version)
     if release is None:
         raise ReleaseError(f"vllm version {version!r} is not a version; pass --engine-version X.Y.Z (e.g. {NEWEST})")
-    if release < parse_release(OLDEST):
-        raise ReleaseError(f"vllm {version} is older than the oldest modelled release v{OLDEST}; pass --engine-version {NEWEST}")
-    return NEWEST if release > parse_release(NEWEST) else release_text(release)
+    return release_text(max(release, parse_release(MODELLED_FROM)))
+
+
+def version_problems(version: str) -> list[Problem]:
+    if parse_release(version) >= parse_release(MODELLED_FROM):
+        return []
+    return [Problem(
+        "engine_version_older", "warning",
+        f"vllm {version} predates the modelled behaviour (v{MODELLED_FROM}+): it spelled the fusion enable_fi_allreduce_fusion"
+        " and kept it off by default, so the fusion decision below is likely too optimistic",
+        f"upgrade vLLM to v{MODELLED_FROM} or newer, or read the decision as what a current vLLM would do",
+        f"vllm v{MODELLED_FROM}, {CONFIG_FILE}",
+    )]  # fmt: skip
 
 
 def optimization_level(s: Scenario) -> int:
@@ -216,4 +229,4 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
 
 
 def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
-    return [fusion_decision(s, version), custom_allreduce_decision(s, version)], []
+    return [fusion_decision(s, version), custom_allreduce_decision(s, version)], version_problems(version)
