@@ -312,10 +312,10 @@ def explain(ctx: click.Context, rule: str, as_json: bool, **_params) -> None:
         data["release_matrix"] = [release_dict(r) for r in matrix]
         click.echo(dumps(data))
         return
-    from advisor.report import decision_renderable, make_console
+    from advisor.report import decision_renderable, emit, make_console
 
     console = make_console()
-    console.print(decision_renderable(decision, console, full=True, matrix=matrix))
+    emit(console, decision_renderable(decision, console, full=True, matrix=matrix))
 
 
 # -- probe -------------------------------------------------------------------------------------------------------------

@@ -160,21 +160,17 @@ def _probe_live(python: str | None) -> Facts:
 
 
 def _with_python_packages(facts: Facts, python: str) -> Facts:
-    """Keep the machine from the profile or file, take the packages from another interpreter."""
+    """Keep the machine from the profile or file, take the packages (and Python version) from another interpreter."""
     from dataclasses import replace
 
-    from advisor.probe.packages import PythonProbeError, probe_packages
+    from advisor.probe.packages import PythonProbeError, python_facts
 
     try:
-        result = probe_packages(python=python)
+        version, executable, packages = python_facts(python)
     except PythonProbeError as exc:
         raise AdvisorError(str(exc)) from None
-    packages, errors = result if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], tuple) else (
-        result,
-        (),
-    )
     return replace(
-        facts, packages=tuple(packages), python_executable=python, errors=tuple(facts.errors) + tuple(errors)
+        facts, host=replace(facts.host, python=version), packages=tuple(packages), python_executable=executable
     )
 
 

@@ -138,7 +138,15 @@ def make_console(file: Any = None, stderr: bool = False) -> Console:
     width = None
     if not is_tty:
         width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 120
-    return Console(file=stream, width=width, no_color=bool(os.environ.get("NO_COLOR")) or None, highlight=False)
+    # markup and emoji off: values such as PCI bus ids ("00000000:AB:00.0") and "[ids]" must print as they are
+    return Console(
+        file=stream,
+        width=width,
+        no_color=bool(os.environ.get("NO_COLOR")) or None,
+        highlight=False,
+        markup=False,
+        emoji=False,
+    )
 
 
 def marks(console: Console) -> dict[object, str]:
@@ -275,16 +283,24 @@ def decision_renderable(
     if decision.value is not None:
         head.append(f"  value: {_value_text(decision.value)}")
     parts: list[Any] = [head]
+    checklist = Table.grid(padding=(0, 1))
+    checklist.add_column(no_wrap=True)
+    checklist.add_column()
     for cond in decision.conditions:
-        line = Text("  ")
         style = {True: "green", False: "bold red", None: "yellow"}[cond.ok]
-        line.append(f"{mark[cond.ok]} ", style=style)
-        line.append(cond.text)
-        line.append(f"  observed {_value_text(cond.observed)}, expected {_value_text(cond.expected)}", style="dim")
-        parts.append(line)
+        observed, expected = _value_text(cond.observed), _value_text(cond.expected)
+        if not full:
+            expected = _shorten(expected, f"`advisor explain {decision.id}` shows all")
+        lines = [
+            Text(cond.text, style="" if cond.ok else "bold"),
+            Text(f"observed: {observed}; expected: {expected}", style="dim"),
+        ]
         if full or cond.ok is not True:
-            parts.append(Text(f"      why: {cond.why}", style="dim"))
-            parts.append(Text(f"      to change: {cond.fix}", style="dim"))
+            lines.append(Text(f"why: {cond.why}"))
+            lines.append(Text(f"to change: {cond.fix}"))
+        checklist.add_row(Text(f"  {mark[cond.ok]}", style=style), Group(*lines))
+    if decision.conditions:
+        parts.append(checklist)
     if decision.flags:
         parts.append(Text("  flags: " + shlex.join(decision.flags)))
     for note in decision.notes:
@@ -340,7 +356,19 @@ def problems_renderable(problems: tuple[Problem, ...], console: Console) -> Rend
 def command_renderable(plan: Plan, console: Console) -> RenderableType:
     from rich.text import Text
 
-    return _section("Command", Text(shlex.join(plan.argv) if plan.argv else "(none)", style="bold"), console)
+    return _section("Command", Text(command_text(plan), style="bold"), console)
+
+
+def command_text(plan: Plan) -> str:
+    return shlex.join(plan.argv) if plan.argv else "(none: the plan cannot be launched as asked)"
+
+
+def print_command(plan: Plan, console: Console) -> None:
+    """The command as one unbroken line (soft wrap), so it can be copied into a shell."""
+    from rich.text import Text
+
+    emit(console, _section("Command", Text(""), console).renderables[0])
+    console.print(Text(command_text(plan), style="bold"), soft_wrap=True)
 
 
 def summary_text(plan: Plan, strict: bool = False) -> Any:
@@ -357,6 +385,17 @@ def summary_text(plan: Plan, strict: bool = False) -> Any:
     return text
 
 
+def emit(console: Console, renderable: Any) -> None:
+    """Print; off a terminal without the padding rich adds to table rows (logs and diffs stay clean)."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    with console.capture() as capture:
+        console.print(renderable)
+    text = "\n".join(line.rstrip() for line in capture.get().splitlines())
+    console.file.write(text + "\n")
+
+
 def print_plan(plan: Plan, console: Console, strict: bool = False) -> None:
     """The full human report of `advisor check`."""
     for part in (
@@ -366,12 +405,13 @@ def print_plan(plan: Plan, console: Console, strict: bool = False) -> None:
         scenario_renderable(plan, console),
         decisions_renderable(plan, console),
         problems_renderable(plan.problems, console),
-        command_renderable(plan, console),
     ):
         if part is not None:
-            console.print(part)
+            emit(console, part)
             console.print()
-    console.print(summary_text(plan, strict))
+    print_command(plan, console)
+    console.print()
+    emit(console, summary_text(plan, strict))
 
 
 def print_facts(facts: Facts, console: Console) -> None:
@@ -382,7 +422,7 @@ def print_facts(facts: Facts, console: Console) -> None:
         packages_renderable(facts, (), console),
     ):
         if part is not None:
-            console.print(part)
+            emit(console, part)
             console.print()
 
 
@@ -396,6 +436,10 @@ def _section(title: str, body: Any, console: Console) -> RenderableType:
 
 def _fancy(console: Console) -> bool:
     return console.is_terminal and console.encoding.lower().startswith("utf")
+
+
+def _shorten(text: str, hint: str, limit: int = 140) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip(" ,") + f"... ({hint})"
 
 
 def _value_text(value: Any) -> str:

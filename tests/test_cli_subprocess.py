@@ -1,0 +1,143 @@
+"""The real `advisor` entry point in subprocesses: bad input gives one line and an exit code, never a traceback;
+`advisor check --json` imports neither torch, flashinfer, textual nor rich; the done-when scenario end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+B300 = ["--profile", "b300-8"]
+VL = ["--model", "Qwen/Qwen3-VL-235B-A22B-Instruct"]
+
+
+def advisor_argv() -> list[str]:
+    """The console script when installed (as a user runs it), else `python -m advisor`."""
+    script = Path(sys.executable).with_name("advisor")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("advisor")
+    return [found] if found else [sys.executable, "-m", "advisor"]
+
+
+@pytest.fixture
+def env(tmp_path):
+    """An offline environment with an empty Hugging Face cache, so model lookups are deterministic."""
+    out = dict(os.environ)
+    out.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", NO_COLOR="1")
+    out.pop("HF_HUB_CACHE", None)
+    out.pop("FLASHINFER_DISABLE_VERSION_CHECK", None)
+    return out
+
+
+def run(args: list[str], env: dict[str, str], *pre: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*pre, *advisor_argv(), *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def _bad_inputs(tmp: Path) -> list[tuple[str, list[str], int, str]]:
+    """(name, args, exit code, a word the message must contain)."""
+    malformed_facts = tmp / "broken.json"
+    malformed_facts.write_text('{"schema_version": 1, "gpus": [', encoding="utf-8")
+    wrong_facts = tmp / "wrong.json"
+    wrong_facts.write_text('{"schema_version": 1, "gpus": "eight"}', encoding="utf-8")
+    bad_model = tmp / "bad-model"
+    bad_model.mkdir()
+    (bad_model / "config.json").write_text("{not json", encoding="utf-8")
+    no_arch = tmp / "no-arch"
+    no_arch.mkdir()
+    (no_arch / "config.json").write_text('{"hidden_size": 64}', encoding="utf-8")
+    return [
+        ("unknown profile", ["check", "--profile", "b999-8"], 2, "b300-8"),
+        ("missing facts file", ["check", "--facts", str(tmp / "nope.json")], 1, "advisor probe -o"),
+        ("malformed facts file", ["check", "--facts", str(malformed_facts)], 1, "advisor probe -o"),
+        ("facts of the wrong shape", ["check", "--facts", str(wrong_facts)], 1, "advisor probe -o"),
+        ("profile and facts", ["check", *B300, "--facts", str(malformed_facts)], 2, "only one"),
+        ("unknown model id offline", ["check", *B300, "--model", "nobody/no-such-model"], 1, "huggingface-cli download"),
+        ("malformed config.json", ["check", *B300, "--model", str(bad_model)], 1, "config.json"),
+        ("config.json without architectures", ["check", *B300, "--model", str(no_arch)], 1, "architectures"),
+        ("missing model directory", ["check", *B300, "--model", str(tmp / "gone")], 1, "directory"),
+        ("tp 0", ["check", *B300, "--tp", "0"], 2, ">= 1"),
+        ("tp -1", ["check", *B300, "--tp", "-1"], 2, ">= 1"),
+        ("tp abc", ["check", *B300, "--tp", "abc"], 2, ">= 1"),
+        ("nnodes 0", ["check", *B300, "--nnodes", "0"], 2, ">= 1"),
+        ("with-package without ==", ["check", *B300, "--with-package", "flashinfer-python"], 2, "NAME==VERSION"),
+        ("with-package with one =", ["check", *B300, "--with-package", "torch=2.9.0"], 2, "NAME==VERSION"),
+        ("engine version not a release", ["check", *B300, "--engine", "sglang", *VL, "--engine-version", "banana"], 2, "X.Y.Z"),
+        ("engine version too old", ["check", *B300, "--engine", "sglang", *VL, "--engine-version", "0.1.0"], 2, "0.1.0"),
+        ("unknown engine", ["check", *B300, "--engine", "trt"], 2, "bundled"),
+        ("sglang without a model", ["check", *B300, "--engine", "sglang"], 2, "--model"),
+        ("python that does not exist", ["check", *B300, "--python", str(tmp / "no-python")], 2, "--python"),
+        ("python not on PATH", ["check", *B300, "--python", "no-such-python3.99"], 2, "--python"),
+        ("python that is not python", ["check", *B300, "--python", "/bin/false"], 1, "false"),
+        ("unknown rule", ["explain", "no_such_rule", *B300, *VL], 2, "flashinfer_allreduce_fusion"),
+        ("unknown option", ["check", "--tpp", "8"], 2, "--tpp"),
+        ("unknown command", ["chek"], 2, "chek"),
+        ("probe to an unwritable path", ["probe", *B300, "-o", str(tmp / "no-dir" / "facts.json")], 1, "writable"),
+        ("tp not splitting over nodes", ["check", *B300, *VL, "--engine", "sglang", "--tp", "8", "--nnodes", "3"], 2, "--nnodes"),
+    ]
+
+
+def test_bad_input_is_one_line_with_exit_code(tmp_path, env):
+    failures = []
+    for name, args, code, word in _bad_inputs(tmp_path):
+        proc = run(args, env)
+        lines = proc.stderr.strip().splitlines()
+        ok = (
+            proc.returncode == code
+            and "Traceback" not in proc.stderr
+            and len(lines) == 1
+            and lines[0].startswith("error: ")
+            and word.lower() in lines[0].lower()
+            and proc.stdout == ""
+        )
+        if not ok:
+            failures.append(f"{name}: rc={proc.returncode} (want {code}) stderr={proc.stderr!r} stdout={proc.stdout[:200]!r}")
+    assert not failures, "\n".join(failures)
+
+
+def test_tp_not_dividing_heads_is_reported_as_an_error_problem(env):
+    """tp 3 for a model with 32 attention heads: the plan says why, exit 1, no traceback."""
+    proc = run(["check", "--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-30B-A3B", "--tp", "3", "--json"], env)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    found = [p for p in json.loads(proc.stdout)["problems"] if p["id"] == "tp_not_divisible"]
+    heads = next(p for p in found if "32" in p["message"])  # 32 attention heads (and 4 KV heads, 128 experts)
+    assert heads["severity"] == "error" and heads["fix"]
+    human = run(["check", "--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-30B-A3B", "--tp", "3"], env)
+    assert human.returncode == 1 and "Traceback" not in human.stderr
+    assert "tp_not_divisible" in human.stdout
+
+
+def test_check_json_imports_nothing_heavy(env):
+    """`advisor check --json` must not import torch, flashinfer, textual, rich or jsonschema (lazy imports)."""
+    args = ["check", "--json", *B300, *VL, "--tp", "8", "--engine", "sglang"]
+    proc = run(args, env, sys.executable, "-X", "importtime")
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    json.loads(proc.stdout)
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    heavy = {"torch", "flashinfer", "textual", "rich", "jsonschema", "numpy", "transformers"}
+    assert imported, "no -X importtime output: the check is not measuring anything"
+    assert not heavy & imported, f"check --json imported {sorted(heavy & imported)}"
+
+
+def test_done_when_fusion_auto_enabled_on_b300_from_0_5_14(env):
+    proc = run(["check", *B300, *VL, "--tp", "8", "--engine", "sglang", "--engine-version", "0.5.14", "--json"], env)
+    assert proc.returncode in (0, 1), proc.stderr
+    fusion = next(d for d in json.loads(proc.stdout)["decisions"] if d["id"] == "flashinfer_allreduce_fusion")
+    assert fusion["state"] == "auto-enabled"
+    assert fusion["flags"] == ["--flashinfer-allreduce-fusion-backend", "auto"]
+
+
+def test_piped_human_output_is_plain(env):
+    """Not a terminal: no escape codes, ASCII marks, and the resolved command line."""
+    env = {k: v for k, v in env.items() if k != "NO_COLOR"}
+    proc = run(["check", *B300, *VL, "--tp", "8", "--engine", "sglang", "--engine-version", "0.5.14"], env)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "\x1b[" not in proc.stdout
+    assert "[ok]" in proc.stdout
+    assert " -m sglang.launch_server --model-path" in proc.stdout
