@@ -18,7 +18,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from launcher.runtime.engine import SamplingParams
 from launcher.runtime.serve import protocol
-from launcher.runtime.serve.chat import render_chat
 from launcher.runtime.serve.metrics import CONTENT_TYPE, Metrics
 from launcher.runtime.serve.protocol import ChatCompletionRequest, CompletionRequest, OpenAIError
 from launcher.runtime.serve.scheduler import Failed, NotServing, QueueFull, Scheduler
@@ -52,8 +51,7 @@ class _Generation:
         self._done = False
         self._events: asyncio.Queue[Any] = asyncio.Queue()
         loop = asyncio.get_running_loop()
-        hidden = () if params.ignore_eos else params.stop_token_ids
-        self._text = TextStream(state.tokenizer.decode, stop=stop, hidden_ids=hidden)
+        self._text = TextStream(state.tokenizer.decode, stop=stop)
 
         def deliver(event: Any) -> None:
             loop.call_soon_threadsafe(self._events.put_nowait, event)
@@ -80,7 +78,8 @@ class _Generation:
                 kind = "server_error" if event.status >= 500 else "invalid_request_error"
                 raise OpenAIError(event.status, event.message, type=kind)
             self.completion_tokens += 1
-            delta = self._text.push(event.token_id)
+            # a "stop" finish carries the stop token (EOS or a stop id): it ends the text but is not part of it
+            delta = "" if event.finish_reason == "stop" else self._text.push(event.token_id)
             if self._text.stopped:
                 self.finish_reason = "stop"
                 self._end(reason=None if event.finished else "stop_string")
@@ -216,8 +215,7 @@ def build_app(state: ServeState) -> FastAPI:
     async def chat_completions(request: Request) -> Response:
         req: ChatCompletionRequest = protocol.parse_request(ChatCompletionRequest, await _json_body(request))
         _check_model(state, req.model)
-        messages = [{"role": m.role, "content": m.text()} for m in req.messages]
-        prompt_ids = _prompt_ids(state, render_chat(state.tokenizer, messages))
+        prompt_ids = _prompt_ids(state, _chat_prompt_ids(state, req))
         params = _sampling_params(state, req, prompt_ids, req.requested_max_tokens(), None)
         gen = _Generation(state, prompt_ids, params, req.stop_strings())
         rid = protocol.new_id("chatcmpl")
@@ -300,6 +298,19 @@ def _check_model(state: ServeState, model: str | None) -> None:
         )
 
 
+def _chat_prompt_ids(state: ServeState, req: ChatCompletionRequest) -> list[int]:
+    """The model's chat template when it has one, else the tokenizer's documented plain format
+    ("role: content" lines, then "assistant:")."""
+    tokenizer = state.tokenizer
+    messages = [{"role": m.role, "content": m.text()} for m in req.messages]
+    try:
+        text = tokenizer.apply_chat_template(messages)
+    except Exception as exc:  # templates reject conversations with raise_exception(...)
+        raise OpenAIError(400, f"the chat template rejected the messages: {exc}", param="messages") from None
+    # A template writes the special tokens (BOS) itself; the plain format gets them from the tokenizer.
+    return list(tokenizer.encode(text, add_special_tokens=not tokenizer.has_chat_template))
+
+
 def _prompt_ids(state: ServeState, prompt: str | list[int]) -> list[int]:
     if isinstance(prompt, str):
         ids = list(state.tokenizer.encode(prompt))
@@ -336,12 +347,11 @@ def _sampling_params(
             param="max_tokens",
             code="context_length_exceeded",
         )
-    eos = () if req.ignore_eos else tuple(state.tokenizer.eos_token_ids)
+    # The engine stops at the model's EOS ids itself unless ignore_eos.
     return SamplingParams(
         max_tokens=max_tokens,
         temperature=1.0 if req.temperature is None else req.temperature,
         top_p=1.0 if req.top_p is None else req.top_p,
         seed=req.seed,
-        stop_token_ids=eos,
         ignore_eos=req.ignore_eos,
     )

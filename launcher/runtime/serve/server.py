@@ -157,7 +157,9 @@ def run_serve(
     from launcher.runtime.serve.metrics import Metrics
 
     model_name = args.served_model_name or getattr(args, "model", None) or "demo"
-    allreduce = getattr(engine, "allreduce_strategy", None) or getattr(args, "allreduce", None) or "none"
+    model = getattr(engine, "model", None)
+    # what actually runs (the communicator may have fallen back, e.g. fusion requested on CPU), else what was asked
+    allreduce = getattr(getattr(model, "comm", None), "strategy", None) or getattr(args, "allreduce", None) or "torch"
     metrics = Metrics(
         model=model_name,
         tp_size=world_size,
@@ -178,7 +180,7 @@ def run_serve(
         metrics=metrics,
         model_name=model_name,
         max_model_len=engine.max_model_len,
-        vocab_size=getattr(engine, "vocab_size", None),
+        vocab_size=getattr(getattr(model, "config", None), "vocab_size", None),
         retry_after_s=args.retry_after,
         created=int(time.time()),
     )

@@ -13,13 +13,10 @@ REPLACEMENT_CHAR = "\ufffd"
 
 
 class TextStream:
-    def __init__(
-        self, decode: Callable[[list[int]], str], stop: Iterable[str] = (), hidden_ids: Iterable[int] = ()
-    ) -> None:
+    def __init__(self, decode: Callable[[list[int]], str], stop: Iterable[str] = ()) -> None:
         self._decode = decode
         self._stops = [s for s in stop if s]
         self._longest_stop = max((len(s) for s in self._stops), default=0)
-        self._hidden = frozenset(hidden_ids)  # e.g. eos: ends the sequence but is not part of the text
         self._ids: list[int] = []
         self._text = ""
         self._emitted = 0  # characters of _text already released
@@ -32,7 +29,7 @@ class TextStream:
 
     def push(self, token_id: int) -> str:
         """Add one generated token; return the newly released text (possibly empty)."""
-        if self.stopped or token_id in self._hidden:
+        if self.stopped:
             return ""
         self._ids.append(token_id)
         self._text = self._decode(self._ids)
