@@ -135,7 +135,7 @@ def load_config(model_dir: Path) -> ModelConfig:
             torch_dtype=str(text.get("dtype") or text.get("torch_dtype") or raw.get("torch_dtype") or "float32"),
             attention_bias=family == "qwen2" or bool(text.get("attention_bias", False)),
             qk_norm=family in ("qwen3", "qwen3_moe", "qwen3_vl_moe"),
-            num_experts=int(text.get("num_experts", 0)) if moe else 0,
+            num_experts=int(text.get("num_experts") or text.get("num_local_experts") or 0) if moe else 0,
             num_experts_per_tok=int(text.get("num_experts_per_tok", 0)) if moe else 0,
             moe_intermediate_size=int(text.get("moe_intermediate_size", 0)) if moe else 0,
             # Qwen3-VL-MoE always renormalises the top-k weights (its config has no such flag).

@@ -70,6 +70,22 @@ class WeightReader:
     def has(self, name: str) -> bool:
         return name in self.file_of
 
+    def shape(self, name: str) -> tuple[int, ...]:
+        """The full shape of `name` as stored (for tensors stored in more than one layout)."""
+        return self._view(name)[1]
+
+    def _view(self, name: str):
+        if name not in self.file_of:
+            raise WeightError(f"tensor {name} is missing from the checkpoint in {self.model_dir}")
+        file = self.file_of[name]
+        try:
+            view = self._handle(file).get_slice(name)
+            return view, tuple(view.get_shape())
+        except WeightError:
+            raise
+        except Exception as err:
+            raise WeightError(f"cannot read tensor {name} from {file.name}: {err}") from None
+
     def load(
         self,
         name: str,
@@ -79,16 +95,8 @@ class WeightReader:
         dtype: torch.dtype | None = None,
     ) -> torch.Tensor:
         """The tensor `name` of full shape `shape`, or its `shard` along `dim`, converted to `dtype`."""
-        if name not in self.file_of:
-            raise WeightError(f"tensor {name} is missing from the checkpoint in {self.model_dir}")
+        view, actual = self._view(name)
         file = self.file_of[name]
-        try:
-            view = self._handle(file).get_slice(name)
-            actual = tuple(view.get_shape())
-        except WeightError:
-            raise
-        except Exception as err:
-            raise WeightError(f"cannot read tensor {name} from {file.name}: {err}") from None
         if actual != tuple(shape):
             raise WeightError(f"tensor {name} has shape {list(actual)}, expected {list(shape)} from config.json")
         index = [slice(None)] * len(shape)

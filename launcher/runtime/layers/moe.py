@@ -32,19 +32,33 @@ class MoE(nn.Module):
         e, h, i, local = self.num_experts, self.hidden, self.intermediate, self.shard.size
         self.router.copy_(reader.load(f"{prefix}.gate.weight", (e, h)))
         if self.fused_checkpoint:
-            # Qwen3-VL-MoE: gate_up_proj [E, hidden, 2*I] (gate then up along the last dim), down_proj [E, I, hidden]
-            name = f"{prefix}.experts.gate_up_proj"
-            up_shard = Shard(i + self.shard.start, i + self.shard.stop)
-            self.gate_up[:, :local].copy_(reader.load(name, (e, h, 2 * i), 2, self.shard).transpose(1, 2))
-            self.gate_up[:, local:].copy_(reader.load(name, (e, h, 2 * i), 2, up_shard).transpose(1, 2))
-            down = reader.load(f"{prefix}.experts.down_proj", (e, i, h), 1, self.shard)
-            self.down.copy_(down.transpose(1, 2))
+            self._load_fused(reader, prefix)
             return
         for expert in range(e):
             base = f"{prefix}.experts.{expert}"
             self.gate_up[expert, :local].copy_(reader.load(f"{base}.gate_proj.weight", (i, h), 0, self.shard))
             self.gate_up[expert, local:].copy_(reader.load(f"{base}.up_proj.weight", (i, h), 0, self.shard))
             self.down[expert].copy_(reader.load(f"{base}.down_proj.weight", (h, i), 1, self.shard))
+
+    def _load_fused(self, reader: WeightReader, prefix: str) -> None:
+        """Qwen3-VL-MoE's stacked experts, in either layout transformers accepts: the released checkpoints' one
+        (gate_up_proj [E, hidden, 2*I], gate then up along the last dim; down_proj [E, I, hidden]) or transformers'
+        in-memory one that its save_pretrained writes ([E, 2*I, hidden], [E, hidden, I]). As in transformers, a shape
+        that fits both is taken as the in-memory layout."""
+        e, h, i, local = self.num_experts, self.hidden, self.intermediate, self.shard.size
+        gate, up = self.shard, Shard(i + self.shard.start, i + self.shard.stop)
+        name = f"{prefix}.experts.gate_up_proj"
+        if reader.shape(name) == (e, 2 * i, h):
+            self.gate_up[:, :local].copy_(reader.load(name, (e, 2 * i, h), 1, gate))
+            self.gate_up[:, local:].copy_(reader.load(name, (e, 2 * i, h), 1, up))
+        else:
+            self.gate_up[:, :local].copy_(reader.load(name, (e, h, 2 * i), 2, gate).transpose(1, 2))
+            self.gate_up[:, local:].copy_(reader.load(name, (e, h, 2 * i), 2, up).transpose(1, 2))
+        name = f"{prefix}.experts.down_proj"
+        if reader.shape(name) == (e, h, i):
+            self.down.copy_(reader.load(name, (e, h, i), 2, self.shard))
+        else:
+            self.down.copy_(reader.load(name, (e, i, h), 1, self.shard).transpose(1, 2))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
