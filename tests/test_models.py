@@ -1,0 +1,186 @@
+"""ModelSpec resolution: local directories, the offline Hugging Face cache, the bundled catalog, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from advisor import models
+from advisor.models import ModelError, catalog_ids, hf_cache_ids, load_config_dir, resolve_model
+
+# reference/gpus.md, "Popular model configs": id -> (architectures[0], hidden, layers, heads, kv heads, experts, top-k)
+REFERENCE = {
+    "Qwen/Qwen3-30B-A3B": ("Qwen3MoeForCausalLM", 2048, 48, 32, 4, 128, 8),
+    "Qwen/Qwen3-235B-A22B": ("Qwen3MoeForCausalLM", 4096, 94, 64, 4, 128, 8),
+    "Qwen/Qwen3-VL-30B-A3B-Instruct": ("Qwen3VLMoeForConditionalGeneration", 2048, 48, 32, 4, 128, 8),
+    "Qwen/Qwen3-VL-235B-A22B-Instruct": ("Qwen3VLMoeForConditionalGeneration", 4096, 94, 64, 4, 128, 8),
+    "Qwen/Qwen3-Next-80B-A3B-Instruct": ("Qwen3NextForCausalLM", 2048, 48, 16, 2, 512, 10),
+    "Qwen/Qwen3-Coder-Next": ("Qwen3NextForCausalLM", 2048, 48, 16, 2, 512, 10),
+    "Qwen/Qwen3-8B": ("Qwen3ForCausalLM", 4096, 36, 32, 8, None, None),
+    "meta-llama/Llama-3.1-8B-Instruct": ("LlamaForCausalLM", 4096, 32, 32, 8, None, None),
+    "deepseek-ai/DeepSeek-V3": ("DeepseekV3ForCausalLM", 7168, 61, 128, 128, 256, 8),
+    "openai/gpt-oss-120b": ("GptOssForCausalLM", 2880, 36, 64, 8, 128, 4),
+    "zai-org/GLM-4.5": ("Glm4MoeForCausalLM", 5120, 92, 96, 8, 160, 8),
+    "moonshotai/Kimi-K2.5": ("KimiK25ForConditionalGeneration", 7168, 61, 64, 64, 384, 8),
+}
+
+EMPTY_ENV = {"HF_HUB_CACHE": "/nonexistent/hf-cache"}
+
+
+@pytest.mark.parametrize("model_id", sorted(REFERENCE))
+def test_catalog_has_every_reference_model(model_id):
+    spec = resolve_model(model_id, environ=EMPTY_ENV)
+    arch, hidden, layers, heads, kv, experts, topk = REFERENCE[model_id]
+    assert (spec.architecture, spec.hidden_size, spec.num_layers, spec.num_heads, spec.num_kv_heads) == (
+        arch, hidden, layers, heads, kv)  # fmt: skip
+    assert (spec.num_experts, spec.experts_per_token) == (experts, topk)
+    assert spec.origin == "catalog" and spec.path is None
+    assert spec.head_dim and spec.vocab_size and spec.dtype == "bfloat16" and spec.num_params
+
+
+def test_catalog_ids_start_with_demo():
+    ids = catalog_ids()
+    assert ids[0] == "demo" and set(REFERENCE) <= set(ids)
+
+
+def test_demo_entry_is_the_bundled_runtime_model():
+    spec = resolve_model("demo", environ=EMPTY_ENV)
+    assert spec.architecture == "Qwen3MoeForCausalLM"
+    assert (spec.hidden_size, spec.num_layers, spec.num_heads, spec.num_kv_heads, spec.head_dim) == (256, 4, 8, 4, 32)
+    assert (spec.intermediate_size, spec.moe_intermediate_size, spec.num_experts, spec.experts_per_token) == (512, 256, 8, 2)
+    assert (spec.vocab_size, spec.dtype) == (384, "float32")
+    # embeddings + lm head + 4 x (attention + 8 experts + router + 2 norms) + final norm
+    attn = 256 * 8 * 32 * 2 + 256 * 4 * 32 * 2
+    moe = 8 * 3 * 256 * 256 + 256 * 8
+    assert spec.num_params == 2 * 384 * 256 + 4 * (attn + moe + 2 * 256) + 256
+
+
+def test_special_facts_of_catalog_models():
+    ds = resolve_model("deepseek-ai/DeepSeek-V3", environ=EMPTY_ENV)
+    assert ds.uses_mla and ds.head_dim == 192 and ds.quantization == "fp8" and ds.moe_intermediate_size == 2048
+    assert resolve_model("openai/gpt-oss-120b", environ=EMPTY_ENV).quantization == "mxfp4"
+    assert not resolve_model("Qwen/Qwen3-8B", environ=EMPTY_ENV).is_moe
+    assert resolve_model("qwen/qwen3-8b", environ=EMPTY_ENV).id == "Qwen/Qwen3-8B"  # ids are case-insensitive
+
+
+def write_config(directory: Path, config) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    text = config if isinstance(config, str) else json.dumps(config)
+    (directory / "config.json").write_text(text, encoding="utf-8")
+    return directory
+
+
+VL_CONFIG = {
+    "architectures": ["Qwen3VLMoeForConditionalGeneration"],
+    "model_type": "qwen3_vl_moe",
+    "text_config": {
+        "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+        "head_dim": 128, "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128,
+        "num_experts_per_tok": 8, "vocab_size": 151936, "dtype": "bfloat16",
+    },
+    "vision_config": {"hidden_size": 1152, "depth": 27},
+}  # fmt: skip
+
+
+def test_vl_config_reads_text_config(tmp_path):
+    spec = load_config_dir(write_config(tmp_path / "vl", VL_CONFIG))
+    assert spec.architecture == "Qwen3VLMoeForConditionalGeneration"
+    assert (spec.hidden_size, spec.num_layers, spec.num_experts, spec.moe_intermediate_size) == (2048, 48, 128, 768)
+    assert spec.dtype == "bfloat16" and spec.origin == "directory" and spec.path == str(tmp_path / "vl")
+    assert spec.num_params and 29e9 < spec.num_params < 32e9
+
+
+def test_directory_config_variants(tmp_path):
+    llama = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_attention_heads": 32,
+             "num_hidden_layers": 2, "vocab_size": 1000, "intermediate_size": 11008, "torch_dtype": "float16"}  # fmt: skip
+    spec = resolve_model(str(write_config(tmp_path / "llama", llama)), environ=EMPTY_ENV)
+    assert spec.head_dim == 128 and spec.num_kv_heads == 32 and spec.dtype == "float16" and spec.quantization is None
+    nvfp4 = {**llama, "quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4"}}
+    assert load_config_dir(write_config(tmp_path / "fp4", nvfp4)).quantization == "modelopt_fp4"
+    gpt = {**llama, "num_local_experts": 32, "experts_per_token": 4}
+    assert load_config_dir(write_config(tmp_path / "gpt", gpt)).num_experts == 32
+
+
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        ("{not json", "malformed JSON (line 1"),
+        ("[1, 2]", "must hold a JSON object"),
+        ({"model_type": "llama"}, "no `architectures`"),
+        ({"architectures": []}, "no `architectures`"),
+    ],
+)
+def test_bad_configs_give_one_line_errors(tmp_path, config, needle):
+    directory = write_config(tmp_path / "bad", config)
+    with pytest.raises(ModelError) as info:
+        resolve_model(str(directory), environ=EMPTY_ENV)
+    message = str(info.value)
+    assert needle in message and "\n" not in message and "config.json" in message
+
+
+def test_missing_directory_and_missing_config(tmp_path):
+    with pytest.raises(ModelError, match="no such model directory"):
+        resolve_model(str(tmp_path / "absent"), environ=EMPTY_ENV)
+    with pytest.raises(ModelError, match="no such model directory"):
+        resolve_model("./absent-model-dir", environ=EMPTY_ENV)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelError, match="no config.json"):
+        resolve_model(str(tmp_path / "empty"), environ=EMPTY_ENV)
+
+
+def test_unknown_id_offline_names_the_fix(tmp_path):
+    with pytest.raises(ModelError) as info:
+        resolve_model("nobody/no-such-model", environ={"HF_HUB_CACHE": str(tmp_path)})
+    message = str(info.value)
+    assert "\n" not in message and "huggingface-cli download nobody/no-such-model" in message and str(tmp_path) in message
+    with pytest.raises(ModelError, match="empty model reference"):
+        resolve_model("  ")
+
+
+def make_snapshot(hub: Path, model_id: str, revision: str, config: dict, mtime: float | None = None) -> Path:
+    snap = write_config(hub / ("models--" + model_id.replace("/", "--")) / "snapshots" / revision, config)
+    if mtime is not None:
+        os.utime(snap / "config.json", (mtime, mtime))
+    return snap
+
+
+def test_hf_cache_lookup_prefers_cache_over_catalog(tmp_path):
+    hub = tmp_path / "hub"
+    cfg = {**VL_CONFIG, "text_config": {**VL_CONFIG["text_config"], "num_hidden_layers": 3}}
+    make_snapshot(hub, "Qwen/Qwen3-VL-30B-A3B-Instruct", "abc123", cfg)
+    spec = resolve_model("Qwen/Qwen3-VL-30B-A3B-Instruct", environ={"HF_HUB_CACHE": str(hub)})
+    assert spec.origin == "hf-cache" and spec.num_layers == 3 and spec.path.endswith("snapshots/abc123")
+    assert spec.id == "Qwen/Qwen3-VL-30B-A3B-Instruct"
+
+
+def test_hf_cache_newest_snapshot_or_refs_main(tmp_path):
+    hub = tmp_path / "hub"
+    make_snapshot(hub, "org/model", "old", {"architectures": ["OldArch"]}, mtime=1_000_000)
+    make_snapshot(hub, "org/model", "new", {"architectures": ["NewArch"]}, mtime=2_000_000)
+    env = {"HF_HUB_CACHE": str(hub)}
+    assert resolve_model("org/model", environ=env).architecture == "NewArch"
+    refs = hub / "models--org--model" / "refs"
+    refs.mkdir()
+    (refs / "main").write_text("old\n")
+    assert resolve_model("org/model", environ=env).architecture == "OldArch"
+
+
+def test_hf_cache_location_from_environment(tmp_path):
+    make_snapshot(tmp_path / "home" / "hub", "a/b", "r1", {"architectures": ["X"]})
+    make_snapshot(tmp_path / "user" / ".cache" / "huggingface" / "hub", "c/d", "r1", {"architectures": ["Y"]})
+    (tmp_path / "home" / "hub" / "models--e--f" / "snapshots").mkdir(parents=True)  # a download without config.json
+    assert hf_cache_ids({"HF_HOME": str(tmp_path / "home")}) == ["a/b"]
+    assert hf_cache_ids({"HOME": str(tmp_path / "user")}) == ["c/d"]
+    assert hf_cache_ids({"HF_HUB_CACHE": str(tmp_path / "none")}) == []
+    assert models.hf_cache_dir({"HF_HUB_CACHE": "/x", "HF_HOME": "/y"}) == Path("/x")
+
+
+def test_malformed_config_in_hf_cache_is_one_line(tmp_path):
+    hub = tmp_path / "hub"
+    make_snapshot(hub, "org/broken", "r", {"architectures": ["X"]})
+    (hub / "models--org--broken" / "snapshots" / "r" / "config.json").write_text("{", encoding="utf-8")
+    with pytest.raises(ModelError, match="malformed JSON"):
+        resolve_model("org/broken", environ={"HF_HUB_CACHE": str(hub)})
