@@ -14,7 +14,6 @@ Versions come from each dist-info's METADATA through importlib.metadata; module 
 
 import json
 import os
-import pathlib
 import re
 import sys
 
@@ -121,6 +120,7 @@ def torch_cuda(location, unknown):
 
 def describe(name, meta_dir):
     """A dict with the fields of advisor.facts.Package; unreadable metadata leaves fields unknown with a reason."""
+    import pathlib
     from importlib.metadata import PathDistribution
 
     location = os.path.dirname(meta_dir)
@@ -156,6 +156,9 @@ def scan(path=None):
 def main():
     import platform
 
+    if sys.version_info < (3, 8):  # noqa: UP036 - this file also runs in other interpreters
+        sys.stderr.write("the package probe needs Python >= 3.8; this is " + platform.python_version() + "\n")
+        sys.exit(2)
     payload = {"python": platform.python_version(), "executable": sys.executable, "packages": scan([p for p in sys.path if p])}
     sys.stdout.write(MARKER + json.dumps(payload) + "\n")
 

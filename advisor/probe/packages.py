@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -41,19 +42,25 @@ def python_facts(executable: str, timeout: float = 20) -> tuple[str, str, tuple[
         raise PythonProbeError(f"--python {executable}: is a directory; {fix}")
     source = SCAN_SOURCE.read_text(encoding="utf-8") + "\nmain()\n"
     try:
-        done = subprocess.run(
+        # Its own session, so a timeout can kill whatever it started too (a child holding the pipes would hang us).
+        proc = subprocess.Popen(
             [exe, "-c", source],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=os.path.dirname(os.path.abspath(exe)) or "/",  # not ours: our checkout must not shadow its packages
             stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             errors="replace",
+            cwd=os.path.dirname(os.path.abspath(exe)) or "/",  # not ours: our checkout must not shadow its packages
+            start_new_session=True,
         )
-    except subprocess.TimeoutExpired:
-        raise PythonProbeError(f"--python {executable}: no answer within {timeout:g} s; {fix}") from None
     except OSError as exc:
         raise PythonProbeError(f"--python {executable}: cannot run it ({exc.strerror or exc}); {fix}") from None
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_session(proc)
+        raise PythonProbeError(f"--python {executable}: no answer within {timeout:g} s; {fix}") from None
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     payload = _payload(done.stdout)
     if payload is None:
         said = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["nothing"])[-1][:160]
@@ -64,6 +71,14 @@ def python_facts(executable: str, timeout: float = 20) -> tuple[str, str, tuple[
         return str(payload["python"]), str(payload["executable"]), packages
     except (KeyError, TypeError, ValueError) as exc:
         raise PythonProbeError(f"--python {executable}: unexpected answer ({exc}); {fix}") from None
+
+
+def _kill_session(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    proc.communicate()
 
 
 def _payload(stdout: str) -> dict | None:
