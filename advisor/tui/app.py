@@ -41,7 +41,8 @@ class AdvisorApp(App[None]):
         self.first_plan_at: float | None = None  # time.perf_counter() when the first plan was on screen
 
     def get_default_screen(self) -> Screen:
-        return MainScreen(self.options, self.models, self.profiles)
+        self.main = MainScreen(self.options, self.models, self.profiles)
+        return self.main
 
     # -- signals from screens --------------------------------------------------------------------------------------------
     def plan_shown(self, evaluation: Evaluation) -> None:

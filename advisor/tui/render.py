@@ -75,7 +75,7 @@ def condition_block(cond: ConditionResult) -> Text:
     text.append(f" {cond.text}\n", style="bold" if cond.ok is False else "")
     text.append("    observed ", style="dim")
     text.append(show(cond.observed), style="red" if cond.ok is False else "")
-    text.append("   expected ", style="dim")
+    text.append("\n    expected ", style="dim")
     text.append(f"{show(cond.expected)}\n")
     if cond.why:
         text.append("    why: ", style="dim")

@@ -56,12 +56,13 @@ class MainScreen(Screen):
         yield Header()
         with TabbedContent(initial="plan"):
             with TabPane("Plan", id="plan"), Horizontal():
-                yield PlanForm(self.options, self._models, self._profiles, id="form")
+                with Vertical(id="plan-left"):
+                    yield PlanForm(self.options, self._models, self._profiles, id="form")
+                    yield CommandBar(id="command")
                 with Vertical(id="plan-side"):
                     yield Static("evaluating…", id="status")
                     yield DecisionTable(id="decisions")
                     yield DetailPane(id="detail")
-                    yield CommandBar(id="command")
             with TabPane("Machine", id="machine"):
                 yield MachinePanel(self._profiles, id="machine-panel")
         yield Footer()
@@ -149,7 +150,10 @@ class MainScreen(Screen):
 
     # -- actions -------------------------------------------------------------------------------------------------------
     def action_switch_tab(self, tab: str) -> None:
+        # Focus follows the tab: TabbedContent switches back to whichever pane holds the focused widget.
         self.query_one(TabbedContent).active = tab
+        target = self.query_one(MachinePanel) if tab == "machine" else self.query_one(DecisionTable)
+        target.focus()
 
     def action_reprobe(self) -> None:
         self.app.session.forget_facts()
@@ -202,7 +206,7 @@ def _status_line(plan) -> Text:
     text.append(engine.get("name", "?"), style="bold")
     text.append(f" {version}" + (f" (rules {rules})" if rules and rules != version else ""))
     model = plan.model.id if plan.model else "demo model"
-    text.append(f" · {model} · tp {plan.intent.tp}")
+    text.append(f" · tp {plan.intent.tp} · {model}")
     errors = sum(p.severity == "error" for p in plan.problems)
     warnings = sum(p.severity == "warning" for p in plan.problems)
     if errors:

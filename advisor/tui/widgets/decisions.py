@@ -10,6 +10,8 @@ from advisor.plan import Plan
 from advisor.rules.engine import Decision, Problem
 from advisor.tui.render import SEVERITY_ICON, short_value, state_icon
 
+VALUE_WIDTH = 16
+
 
 class DecisionTable(DataTable):
     class Highlighted(Message):
@@ -25,8 +27,16 @@ class DecisionTable(DataTable):
 
     def on_mount(self) -> None:
         self.add_column(" ", key="state", width=1)
-        self.add_column("decision", key="decision")
-        self.add_column("value", key="value")
+        self.add_column("decision", key="decision", width=30)
+        self.add_column("value", key="value", width=VALUE_WIDTH)
+
+    def on_resize(self) -> None:
+        # Give the title what the value column leaves, so the value stays visible in narrow terminals.
+        spare = self.size.width - 1 - VALUE_WIDTH - 3 * 2 * self.cell_padding
+        column = self.columns.get("decision")
+        if column is not None and spare > 10 and column.width != spare:
+            column.width = spare
+            self.refresh()
 
     def show_plan(self, plan: Plan) -> None:
         """Replace the rows, keeping the cursor on the same decision when it is still there."""

@@ -34,7 +34,8 @@ class MachinePanel(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static("", id="machine-summary")
         yield Static("", id="no-driver", classes="callout")
-        yield OptionList(*[Option(f"{name}  {summary}", id=name) for name, summary in self._profiles], id="profile-offers")
+        offers = [Option(Text.assemble((f"{name:<19}", "bold"), summary), id=name) for name, summary in self._profiles]
+        yield OptionList(*offers, id="profile-offers")
         yield Static("GPUs", classes="section gpu-part")
         yield DataTable(id="gpus", cursor_type="row", show_cursor=False, classes="gpu-part")
         yield Static("Topology", classes="section gpu-part")
@@ -60,11 +61,12 @@ class MachinePanel(VerticalScroll):
         no_driver.display = not has_driver
         offers.display = not has_driver and bool(self._profiles)
         if not has_driver:
-            reason = facts.driver.reason or "NVML is not available"
+            reason = (facts.driver.reason or "").removeprefix("no NVIDIA driver").strip(" ()")
             no_driver.update(
                 Text.assemble(
                     ("No NVIDIA driver on this machine", "bold"),
-                    f" ({reason}). The advisor can still explain what an engine would do on a simulated machine:"
+                    f" ({reason})" if reason else "",
+                    ". The advisor can still explain what an engine would do on a simulated machine:"
                     " pick one below (or press p).",
                 )
             )

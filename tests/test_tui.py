@@ -1,0 +1,204 @@
+"""The `advisor` TUI driven through Textual's Pilot: real profiles, real rules, real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from textual.widgets import Input, OptionList, Select, TabbedContent
+from tui_helpers import detail_text, fusion, make_app, settle, static_text
+
+from advisor.tui.widgets.decisions import DecisionTable
+
+QWEN3_VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
+SCHEMA = Path(__file__).resolve().parents[1] / "advisor" / "schema" / "plan.schema.json"
+
+pytestmark = pytest.mark.anyio  # anyio's pytest plugin runs the async tests (no pytest-asyncio needed)
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def test_tp_1_turns_fusion_off_with_the_tp_condition_failed():
+    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert fusion(app).state == "auto-enabled"
+        assert "--flashinfer-allreduce-fusion-backend" in app.main.evaluation.plan.argv
+
+        await pilot.click("#tp")
+        await pilot.press("end", "backspace", "1")
+        await settle(pilot)
+
+        decision = fusion(app)
+        assert app.main.evaluation.plan.intent.tp == 1
+        assert decision.state == "not-enabled" and not decision.enabled
+        assert [c.id for c in decision.failed] == ["tp_gt_1"]
+        table = app.main.query_one(DecisionTable)
+        table.select_id("flashinfer_allreduce_fusion")
+        await pilot.pause()
+        shown = detail_text(app)
+        assert "✗ " + decision.failed[0].text in shown
+        assert "Release matrix" in shown
+        assert "--flashinfer-allreduce-fusion-backend" not in app.main.evaluation.plan.argv
+
+
+async def test_h20_with_sglang_0_5_12_fails_the_h20_condition():
+    app = make_app(profile="b300-8", model="Qwen/Qwen3-30B-A3B", tp=8, engine="sglang")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert fusion(app).enabled
+        app.main.query_one("#profile", Select).value = "h20-8"  # as the machine selector does
+        app.main.query_one("#engine_version", Select).value = "0.5.12"
+        await settle(pilot)
+
+        plan = app.main.evaluation.plan
+        assert plan.facts.source == "simulated:h20-8"
+        assert plan.engine["rules"] == "0.5.12"
+        assert [c.id for c in fusion(app).failed] == ["not_h20"]
+        assert "h20-8" in app.sub_title
+        # newer rules drop the H20 exclusion (v0.5.13)
+        app.main.query_one("#engine_version", Select).value = "0.5.13"
+        await settle(pilot)
+        assert fusion(app).enabled
+
+
+async def test_export_writes_json_that_validates(tmp_path):
+    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
+    target = tmp_path / "plan.json"
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        path_input = app.screen.query_one("#export-path", Input)
+        path_input.value = str(target)
+        await pilot.press("enter")
+        for _ in range(100):
+            if target.exists() and app.screen is app.main:
+                break
+            await pilot.pause(0.05)
+    data = json.loads(target.read_text())
+    jsonschema.validate(data, json.loads(SCHEMA.read_text()))
+    fusion_json = next(d for d in data["decisions"] if d["id"] == "flashinfer_allreduce_fusion")
+    assert fusion_json["state"] == "auto-enabled"
+    assert data["intent"]["tp"] == 8
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+async def test_export_to_a_missing_directory_says_so_and_writes_nothing(tmp_path):
+    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
+    target = tmp_path / "no-such-dir" / "plan.json"
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#export-path", Input).value = str(target)
+        await pilot.press("enter")
+        await pilot.pause(0.5)
+        messages = [n.message for n in app._notifications]
+        assert any("Cannot write" in m for m in messages), messages
+        assert app.screen is not app.main  # the dialog stays open for another name
+    assert not target.parent.exists()
+
+
+async def test_no_driver_says_so_and_offers_simulated_machines():
+    app = make_app(profile="cpu-only")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        plan = app.main.evaluation.plan
+        assert plan.intent.engine == "bundled" and plan.intent.tp == 2  # the demo model on two gloo ranks
+        await pilot.press("m")
+        await pilot.pause()
+        assert app.main.query_one(TabbedContent).active == "machine"
+        callout = static_text(app, "#no-driver")
+        assert "No NVIDIA driver on this machine" in callout
+        offers = app.main.query_one("#profile-offers", OptionList)
+        assert offers.display and offers.option_count >= 10
+        offers.focus()
+        offers.highlighted = [offers.get_option_at_index(i).id for i in range(offers.option_count)].index("h100-sxm-8")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.main.evaluation.facts.source == "simulated:h100-sxm-8"
+        assert app.main.query_one("#profile", Select).value == "h100-sxm-8"
+        assert not app.main.query_one("#no-driver").display
+
+
+async def test_bad_input_shows_a_one_line_error_and_recovers():
+    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.click("#model")
+        await pilot.press("ctrl+a", "ctrl+k", *"nobody/no-such-model")
+        await settle(pilot)
+        evaluation = app.main.evaluation
+        assert evaluation.plan is None and "nobody/no-such-model" in evaluation.error
+        assert "\n" not in evaluation.error
+        assert "nobody/no-such-model" in static_text(app, "#status")
+
+        app.main.query_one("#model", Input).value = QWEN3_VL
+        await settle(pilot)
+        assert fusion(app).enabled
+
+
+async def test_profile_picker_and_palette_switch_the_machine():
+    app = make_app(profile="b300-8", model="Qwen/Qwen3-30B-A3B", tp=8, engine="sglang")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        await pilot.pause()
+        options = app.screen.query_one("#profile-list", OptionList)
+        ids = [options.get_option_at_index(i).id for i in range(options.option_count)]
+        options.highlighted = ids.index("a100-sxm-8")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.main.evaluation.facts.source == "simulated:a100-sxm-8"
+        assert "sm90_or_sm100" in [c.id for c in fusion(app).failed]
+
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Machine: h200-8")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.main.evaluation.facts.source == "simulated:h200-8"
+        assert fusion(app).enabled
+
+
+async def test_copy_puts_the_command_on_the_clipboard():
+    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.click("#copy")
+        await pilot.pause()
+        assert app.clipboard.split()[-5:-3] == ["--tp-size", "8"] or "--tp-size 8" in app.clipboard
+        assert "sglang.launch_server" in app.clipboard
+
+
+async def test_help_opens_and_closes():
+    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert app.screen is not app.main
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 50)])
+async def test_usable_at_80x24_and_larger(size):
+    """Every form control and the decision table are on screen, none squeezed to nothing."""
+    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.main
+        for widget_id in ("#model", "#tp", "#nnodes", "#dp_attention", "#dp_size", "#moe_a2a_backend", "#engine",
+                          "#engine_version", "#profile", "#decisions", "#detail", "#copy", "#launch"):
+            region = screen.query_one(widget_id).region
+            assert region.width >= 4 and region.height >= 1, (widget_id, region)
+            assert region.right <= size[0] and region.bottom <= size[1] - 1, (widget_id, region)

@@ -1,0 +1,45 @@
+"""Helpers shared by the TUI tests: build the app, wait for the plan, read what is on screen."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from advisor.context import Options
+from advisor.tui.app import AdvisorApp
+
+
+def make_app(**options) -> AdvisorApp:
+    return AdvisorApp(Options(**options))
+
+
+async def settle(pilot, timeout: float = 30.0) -> None:
+    """Wait until the main screen has no pending debounce or evaluation worker, and the result is painted."""
+    app = pilot.app
+    deadline = time.monotonic() + timeout
+    await pilot.pause()
+    while app.main.busy or app.main.evaluation is None:
+        if time.monotonic() > deadline:
+            raise AssertionError("the plan was not re-evaluated in time")
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+def fusion(app: AdvisorApp):
+    plan = app.main.evaluation.plan
+    assert plan is not None, app.main.evaluation.error
+    return plan.decision("flashinfer_allreduce_fusion")
+
+
+def static_text(app: AdvisorApp, selector: str, width: int = 200) -> str:
+    """The plain text a Static shows (its content rendered by rich, without styles)."""
+    from rich.console import Console
+    from textual.widgets import Static
+
+    console = Console(width=width, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(app.main.query_one(selector, Static).content)
+    return console.export_text()
+
+
+def detail_text(app: AdvisorApp) -> str:
+    return static_text(app, "#detail-body")
