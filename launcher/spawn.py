@@ -28,7 +28,8 @@ launcher's own lines, ``line.text`` the text without prefix, ``line.stream`` "st
 display form). ``on_state(Run)`` is called
 from a watcher thread on every state change. In a Textual app, hop to the UI thread with ``app.call_from_thread``.
 
-States: ``starting`` -> ``ready`` (a ``ready: http://...`` line was seen; ``Run.url``) -> one of ``exited`` (code 0),
+States: ``starting`` -> ``ready`` (a ``ready: http://...`` line was seen, or for engines without rank prefixes such
+as SGLang, uvicorn's ``Uvicorn running on http://...``; ``Run.url``) -> one of ``exited`` (code 0),
 ``failed`` (non-zero; ``Run.failure`` names the first failing rank and its error) or ``stopped`` (``stop()`` was asked).
 ``Run.returncode`` is the child's exit code (negative: killed by that signal).
 
@@ -75,9 +76,15 @@ DEFAULT_ENV = {
 }
 
 _PREFIX = re.compile(r"^\[(?:rank|[A-Za-z_]*?)(\d+)\]:\s?(.*)$")
+# The bundled runtime's ranks print "ready: URL"; SGLang and vLLM (no rank prefix) serve through uvicorn, which logs
+# "Uvicorn running on URL" once it accepts connections.
 _READY = re.compile(r"\bready: (https?://\S+)")
+_UVICORN_READY = re.compile(r"\bUvicorn running on (https?://[^\s)]+)")
 _TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
-_ERROR_LINE = re.compile(r"^\s*(?:[\w.]+(?:Error|Exception|Interrupt)|AssertionError|SystemExit)\b.*")
+_ERROR_LINE = re.compile(
+    r"^\s*(?:\[rank \d+\] )?(?:[\w.]+(?:Error|Exception|Interrupt)\b|error: ).*"  # "ValueError: ...", "[rank 1] error: ..."
+)
+_RUNTIME_RANK = re.compile(r"^\s*\[rank \d+\] ")
 
 
 @dataclass(frozen=True)
@@ -271,7 +278,7 @@ class Run:
             # torch prefixes uncaught-exception tracebacks with the rank too; once is enough.
             line = LogLine(line.rank, line.text[len(f"[rank{line.rank}]:") :].lstrip(), stream)
         self.lines.append(line)
-        ready = _READY.search(line.text)
+        ready = _READY.search(line.text) or (_UVICORN_READY.search(line.text) if line.rank is None else None)
         if ready and not self._ready.is_set():
             with self._lock:
                 self._url = ready.group(1)
@@ -488,9 +495,10 @@ def _rank_stderr(log_dir: Path, local_rank: int | None) -> str:
 
 
 def _last_error_line(lines: Sequence[str]) -> str | None:
+    """The last line that reads like an error (the runtime's own "[rank N] " prefix dropped), else the last line."""
     for line in reversed(lines):
         if _ERROR_LINE.match(line):
-            return line.strip()
+            return _RUNTIME_RANK.sub("", line).strip()
     for line in reversed(lines):
         if line.strip():
             return line.strip()

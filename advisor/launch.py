@@ -1,0 +1,212 @@
+"""`advisor launch`: resolve the plan, say in a few lines what is on and why, then start the engine with exactly those flags.
+
+The plan summary, the run directory and the launcher's own lines go to stderr; the engine's rank-0 stdout goes to stdout
+unchanged (so `advisor launch --mode generate -- --json | jq` works); other ranks' lines go to stderr, prefixed.
+
+Exit codes: the engine's (0 when it finished cleanly; non-zero with "error: rank N failed ..." when it did not), 1 when the
+plan has errors and --force is not given or the engine is not installed, 2 for usage errors, 130/143 when stopped by
+SIGINT/SIGTERM. Top-level imports stay at click + stdlib; the rest is imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import replace
+
+import click
+
+from advisor.cli import common_options, options_from_context
+
+EXIT_ERRORS = 1
+MODES = ("serve", "generate", "bench")
+INSTALL_HINTS = {
+    "sglang": "pip install 'sglang[all]' (see https://docs.sglang.ai/get_started/install.html)",
+    "vllm": "pip install vllm",
+}
+STATE_MARK = {
+    "auto-enabled": "on ",
+    "forced-on": "on ",
+    "not-enabled": "off",
+    "forced-off": "off",
+    "unavailable": " - ",
+}
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@common_options
+@click.option("--mode", type=click.Choice(MODES), default=None, help="Bundled runtime mode (default: serve).")
+@click.option("--dry-run", is_flag=True, help="Print the exact command (one per node) and start nothing.")
+@click.option("--force", is_flag=True, help="Start even when the plan has errors.")
+@click.option("--run-dir", metavar="DIR", help="Where the per-rank logs go (default: a new folder under ~/.local/state/tp-advisor/runs).")
+@click.option("--dist-init-addr", metavar="HOST:PORT", help="Multi-node: node 0's rendezvous address (default: this host:29500).")
+@click.option("--node-rank", type=int, default=0, show_default=True, help="Multi-node: which node's command to start here.")
+@click.argument("extra", nargs=-1, type=click.UNPROCESSED, metavar="[-- ENGINE ARGS...]")
+@click.pass_context
+def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, node_rank, extra, **_params) -> None:
+    """Resolve the plan, show what is on and why, and start the engine with exactly those flags.
+
+    Arguments after `--` go to the engine verbatim (and the rules see them, e.g. `-- --enforce-disable-flashinfer-allreduce-fusion`).
+    With no model and no GPU it runs the bundled demo model at tp 2 on CPU. Ctrl-C stops every rank.
+
+    Exit codes: the engine's; 1 plan errors (without --force) or engine not installed; 2 usage error; 130 on Ctrl-C.
+    """
+    from advisor.context import AdvisorError, make_plan
+
+    options = options_from_context(ctx)
+    options = replace(options, overrides=tuple(options.overrides) + tuple(extra), mode=mode or "serve")
+    plan = make_plan(options)
+    nnodes = max(1, plan.intent.nnodes)
+    if not 0 <= node_rank < nnodes:
+        raise AdvisorError(f"--node-rank {node_rank} is outside 0..{nnodes - 1}; pass a rank below --nnodes", 2)
+
+    echo = _err
+    for line in summary_lines(plan):
+        echo(line)
+    commands = _commands(plan, options.python, dist_init_addr)
+    refused = plan.has_errors and not force
+
+    if dry_run:
+        for rank, argv in enumerate(commands):
+            if nnodes > 1:
+                click.echo(f"# node {rank} of {nnodes}")
+            click.echo(shlex.join(argv))
+        if refused:
+            echo(click.style("the plan has errors: `advisor launch` would refuse to start it (see above; --force overrides)", fg="red"))
+        ctx.exit(EXIT_ERRORS if refused else 0)
+
+    if refused:
+        count = sum(p.severity == "error" for p in plan.problems)
+        raise AdvisorError(
+            f"not starting: the plan has {count} error(s) (listed above); fix them, or pass --force to start anyway"
+        )
+    if plan.facts.source != "live":
+        raise AdvisorError(
+            f"the facts describe another machine ({plan.facts.source}); add --dry-run to see the command, or drop"
+            " --profile/--facts to launch on this one",
+            2,
+        )
+    _check_engine_installed(plan, options.python)
+    if nnodes > 1:
+        echo(f"multi-node: run on each node the command for its rank (this one starts node {node_rank}):")
+        for rank, argv in enumerate(commands):
+            echo(f"  node {rank}: {shlex.join(argv)}")
+    ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=plan.intent.engine))
+
+
+def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run") -> int:
+    """Start ``argv`` through launcher.spawn, stream its lines, forward SIGINT/SIGTERM; the exit code to use."""
+    import signal
+
+    from launcher import spawn
+
+    path = run_dir or spawn.default_run_dir(label)
+    _err(f"command: {shlex.join(argv)}")
+    _err(f"logs: {path}")
+    run = spawn.start(argv, run_dir=path, on_line=_print_line)
+    received: list[int] = []
+    try:
+        with spawn.forward_signals(run) as received:
+            code = run.wait()
+    except KeyboardInterrupt:  # a signal that arrived before the handlers were in place
+        run.stop()
+        code = run.returncode
+    if run.survivors:
+        _err(click.style(f"error: processes {run.survivors} could not be stopped; kill them by pid", fg="red"))
+    if run.state == spawn.STOPPED:
+        sig = received[0] if received else signal.SIGTERM
+        _err(f"stopped ({signal.Signals(sig).name}); every rank is gone. logs: {run.run_dir}")
+        return 128 + int(sig)
+    if run.state == spawn.FAILED:
+        _err(click.style(f"error: {run.failure}", fg="red"))
+        _err(f"logs: {run.run_dir}")
+        if code is None or code == 0:
+            return EXIT_ERRORS
+        return code if code > 0 else 128 - code
+    return code or 0
+
+
+def summary_lines(plan) -> list[str]:
+    """What will run, each decision (on/off and why), and the problems: a few lines, not the full `check` report."""
+    intent = plan.intent
+    engine = plan.engine or {}
+    name = {"bundled": "bundled runtime"}.get(intent.engine, intent.engine)
+    version = engine.get("version")
+    rules = engine.get("rules")
+    release = f" {version}" if version else ""
+    if rules and rules != version:
+        release += f" (rules of v{rules})"
+    model = intent.model or "demo"
+    if plan.model is not None and plan.model.architecture:
+        model += f" ({plan.model.architecture})"
+    gpus = len(plan.facts.engine_gpus)
+    where = (f"{gpus} GPU(s)" + (" per node" if intent.nnodes > 1 else "")) if gpus else "CPU"
+    nodes = f", {intent.nnodes} nodes" if intent.nnodes > 1 else ""
+    mode = f", mode {intent.mode}" if intent.engine == "bundled" else ""
+    lines = [click.style(f"{name}{release}: {model}, tp {intent.tp}{nodes} on {where}{mode}", bold=True)]
+    for decision in plan.decisions:
+        mark = STATE_MARK.get(decision.state, "   ")
+        value = "" if decision.value in (None, "", {}) or isinstance(decision.value, dict) else f" = {decision.value}"
+        color = "green" if decision.enabled else None
+        lines.append(f"  {click.style(mark, fg=color)} {decision.title}{value}: {_why(decision)}")
+    for problem in plan.problems:
+        color = {"error": "red", "warning": "yellow"}.get(problem.severity)
+        lines.append(f"  {click.style(problem.severity, fg=color)}: {problem.message} (fix: {problem.fix})")
+    return lines
+
+
+def _why(decision) -> str:
+    failed = [c for c in decision.conditions if c.ok is False]
+    unknown = [c for c in decision.conditions if c.ok is None]
+    if decision.state in ("forced-on", "forced-off"):
+        return decision.state.replace("-", " ") + (f" ({' '.join(decision.flags)})" if decision.flags else " by your flags")
+    if failed:
+        shown = "; ".join(f"{c.text} (observed {c.observed})" for c in failed[:2])
+        more = f"; +{len(failed) - 2} more" if len(failed) > 2 else ""
+        return f"{decision.state}: {shown}{more}"
+    if unknown:
+        return f"{decision.state}: unknown {', '.join(c.text for c in unknown[:2])}"
+    if decision.conditions:
+        return f"{decision.state}: all {len(decision.conditions)} conditions hold"
+    return decision.state
+
+
+def _commands(plan, python: str | None, dist_init_addr: str | None) -> list[list[str]]:
+    from advisor.context import AdvisorError
+    from launcher.engines import EngineCommandError, commands_for_nodes
+
+    try:
+        # The bundled runtime runs in this interpreter (it ships with tp-advisor); --python picks SGLang's or vLLM's.
+        engine_python = python if plan.intent.engine != "bundled" else None
+        return commands_for_nodes(plan, python=engine_python, dist_init_addr=dist_init_addr)
+    except EngineCommandError as exc:
+        raise AdvisorError(str(exc), 2) from None
+
+
+def _check_engine_installed(plan, python: str | None) -> None:
+    from advisor.context import AdvisorError
+
+    engine = plan.intent.engine
+    if engine == "bundled" or plan.facts.package(engine).installed:
+        return
+    where = f"the interpreter {python}" if python else "this Python environment"
+    raise AdvisorError(
+        f"{engine} is not installed in {where}: {INSTALL_HINTS[engine]}; or pass --python PATH of an environment that"
+        f" has it, or --engine bundled"
+    )
+
+
+def _print_line(line) -> None:
+    """Rank 0's (or a non-torchrun engine's) stdout as is (completions, JSON lines, "ready: URL"); everything else to
+    stderr, rank-prefixed."""
+    if line.rank in (0, None) and line.stream == "stdout":
+        click.echo(line.text)
+    elif line.rank is None or line.text.startswith("[rank"):
+        _err(line.text)
+    else:
+        _err(f"[rank {line.rank}] {line.text}")
+
+
+def _err(text: str) -> None:
+    click.echo(text, err=True)
+    sys.stderr.flush()
