@@ -350,10 +350,11 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     value: str | bool | None
     if uses_backend:
         value = (requested or "auto") if enabled else None
-        flags = (BACKEND_FLAG, value) if enabled else ()
+        flags = (BACKEND_FLAG, value) if state == AUTO_ENABLED else ()
     else:
         value = enabled
-        flags = (BOOL_FLAG,) if enabled else ()
+        flags = (BOOL_FLAG,) if state == AUTO_ENABLED else ()
+    # Forced on: the user's own flag is already on the command line (intent.overrides); nothing to add.
 
     if off:
         notes.append(f"forced off by {' and '.join(off)} (applied after the auto-enable)")

@@ -1,0 +1,111 @@
+"""vLLM rules: the fusion pass default, its max-size table (tokens fused), and custom allreduce."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from advisor.models import ModelSpec, resolve_model
+from advisor.plan import Intent
+from advisor.probe.profiles import load_profile
+from advisor.rules import vllm
+from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Scenario
+
+HIDDEN_8192 = ModelSpec(id="big", architecture="LlamaForCausalLM", hidden_size=8192, dtype="bfloat16")
+
+
+def scenario(profile: str, model=HIDDEN_8192, *, tp: int = 8, packages: dict | None = None, **intent) -> Scenario:
+    facts = load_profile(profile)
+    if packages:
+        facts = facts.with_packages(packages)
+    if isinstance(model, str):
+        model = resolve_model(model)
+    return Scenario(facts, model, Intent(engine="vllm", tp=tp, **intent))
+
+
+def failed(d) -> set[str]:
+    return {c.id for c in d.failed}
+
+
+def test_h200_tp8_bf16_hidden_8192_fuses_32_tokens():
+    d = vllm.fusion_decision(scenario("h200-8"), "0.18.0")
+    assert d.state == AUTO_ENABLED and d.value == 32
+    assert d.source.release == "vllm v0.18.0"
+
+
+@pytest.mark.parametrize(
+    ("capability", "world", "mb"),
+    [((9, 0), 2, 64), ((9, 0), 4, 2), ((9, 0), 8, 0.5), ((9, 0), 16, None), ((10, 0), 8, 1), ((10, 0), 16, 64),
+     ((10, 3), 8, 4), ((10, 7), 4, 64), ((10, 7), 16, None), ((12, 0), 2, None), ((8, 0), 2, None)],
+)  # fmt: skip
+def test_max_size_table(capability, world, mb):
+    assert vllm.max_size_mb(capability, world) == mb
+
+
+@pytest.mark.parametrize(
+    ("profile", "tp", "packages", "overrides", "state", "blocker"),
+    [
+        ("b300-8", 8, None, (), AUTO_ENABLED, None),
+        ("b300-8", 1, None, (), NOT_ENABLED, "tp_gt_1"),
+        ("b300-8", 8, None, ("-O1",), NOT_ENABLED, "compilation"),
+        ("b300-8", 8, None, ("-O", "0"), NOT_ENABLED, "compilation"),
+        ("b300-8", 8, None, ("-O3",), AUTO_ENABLED, None),
+        ("b300-8", 8, None, ("--enforce-eager",), NOT_ENABLED, "compilation"),
+        ("a100-sxm-8", 8, None, (), NOT_ENABLED, "capability"),
+        ("rtx-pro-6000-4", 4, None, (), NOT_ENABLED, "capability"),
+        ("h200-8", 16, None, (), NOT_ENABLED, "size_entry"),
+        ("cpu-only", 2, None, (), NOT_ENABLED, "cuda"),
+        ("b300-8", 8, {"torch": "2.9.0+cpu"}, (), NOT_ENABLED, "cuda"),
+        ("b300-8", 8, {"flashinfer-python": "0.6.12", "flashinfer-jit-cache": "0.6.11+cu128"}, (), NOT_ENABLED, "flashinfer"),
+        ("b300-8", 8, None, ("-cc.pass_config.fuse_allreduce_rms=False",), FORCED_OFF, None),
+        ("a100-sxm-8", 8, None, ("-cc.pass_config.fuse_allreduce_rms=True",), FORCED_ON, "capability"),
+    ],
+)  # fmt: skip
+def test_fusion_conditions(profile, tp, packages, overrides, state, blocker):
+    d = vllm.fusion_decision(scenario(profile, tp=tp, packages=packages, overrides=overrides), "0.18.0")
+    assert d.state == state
+    if blocker:
+        assert blocker in failed(d)
+    else:
+        assert not d.failed
+
+
+def test_unknown_capability_is_unavailable():
+    facts = load_profile("h200-8")
+    facts = replace(facts, gpus=tuple(replace(g, capability=None) for g in facts.gpus))
+    d = vllm.fusion_decision(Scenario(facts, HIDDEN_8192, Intent(engine="vllm", tp=8)), "0.18.0")
+    assert d.state == UNAVAILABLE
+
+
+def test_tokens_fused_follow_dtype_and_hidden():
+    qwen = resolve_model("Qwen/Qwen3-30B-A3B")  # hidden 2048, bf16
+    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8), "0.18.0").value == 4 * 2**20 // (2048 * 2)
+    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8, dtype="float32"), "0.18.0").value == 4 * 2**20 // (2048 * 4)
+
+
+def test_versions():
+    assert vllm.rules_release("0.18.0") == "0.18.0"
+    assert vllm.rules_release("0.10.2") == vllm.MODELLED_FROM
+    assert [p.id for p in vllm.version_problems("0.10.2")] == ["engine_version_older"]
+    assert vllm.version_problems("0.13.0") == []
+    with pytest.raises(vllm.ReleaseError):
+        vllm.rules_release("latest")
+
+
+@pytest.mark.parametrize(
+    ("profile", "tp", "intent", "state", "blocker"),
+    [
+        ("h100-sxm-8", 8, {}, AUTO_ENABLED, None),
+        ("l40s-4", 4, {}, NOT_ENABLED, "full_nvlink"),
+        ("rtx-4090-2", 2, {}, AUTO_ENABLED, None),
+        ("h100-sxm-8", 1, {}, NOT_ENABLED, "tp_gt_1"),
+        ("h100-sxm-8", 16, {"nnodes": 2}, NOT_ENABLED, "single_node"),
+        ("h100-sxm-8", 8, {"overrides": ("--disable-custom-all-reduce",)}, FORCED_OFF, None),
+    ],
+)
+def test_custom_allreduce(profile, tp, intent, state, blocker):
+    d = vllm.custom_allreduce_decision(scenario(profile, tp=tp, **intent), "0.18.0")
+    assert d.state == state
+    if blocker:
+        assert blocker in failed(d)
