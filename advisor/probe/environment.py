@@ -23,53 +23,64 @@ def filter_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def visible_gpus(value: str | None, gpus: Iterable[Gpu]) -> tuple[tuple[int, ...] | None, str | None]:
-    """Physical indices CUDA exposes under CUDA_VISIBLE_DEVICES=value, in CUDA order, and a note when entries are dropped.
+    """Physical indices CUDA exposes under CUDA_VISIBLE_DEVICES=value, in CUDA order, and a note when it drops some.
 
-    Like the CUDA runtime: entries are indices or "GPU-<uuid>" (a unique prefix is enough); the first invalid, unknown
-    or repeated entry ends the list, so "0,1,7,2" on a 4-GPU machine exposes GPUs 0 and 1 only. Unset means all GPUs.
-    Returns (None, note) only when the value cannot be resolved at all (MIG instances, unknown UUIDs of failed GPUs).
+    Follows the CUDA runtime as PyTorch models it (torch.cuda._parse_visible_devices, _transform_uuid_to_ordinals):
+    - unset: every GPU; empty: none;
+    - a list of indices, each read like strtoul ("1gpu" is 1); the first entry that is not a number, is negative
+      or is past the last GPU ends the list ("0,1,7,2" on 4 GPUs exposes 0 and 1);
+    - a list starting with "GPU-": UUIDs or unique prefixes of them; the first entry that is not "GPU-...", matches
+      no GPU or several GPUs ends the list;
+    - any GPU listed twice makes the whole list empty.
+    Returns (None, note) when the value cannot be resolved here (MIG instances, GPUs whose UUID is unknown).
     """
     gpus = list(gpus)
-    indices = [g.index for g in gpus]
     if value is None:
-        return tuple(indices), None
+        return tuple(g.index for g in gpus), None
     text = value.strip()
     if not text:
         return (), "CUDA_VISIBLE_DEVICES is empty, so no GPU is visible; unset it to use all GPUs"
+    if text.startswith("MIG-"):
+        return None, f"CUDA_VISIBLE_DEVICES={value!r} names MIG instances, which this advisor does not resolve"
+    by_uuid = text.startswith("GPU-")
+    if by_uuid and any(g.uuid is None for g in gpus):
+        return None, f"CUDA_VISIBLE_DEVICES={value!r} uses UUIDs, but the UUID of some GPU is unknown"
     chosen: list[int] = []
     for raw in text.split(","):
-        entry = raw.strip()
-        index, why = _resolve(entry, gpus)
-        if index is None and why == "unresolvable":
-            return None, f"CUDA_VISIBLE_DEVICES entry {entry!r} names a MIG instance or a GPU whose UUID is unknown"
-        if index is not None and index in chosen:
-            index, why = None, f"GPU {index} is listed twice"
+        entry = raw.strip() if not by_uuid else raw
+        index, why = _by_uuid(entry, gpus) if by_uuid else _by_index(entry, gpus)
         if index is None:
             kept = ",".join(str(i) for i in chosen) or "none"
             return tuple(chosen), (
-                f"CUDA_VISIBLE_DEVICES={value!r}: entry {entry!r} is invalid ({why}); CUDA ignores it and every entry"
-                f" after it, so the visible GPUs are: {kept}"
+                f"CUDA_VISIBLE_DEVICES={value!r}: entry {entry!r} {why}; CUDA ignores it and every entry after it,"
+                f" so the visible GPUs are: {kept}"
             )
+        if index in chosen:
+            return (), f"CUDA_VISIBLE_DEVICES={value!r} lists GPU {index} twice, which makes CUDA see no GPU at all"
         chosen.append(index)
     return tuple(chosen), None
 
 
-def _resolve(entry: str, gpus: list[Gpu]) -> tuple[int | None, str]:
-    if entry.upper().startswith("MIG-"):
-        return None, "unresolvable"
-    if entry.upper().startswith("GPU-"):
-        wanted = entry.lower()
-        matches = [g for g in gpus if g.uuid and g.uuid.lower().startswith(wanted)]
-        if len(matches) == 1:
-            return matches[0].index, ""
-        if len(matches) > 1:
-            return None, "the UUID prefix matches several GPUs"
-        if any(g.uuid is None for g in gpus):
-            return None, "unresolvable"
-        return None, "no GPU has this UUID"
-    if entry.isdigit():
-        index = int(entry)
-        if index in {g.index for g in gpus}:
-            return index, ""
-        return None, f"there are {len(gpus)} GPUs, numbered from 0"
-    return None, "not an index or a GPU-<uuid>"
+def _by_index(entry: str, gpus: list[Gpu]) -> tuple[int | None, str]:
+    digits = entry[1:] if entry[:1] in "+-" else entry
+    sign = -1 if entry.startswith("-") else 1
+    lead = len(digits) - len(digits.lstrip("0123456789"))
+    if lead == 0:
+        return None, "is not a GPU index"
+    index = sign * int(digits[:lead])
+    if index < 0:
+        return None, "is negative"
+    if index not in {g.index for g in gpus}:
+        return None, f"is past the last GPU (there are {len(gpus)}, numbered from 0)"
+    return index, ""
+
+
+def _by_uuid(entry: str, gpus: list[Gpu]) -> tuple[int | None, str]:
+    if not entry.startswith("GPU-"):
+        return None, "does not start with GPU- like the first entry"
+    matches = [g for g in gpus if g.uuid and g.uuid.startswith(entry)]
+    if len(matches) > 1:
+        return None, "is a UUID prefix that matches several GPUs"
+    if not matches:
+        return None, "matches no GPU's UUID"
+    return matches[0].index, ""
