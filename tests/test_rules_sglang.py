@@ -73,6 +73,17 @@ def test_newest_list_matches_reference():
     }  # fmt: skip
 
 
+def test_adding_a_release_is_one_row(monkeypatch):
+    row = sglang.FusionRow("0.5.19", "0.5.19", ("NewMoeForCausalLM",), sglang.V0514, sglang.BACKEND_FLAG,
+                           sglang.OFF_V0512, sglang.OVERRIDES, "hypothetical")  # fmt: skip
+    monkeypatch.setattr(sglang, "FUSION_TABLE", (*sglang.FUSION_TABLE, row))
+    assert sglang._expand(row) == ("0.5.19",)
+    s = scenario("b300-8", arch_model("NewMoeForCausalLM"))
+    assert fusion(s, "0.5.19").state == AUTO_ENABLED
+    assert failed(fusion(s, "0.5.18")) == {"architecture"}
+    assert len(sglang.architectures(row)) == 18
+
+
 # Every row's additions: auto-enabled from the row's first release, architecture condition failed in the release before.
 ADDITIONS = [(row.first, arch) for row in sglang.FUSION_TABLE for arch in row.added]
 

@@ -48,10 +48,6 @@ MOE_RUNNER_BACKEND = "--moe-runner-backend"
 FUSE_MAX_TOKENS = 2048  # FUSE_ALLREDUCE_MAX_BATCH_SIZE: workspaces are pre-allocated for this many tokens
 LOG_LINE = "Auto-enabling FlashInfer AllReduce Fusion on SM90/SM10X for {arch}"
 
-# Every modelled release, for the release matrix (oldest first).
-RELEASES = tuple(f"0.5.{n}" for n in range(7, 19))
-NEWEST = RELEASES[-1]
-OLDEST = RELEASES[0]
 
 
 # -- GPU predicates ----------------------------------------------------------------------------------------------------
@@ -277,6 +273,18 @@ FUSION_TABLE: tuple[FusionRow, ...] = (
 # fmt: on
 
 
+def _expand(row: FusionRow) -> tuple[str, ...]:
+    """"0.5.14".."0.5.17" -> each patch release in between."""
+    first, last = parse_release(row.first), parse_release(row.last)
+    return tuple(release_text((*first[:2], n)) for n in range(first[2], last[2] + 1))
+
+
+# Every modelled release, for the release matrix (oldest first); derived from the table, so a new row is all it takes.
+RELEASES = tuple(r for row in FUSION_TABLE for r in _expand(row))
+NEWEST = RELEASES[-1]
+OLDEST = RELEASES[0]
+
+
 class ReleaseError(ValueError):
     """An SGLang version the tables cannot model; the message is one line naming the fix."""
 
@@ -365,6 +373,9 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
             notes.append("auto-enabled silently (no log line before v0.5.10)")
         if s.tp <= 1:
             notes.append("with tp 1 the flag is set but no layer uses the fused kernel (it needs tp_size > 1)")
+        if s.model.architecture.startswith("Deepseek"):
+            notes.append("DeepSeek with context-parallel prefill declares DP attention or an a2a backend itself,"
+                         " which blocks the auto-enable")  # fmt: skip
     if enabled:
         notes.extend(_runtime_notes(s, row, value))
     elif state == NOT_ENABLED and any(r.id == "architecture" and r.ok is False for r in results):
