@@ -1,10 +1,9 @@
-"""The host: hostname, OS, Python, CPU count, each learned on its own."""
+"""The host: hostname, OS, Python, CPU count, each learned on its own (os and sys only: cheap to import)."""
 
 from __future__ import annotations
 
 import os
-import platform
-import socket
+import sys
 
 from advisor.facts import Host
 
@@ -13,9 +12,9 @@ def probe_host() -> Host:
     unknown: dict[str, str] = {}
     values: dict[str, object] = {}
     for name, read in (
-        ("hostname", socket.gethostname),
+        ("hostname", lambda: os.uname().nodename),
         ("os", _os_text),
-        ("python", platform.python_version),
+        ("python", lambda: "{}.{}.{}".format(*sys.version_info[:3])),
         ("cpu_count", os.cpu_count),
     ):
         try:
@@ -26,6 +25,6 @@ def probe_host() -> Host:
 
 
 def _os_text() -> str:
-    """Like platform.platform() ("Linux-6.8.0-87-generic-x86_64"), without reading the interpreter binary for libc."""
-    uname = platform.uname()
-    return f"{uname.system}-{uname.release}-{uname.machine}"
+    """Like platform.platform() without the libc part: "Linux-6.8.0-87-generic-x86_64"."""
+    uname = os.uname()
+    return f"{uname.sysname}-{uname.release}-{uname.machine}"
