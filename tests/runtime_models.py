@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 TINY = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16}
@@ -71,6 +72,21 @@ def save_tiny_model(kind: str, path: Path) -> Path:
     vocab = model.config.get_text_config().vocab_size
     build_byte_tokenizer(max(vocab, 259)).save(str(path / "tokenizer.json"))
     return path
+
+
+ATOL = 2e-4  # float32 runtime vs transformers; observed differences are about 3e-6 with logits of std ~1.2
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("tiny-models")
+    return {kind: save_tiny_model(kind, root / kind) for kind in MODELS}
+
+
+@pytest.fixture(scope="session")
+def references() -> dict:
+    """transformers' logits and 16 greedy tokens per model for PROMPTS."""
+    return {kind: hf_reference(build_hf_model(kind), PROMPTS) for kind in MODELS}
 
 
 PROMPTS = [[5, 17, 42, 99, 3, 8, 250 % 251, 11], [7, 7, 123, 45]]

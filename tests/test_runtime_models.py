@@ -4,26 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from runtime_models import MODELS, PROMPTS, build_hf_model, hf_reference, open_runtime, runtime_logits, save_tiny_model
+from runtime_models import ATOL, MODELS, PROMPTS, open_runtime, references, runtime_logits, tiny_models  # noqa: F401
 
 from launcher.runtime.engine import SamplingParams
 
-ATOL = 2e-4
-
-
-@pytest.fixture(scope="session")
-def tiny_models(tmp_path_factory) -> dict:
-    root = tmp_path_factory.mktemp("tiny-models")
-    return {kind: save_tiny_model(kind, root / kind) for kind in MODELS}
-
-
-@pytest.fixture(scope="session")
-def references() -> dict:
-    return {kind: hf_reference(build_hf_model(kind), PROMPTS) for kind in MODELS}
-
 
 @pytest.mark.parametrize("kind", MODELS)
-def test_logits_and_greedy_tokens_match_transformers(kind, tiny_models, references):
+def test_logits_and_greedy_tokens_match_transformers(kind, tiny_models, references):  # noqa: F811
     engine = open_runtime(tiny_models[kind])
     hf_logits, hf_tokens = references[kind]
     for ours, theirs in zip(runtime_logits(engine, PROMPTS), hf_logits, strict=True):

@@ -44,10 +44,11 @@ def init_parallel(device_kind: torch.device) -> ParallelContext:
     else:
         device = torch.device("cpu")
     group = None
-    if world > 1 or "RANK" in os.environ:
+    if (world > 1 or "RANK" in os.environ) and not dist.is_initialized():
         backend = "nccl" if device.type == "cuda" else "gloo"
         kwargs = {"device_id": device} if device.type == "cuda" else {}
         dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(minutes=10), **kwargs)
+    if dist.is_initialized():
         group = dist.group.WORLD
     return ParallelContext(rank, world, local_rank, device, group if world > 1 else None)
 

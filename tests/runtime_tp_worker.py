@@ -1,0 +1,38 @@
+"""Run under torchrun by tests/test_runtime_tp.py: each rank loads every tiny checkpoint at tp = WORLD_SIZE and saves
+its logits and tokens to OUT/rank<R>.pt, so the test can compare them with transformers and across ranks.
+
+usage: python -m torch.distributed.run --nproc-per-node 2 tests/runtime_tp_worker.py OUT MODEL_DIR...
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from runtime_models import PROMPTS, open_runtime, runtime_logits  # noqa: E402
+
+from launcher.runtime.engine import SamplingParams  # noqa: E402
+
+
+def main() -> None:
+    out, model_dirs = Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]]
+    results = {}
+    for model_dir in model_dirs:
+        engine = open_runtime(model_dir)
+        results[model_dir.name] = {
+            "logits": runtime_logits(engine, PROMPTS),
+            "greedy": engine.generate(PROMPTS, SamplingParams(max_tokens=16, ignore_eos=True)),
+            "sampled": engine.generate(PROMPTS, SamplingParams(max_tokens=8, temperature=1.0, top_p=0.9, seed=7)),
+            "kv_heads": engine.model.layers[0].attn.num_kv_heads,
+            "vocab_rows": engine.model.embed.weight.shape[0],
+        }
+    torch.save(results, out / f"rank{os.environ['RANK']}.pt")
+
+
+if __name__ == "__main__":
+    main()
