@@ -70,6 +70,10 @@ class AdvisorApp(App[None]):
         for run in self.live_runs():
             run.stop()
 
+    def on_unmount(self) -> None:
+        # However the app ends (quit, ctrl+c, an exception, a test harness), no engine outlives it.
+        self.stop_all_runs()
+
     async def action_quit(self) -> None:
         if self.live_runs():
             self.notify("Stopping the engine before quitting…", timeout=3)

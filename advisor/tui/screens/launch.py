@@ -61,6 +61,9 @@ class LaunchScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        if self.plan.intent.engine == "bundled":  # torchrun ranks are known up front; others appear as they log
+            for rank in range(max(1, self.plan.intent.tp // max(1, self.plan.intent.nnodes))):
+                self._rank_log(rank)
         self._show_command()
         self._show_state()
         self.set_interval(FLUSH_S, self._flush)
