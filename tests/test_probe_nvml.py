@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import types
 
 import pynvml
@@ -195,3 +196,38 @@ def test_probe_nvml_passes_p2p_index_as_a_plain_int():
 def test_bus_ids_normalise():
     assert normalize_bus_id("00000000:1A:00.0") == normalize_bus_id("0000:1a:00.0") == "0000:1a:00.0"
     assert normalize_bus_id(None) is None
+
+
+def test_the_fake_mirrors_the_real_bindings_signatures():
+    """Every pynvml function the probe calls exists in the installed nvidia-ml-py with the arity the fake uses."""
+    import inspect
+
+    fake = FakeNvml(load_profile("h200-8"))
+    called = {name for name in dir(FakeNvml) if name.startswith("nvml")}
+    assert len(called) >= 18
+    for name in sorted(called):
+        real = inspect.signature(getattr(pynvml, name))
+        mine = inspect.signature(getattr(fake, name))
+        required = [p for p in real.parameters.values() if p.default is inspect.Parameter.empty]
+        assert len(required) == len(mine.parameters), name
+    assert isinstance(pynvml.c_nvmlGpuFabricInfoV_t(), type(fake.c_nvmlGpuFabricInfoV_t()))
+    assert pynvml.NVML_P2P_CAPS_INDEX_NVLINK == 2 and pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH == 2
+
+
+def test_fabric_with_an_all_zero_cluster_uuid():
+    from dataclasses import replace
+
+    from advisor.facts import Fabric
+
+    h100 = load_profile("h100-sxm-8")
+    hopper = replace(h100, topology=replace(h100.topology, fabric=Fabric(state="completed", clique_id=0)))
+    fabric = probe(FakeNvml(hopper)).topology.fabric
+    assert fabric.state == "completed" and fabric.cluster_uuid is None
+    assert fabric.unknown == {"cluster_uuid": "NVML reports an all-zero cluster UUID"}
+
+
+def test_without_nvidia_ml_py(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml now raises ImportError
+    facts = probe_live(environ={})
+    assert facts.driver.available is False and "pip install nvidia-ml-py" in facts.driver.reason
+    assert facts.errors[-1].probe == "nvml.import" and facts.host.hostname
