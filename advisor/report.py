@@ -336,21 +336,22 @@ def decisions_renderable(plan: Plan, console: Console) -> RenderableType:
 
 def problems_renderable(problems: tuple[Problem, ...], console: Console) -> RenderableType:
     from rich.console import Group
+    from rich.table import Table
     from rich.text import Text
 
-    parts: list[Any] = []
+    if not problems:
+        return _section("Problems", Text("none", style="green"), console)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
     for problem in sorted(problems, key=lambda p: SEVERITIES.index(p.severity) if p.severity in SEVERITIES else 9):
-        line = Text()
-        line.append(f"{problem.severity:<8}", style=SEVERITY_STYLES.get(problem.severity, ""))
-        line.append(f"{problem.message}  ")
-        line.append(f"[{problem.id}]", style="dim")
-        parts.append(line)
-        parts.append(Text(f"        fix: {problem.fix}"))
+        message = Text(problem.message)
+        message.append(f"  [{problem.id}]", style="dim")
+        lines = [message, Text(f"fix: {problem.fix}")]
         if problem.source:
-            parts.append(Text(f"        source: {problem.source}", style="dim italic"))
-    if not parts:
-        parts.append(Text("none", style="green"))
-    return _section("Problems", Group(*parts), console)
+            lines.append(Text(f"source: {problem.source}", style="dim italic"))
+        grid.add_row(Text(problem.severity, style=SEVERITY_STYLES.get(problem.severity, "")), Group(*lines))
+    return _section("Problems", grid, console)
 
 
 def command_renderable(plan: Plan, console: Console) -> RenderableType:

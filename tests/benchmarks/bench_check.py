@@ -4,11 +4,15 @@
 
 Goal (issue 4): under 6x `python -c pass` and under 0.1x `python -c "import torch"`. Each command runs N times
 (interleaved, so machine noise hits all of them alike); the median is reported.
+
+Bytecode: the commands run with PYTHONDONTWRITEBYTECODE unset, so the warm-up run writes the .pyc files that an installed
+package has (pip compiles them at install time); otherwise every run would recompile advisor's modules from source.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -27,9 +31,12 @@ def advisor_argv() -> list[str]:
     return [found] if found else [sys.executable, "-m", "advisor"]
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(argv: list[str]) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1):  # 1 = the plan found errors, still a complete run
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
