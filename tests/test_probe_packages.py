@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from advisor.probe import probe_live
-from advisor.probe.packages import PythonProbeError, probe_packages, probe_python
+from advisor.probe.packages import PythonProbeError, probe_packages, probe_python, python_facts
 
 BUILD_META = '"""Build metadata."""\n__version__ = "{}"\n__git_commit__ = "abc"\n'
 # flashinfer/version.py as 0.6.x-0.7.x ship it: the version comes from _build_meta.py, with a fallback.
@@ -221,6 +221,15 @@ def test_probe_python_error_cases(tmp_path):
     slow.chmod(0o755)
     with pytest.raises(PythonProbeError, match=r"no answer within 0.3 s"):
         probe_python(str(slow), timeout=0.3)
+
+
+def test_a_bare_name_is_looked_up_on_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    name = Path(sys.executable).name
+    version, executable, _ = python_facts(name)
+    assert version == platform.python_version()
+    with pytest.raises(PythonProbeError, match="not found on PATH"):
+        probe_python("python-that-does-not-exist")
 
 
 def test_probe_live_with_a_bad_python_raises_the_one_line_error(tmp_path):

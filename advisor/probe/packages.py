@@ -36,6 +36,13 @@ def python_facts(executable: str, timeout: float = 20) -> tuple[str, str, tuple[
     """(Python version, sys.executable, packages) of the interpreter at ``executable``."""
     fix = "pass --python the path of a Python >= 3.8 interpreter, e.g. /opt/venv/bin/python"
     exe = os.path.expanduser(executable)
+    if os.sep not in exe and not (os.altsep and os.altsep in exe):
+        import shutil
+
+        found = shutil.which(exe)  # a bare name such as "python3.12" is looked up on PATH, as a shell would
+        if found is None:
+            raise PythonProbeError(f"--python {executable}: not found on PATH; {fix}")
+        exe = found
     if not os.path.exists(exe):
         raise PythonProbeError(f"--python {executable}: no such file; {fix}")
     if os.path.isdir(exe):
