@@ -1,0 +1,474 @@
+"""The real server, started as users start it, driven with the `openai` client and raw HTTP.
+
+tp 1: `python -m launcher.runtime --mode serve --model demo --port 0`; tp 2: the same under torchrun with gloo on CPU.
+Each server is started once per module (they take seconds to load) and its whole process tree is killed at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import psutil
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+READY = re.compile(r"^ready: (http://\S+)$")
+MODEL = "demo"
+MAX_BATCH = 8
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--max-restarts", "0"]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+
+
+class Server:
+    """A server process whose output is drained by a thread (so it never blocks on a full pipe)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.lines: list[str] = []
+        self.url: str | None = None
+        self._ready = threading.Event()
+        self.proc = subprocess.Popen(
+            argv, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            match = READY.match(line.strip())
+            if match and self.url is None:
+                self.url = match.group(1)
+                self._ready.set()
+        self._ready.set()  # exited
+
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_ready(self, timeout: float = 180) -> str:
+        self._ready.wait(timeout)
+        if self.url is None:
+            self.kill()
+            pytest.fail(f"server did not print 'ready:' ({' '.join(self.argv)}):\n{self.output()[-3000:]}")
+        return self.url
+
+    def wait_exit(self, timeout: float) -> int:
+        rc = self.proc.wait(timeout)
+        self._reader.join(5)
+        return rc
+
+    def kill(self) -> None:
+        """Kill the whole tree (torchrun and its workers), children first."""
+        try:
+            parent = psutil.Process(self.proc.pid)
+            procs = parent.children(recursive=True) + [parent]
+        except psutil.NoSuchProcess:
+            procs = []
+        for proc in procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.kill()
+        psutil.wait_procs(procs, timeout=10)
+        if self.proc.poll() is None:
+            self.proc.wait(10)
+
+
+def runtime_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "launcher.runtime", "--model", MODEL, *args]
+
+
+def run_generate(*args: str, tp: int = 1) -> subprocess.Popen:
+    base = runtime_argv("--mode", "generate", "--json", "--temperature", "0", *args)
+    argv = base if tp == 1 else [*TORCHRUN, "--nproc-per-node", str(tp), "-m", *base[2:], "--tp-size", str(tp)]
+    return subprocess.Popen(argv, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def generate_results(proc: subprocess.Popen) -> list[dict]:
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def client(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def metric(url: str, sample: str) -> float:
+    """The value of one sample line of /metrics (0 when absent)."""
+    text = httpx.get(f"{url}/metrics", timeout=30).text
+    for line in text.splitlines():
+        if line.startswith(sample + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def wait_for(predicate, timeout: float = 60, interval: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+@pytest.fixture(scope="module")
+def tp1() -> Iterator[Server]:
+    server = Server(runtime_argv("--mode", "serve", "--port", "0", "--max-batch-size", str(MAX_BATCH)))
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.kill()
+
+
+@pytest.fixture(scope="module")
+def tp2() -> Iterator[Server]:
+    argv = [*TORCHRUN, "--nproc-per-node", "2", "-m", "launcher.runtime", "--model", MODEL, "--tp-size", "2"]
+    server = Server([*argv, "--mode", "serve", "--port", "0", "--max-batch-size", "2", "--max-queue", "2"])
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.kill()
+
+
+# --- tp 1 ----------------------------------------------------------------------------------------------------------
+
+
+def test_ready_line_health_models_and_metrics(tp1: Server) -> None:
+    url = tp1.url
+    assert url is not None and url.startswith("http://127.0.0.1:")
+    assert httpx.get(f"{url}/health").json() == {"status": "ok"}
+    models = client(url).models.list()
+    assert [m.id for m in models.data] == [MODEL]
+    response = httpx.get(f"{url}/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    assert 'tp_runtime_allreduce_strategy{strategy="torch"} 1' in response.text
+    assert f"tp_runtime_max_batch_size {MAX_BATCH}" in response.text
+
+
+def test_greedy_completions_and_chat_equal_generate_mode(tp1: Server) -> None:
+    prompts = ["Tensor parallelism splits every layer", "hello world"]
+    plain = run_generate(*[a for p in prompts for a in ("--prompt", p)], "--max-tokens", "12")
+    chat = run_generate("--chat", "--prompt", "Say hi", "--max-tokens", "10")
+    api = client(tp1.url)
+    for prompt, expected in zip(prompts, generate_results(plain), strict=True):
+        done = api.completions.create(model=MODEL, prompt=prompt, max_tokens=12, temperature=0)
+        choice = done.choices[0]
+        assert choice.text == expected["text"]
+        stop_token = 1 if choice.finish_reason == "stop" else 0  # counted, but not part of the text
+        assert done.usage.completion_tokens == len(expected["token_ids"]) + stop_token
+        assert done.usage.total_tokens == done.usage.prompt_tokens + done.usage.completion_tokens
+        streamed = api.completions.create(model=MODEL, prompt=prompt, max_tokens=12, temperature=0, stream=True)
+        assert "".join(c.choices[0].text for c in streamed if c.choices) == expected["text"]
+    (expected,) = generate_results(chat)
+    reply = api.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Say hi"}], max_tokens=10, temperature=0
+    )
+    assert reply.choices[0].message.role == "assistant"
+    assert reply.choices[0].message.content == expected["text"]
+    chunks = list(
+        api.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "Say hi"}],
+            max_tokens=10,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == expected["text"]
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == reply.choices[0].finish_reason
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == reply.usage.completion_tokens
+    assert chunks[-1].usage.prompt_tokens == reply.usage.prompt_tokens
+
+
+def test_stop_strings_cut_the_text_streamed_and_not(tp1: Server) -> None:
+    api = client(tp1.url)
+    # The demo model writes random bytes; pick a prompt whose greedy text has two printable characters to stop at.
+    for prompt in ("abc", "1 2 3", "hello world", "stop here"):
+        full = api.completions.create(
+            model=MODEL, prompt=prompt, max_tokens=16, temperature=0, extra_body={"ignore_eos": True}
+        )
+        text = full.choices[0].text
+        starts = [
+            i for i in range(1, len(text) - 1) if text[i : i + 2].isprintable() and "\ufffd" not in text[i : i + 2]
+        ]
+        if starts:
+            break
+    else:
+        pytest.fail("no greedy demo output with a printable pair of characters")
+    stop = text[starts[0] : starts[0] + 2]
+    expected = text[: text.find(stop)]
+    cut = api.completions.create(
+        model=MODEL, prompt=prompt, max_tokens=16, temperature=0, stop=[stop, "never"], extra_body={"ignore_eos": True}
+    )
+    assert cut.choices[0].text == expected and cut.choices[0].finish_reason == "stop"
+    assert cut.usage.completion_tokens < 16
+    streamed = api.completions.create(
+        model=MODEL,
+        prompt=prompt,
+        max_tokens=16,
+        temperature=0,
+        stop=stop,
+        stream=True,
+        extra_body={"ignore_eos": True},
+    )
+    chunks = [c.choices[0] for c in streamed]
+    assert "".join(c.text for c in chunks) == expected and chunks[-1].finish_reason == "stop"
+
+
+def test_max_tokens_length_and_seeded_sampling(tp1: Server) -> None:
+    api = client(tp1.url)
+    done = api.completions.create(
+        model=MODEL, prompt=[5, 6, 7], max_tokens=5, temperature=0, extra_body={"ignore_eos": True}
+    )
+    assert done.choices[0].finish_reason == "length" and done.usage.completion_tokens == 5
+    assert done.usage.prompt_tokens == 3
+    first, second = (
+        api.completions.create(model=MODEL, prompt="dice", max_tokens=8, temperature=1.0, top_p=0.9, seed=7)
+        for _ in range(2)
+    )
+    assert first.choices[0].text == second.choices[0].text
+
+
+BAD_REQUESTS = [
+    # (what, path, raw body, status, error code)
+    ("malformed JSON", "/v1/completions", b'{"prompt": "x",', 400, "invalid_json"),
+    ("empty body", "/v1/chat/completions", b"", 400, "invalid_json"),
+    ("not an object", "/v1/completions", b'["x"]', 422, "invalid_type"),
+    ("wrong type", "/v1/completions", json.dumps({"prompt": "x", "max_tokens": "5"}).encode(), 422, "int_type"),
+    ("wrong type", "/v1/chat/completions", json.dumps({"messages": "hi"}).encode(), 422, "list_type"),
+    ("negative max_tokens", "/v1/completions", json.dumps({"prompt": "x", "max_tokens": -3}).encode(), 422, None),
+    (
+        "huge max_tokens",
+        "/v1/completions",
+        json.dumps({"prompt": "x", "max_tokens": 10**9}).encode(),
+        400,
+        "context_length_exceeded",
+    ),
+    (
+        "prompt too long",
+        "/v1/completions",
+        json.dumps({"prompt": "a" * 5000, "max_tokens": 1}).encode(),
+        400,
+        "context_length_exceeded",
+    ),
+    (
+        "unknown model",
+        "/v1/completions",
+        json.dumps({"model": "gpt-9", "prompt": "x"}).encode(),
+        404,
+        "model_not_found",
+    ),
+    (
+        "unknown model",
+        "/v1/chat/completions",
+        json.dumps({"model": "gpt-9", "messages": [{"role": "user", "content": "x"}]}).encode(),
+        404,
+        "model_not_found",
+    ),
+    ("n=2", "/v1/completions", json.dumps({"prompt": "x", "n": 2}).encode(), 422, None),
+    (
+        "token id outside the vocabulary",
+        "/v1/completions",
+        json.dumps({"prompt": [1, 10**7]}).encode(),
+        422,
+        "invalid_token_id",
+    ),
+    ("unknown path", "/v1/embeddings", b"{}", 404, "not_found"),
+]
+
+
+@pytest.mark.parametrize(("what", "path", "body", "status", "code"), BAD_REQUESTS, ids=[r[0] for r in BAD_REQUESTS])
+def test_each_bad_request_gets_its_status_and_the_next_good_one_succeeds(
+    tp1: Server, what: str, path: str, body: bytes, status: int, code: str | None
+) -> None:
+    response = httpx.post(f"{tp1.url}{path}", content=body, headers={"Content-Type": "application/json"}, timeout=60)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"]
+    if code is not None:
+        assert error["code"] == code
+    good = client(tp1.url).completions.create(model=MODEL, prompt="still alive?", max_tokens=2)
+    assert good.choices[0].finish_reason in ("length", "stop")
+
+
+def test_openai_client_raises_the_matching_errors(tp1: Server) -> None:
+    api = client(tp1.url)
+    with pytest.raises(openai.NotFoundError):
+        api.completions.create(model="no-such-model", prompt="x", max_tokens=2)
+    with pytest.raises(openai.UnprocessableEntityError):
+        api.completions.create(model=MODEL, prompt="x", max_tokens=-1)
+    with pytest.raises(openai.BadRequestError, match="maximum context length"):
+        api.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}], max_tokens=10**6)
+    assert api.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}], max_tokens=2).choices
+
+
+def test_200_requests_at_concurrency_16_all_succeed_in_shared_batches(tp1: Server) -> None:
+    url = tp1.url
+    before = metric(url, 'tp_runtime_requests_total{endpoint="/v1/completions",status="200"}')
+    running_seen: list[float] = []
+    finished = threading.Event()
+
+    def watch_batch() -> None:
+        while not finished.is_set():
+            running_seen.append(metric(url, "tp_runtime_running_requests"))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch_batch, daemon=True)
+    watcher.start()
+
+    async def main() -> list[str]:
+        api = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=300)
+        gate = asyncio.Semaphore(16)
+
+        async def one(i: int) -> str:
+            async with gate:
+                if i % 4 == 3:
+                    reply = await api.chat.completions.create(
+                        model=MODEL, messages=[{"role": "user", "content": f"request {i}"}], max_tokens=4
+                    )
+                    return reply.choices[0].finish_reason
+                if i % 2:
+                    stream = await api.completions.create(model=MODEL, prompt=f"request {i}", max_tokens=4, stream=True)
+                    reasons = [c.choices[0].finish_reason async for c in stream]
+                    return reasons[-1]
+                done = await api.completions.create(model=MODEL, prompt=f"request {i}", max_tokens=4)
+                return done.choices[0].finish_reason
+
+        try:
+            return await asyncio.gather(*(one(i) for i in range(200)))
+        finally:
+            await api.close()
+
+    try:
+        reasons = asyncio.run(main())
+    finally:
+        finished.set()
+        watcher.join(10)
+    assert len(reasons) == 200 and set(reasons) <= {"length", "stop"}
+    after = metric(url, 'tp_runtime_requests_total{endpoint="/v1/completions",status="200"}')
+    assert after - before == 150
+    assert max(running_seen) > 1, "requests never shared a batch"
+    assert max(running_seen) <= MAX_BATCH
+    assert wait_for(lambda: metric(url, "tp_runtime_running_requests") == 0)
+
+
+def test_client_disconnect_aborts_the_sequence(tp1: Server) -> None:
+    url = tp1.url
+    aborted = 'tp_runtime_aborted_requests_total{reason="client_disconnect"}'
+    before = metric(url, aborted)
+    body = {"model": MODEL, "prompt": "go on forever", "max_tokens": 1500, "ignore_eos": True, "stream": True}
+    with httpx.stream("POST", f"{url}/v1/completions", json=body, timeout=60) as response:
+        assert response.status_code == 200
+        lines = response.iter_lines()
+        assert next(line for line in lines if line.startswith("data: "))
+    assert wait_for(lambda: metric(url, aborted) == before + 1, timeout=30)
+    assert wait_for(lambda: metric(url, "tp_runtime_running_requests") == 0, timeout=30)
+    with pytest.raises(httpx.ReadTimeout):  # non-streamed: the client gives up waiting
+        httpx.post(f"{url}/v1/completions", json={**body, "stream": False}, timeout=httpx.Timeout(60, read=1.0))
+    assert wait_for(lambda: metric(url, aborted) == before + 2, timeout=30)
+    assert wait_for(lambda: metric(url, "tp_runtime_running_requests") == 0, timeout=30)
+    assert client(url).completions.create(model=MODEL, prompt="next", max_tokens=2).choices
+
+
+def test_port_in_use_and_non_loopback_host_are_one_line_errors(tp1: Server) -> None:
+    port = tp1.url.rsplit(":", 1)[1]
+    same_port = subprocess.Popen(
+        runtime_argv("--mode", "serve", "--port", port), cwd=REPO, env=_env(), stderr=subprocess.PIPE, text=True
+    )
+    public = subprocess.Popen(
+        runtime_argv("--mode", "serve", "--host", "0.0.0.0"), cwd=REPO, env=_env(), stderr=subprocess.PIPE, text=True
+    )
+    _, err = same_port.communicate(timeout=180)
+    assert same_port.returncode == 1 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"error: 127.0.0.1:{port} is already in use; stop the other server or pick another --port"
+    )
+    _, err = public.communicate(timeout=180)
+    assert public.returncode == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("error: --host 0.0.0.0 is not a loopback address")
+    assert httpx.get(f"{tp1.url}/health").status_code == 200
+
+
+def test_sigterm_shuts_down_gracefully(tp1: Server) -> None:
+    # Runs last for this server (module order): stops it.
+    tp1.proc.send_signal(signal.SIGTERM)
+    assert tp1.wait_exit(timeout=60) == 0, tp1.output()[-2000:]
+    assert "Traceback" not in tp1.output()
+
+
+# --- tp 2 under torchrun -------------------------------------------------------------------------------------------
+
+
+def test_tp2_completions_and_chat_equal_generate_mode(tp2: Server) -> None:
+    generated = run_generate("--prompt", "Tensor parallelism", "--max-tokens", "8", tp=2)
+    api = client(tp2.url)
+    done = api.completions.create(model=MODEL, prompt="Tensor parallelism", max_tokens=8, temperature=0)
+    streamed = api.completions.create(
+        model=MODEL, prompt="Tensor parallelism", max_tokens=8, temperature=0, stream=True
+    )
+    assert "".join(c.choices[0].text for c in streamed) == done.choices[0].text
+    (expected,) = generate_results(generated)
+    assert done.choices[0].text == expected["text"]
+    chat = api.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=6)
+    chunks = api.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=6, stream=True
+    )
+    assert chat.usage.completion_tokens >= 1
+    assert [c.choices[0].finish_reason for c in chunks][-1] in ("length", "stop")
+    assert "tp_runtime_tensor_parallel_size 2" in httpx.get(f"{tp2.url}/metrics").text
+
+
+def test_tp2_full_queue_answers_503_with_retry_after_then_recovers(tp2: Server) -> None:
+    url = tp2.url
+    body = {"model": MODEL, "prompt": "busy", "max_tokens": 24, "ignore_eos": True}
+
+    async def burst() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=120) as http:
+            return await asyncio.gather(*(http.post(f"{url}/v1/completions", json=body) for _ in range(16)))
+
+    responses = asyncio.run(burst())
+    statuses = sorted(r.status_code for r in responses)
+    assert set(statuses) == {200, 503}, statuses
+    assert statuses.count(200) >= 4  # two running + two queued
+    for response in responses:
+        if response.status_code == 503:
+            assert response.headers["retry-after"] == "1"
+            assert response.json()["error"]["code"] == "queue_full"
+        else:
+            assert response.json()["usage"]["completion_tokens"] == 24
+    assert metric(url, 'tp_runtime_requests_total{endpoint="/v1/completions",status="503"}') == statuses.count(503)
+    bad = httpx.post(f"{url}/v1/completions", json={"prompt": "x", "max_tokens": -1})
+    assert bad.status_code == 422
+    assert client(url).completions.create(model=MODEL, prompt="after the burst", max_tokens=3).choices
+
+
+def test_tp2_sigterm_stops_every_rank(tp2: Server) -> None:
+    workers = psutil.Process(tp2.proc.pid).children(recursive=True)
+    assert len(workers) >= 2
+    tp2.proc.send_signal(signal.SIGTERM)  # torchrun forwards it to the workers
+    tp2.wait_exit(timeout=90)
+    gone, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive
+    assert "lost contact with rank 0" not in tp2.output()
