@@ -86,31 +86,33 @@ class _LinkScan:
     unresolved_reason: str | None = None
 
 
+class _MissingFunction(Exception):
+    """The binding has no such function (an nvidia-ml-py older than the call)."""
+
+
 class _Prober:
     def __init__(self, nvml: Any):
         self.nvml = nvml
         self.errors: list[ProbeError] = []
-        self.nvml_error: type[BaseException] = getattr(nvml, "NVMLError", Exception)
 
-    def call(self, probe: str, fn: str, *args: Any) -> tuple[bool, Any, BaseException | None]:
+    def call(self, fn: str, *args: Any) -> tuple[bool, Any, BaseException | None]:
         """Call nvml.<fn>(*args); never raises. Returns (ok, value, exception)."""
-        try:
-            func = getattr(self.nvml, fn)
-        except AttributeError as exc:
-            return False, None, exc
+        func = getattr(self.nvml, fn, None)
+        if func is None:
+            return False, None, _MissingFunction(fn)
         try:
             return True, func(*args), None
         except Exception as exc:  # noqa: BLE001 - NVMLError subclasses, ctypes errors: all become an unknown field
             return False, None, exc
 
     def reason(self, exc: BaseException | None, fn: str) -> str:
-        if isinstance(exc, AttributeError):
+        if isinstance(exc, _MissingFunction):
             return f"nvidia-ml-py lacks {fn}; upgrade nvidia-ml-py"
         return describe(exc) if exc is not None else "unknown"
 
     def field(self, unknown: dict[str, str], name: str, probe: str, fn: str, *args: Any) -> tuple[bool, Any]:
         """Like call(), recording a failure as unknown[name] and a ProbeError."""
-        ok, value, exc = self.call(probe, fn, *args)
+        ok, value, exc = self.call(fn, *args)
         if not ok:
             unknown[name] = self.reason(exc, fn)
             self.errors.append(ProbeError(probe, f"{fn}: {unknown[name]}"))
@@ -166,7 +168,7 @@ class _Prober:
         )
 
     def mig_mode(self, index: int, handle: Any, unknown: dict[str, str]) -> str | None:
-        ok, value, exc = self.call(f"nvml.gpu[{index}].mig", "nvmlDeviceGetMigMode", handle)
+        ok, value, exc = self.call("nvmlDeviceGetMigMode", handle)
         if ok:
             return "enabled" if value[0] == 1 else "disabled"
         if _kind(exc) == "NotSupported":
@@ -180,7 +182,7 @@ class _Prober:
         p = f"nvml.gpu[{index}].nvlink"
         max_links = getattr(self.nvml, "NVML_NVLINK_MAX_LINKS", MAX_LINKS_FALLBACK)
         for link in range(max_links):
-            ok, state, exc = self.call(p, "nvmlDeviceGetNvLinkState", handle, link)
+            ok, state, exc = self.call("nvmlDeviceGetNvLinkState", handle, link)
             if not ok:
                 if _kind(exc) in ("NotSupported", "InvalidArgument"):
                     continue  # this GPU has no such link (no NVLink at all when every link says so)
@@ -190,8 +192,8 @@ class _Prober:
             if state != 1:
                 continue
             scan.active += 1
-            ok_type, kind, exc_type = self.call(p, "nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
-            ok_pci, remote, exc_pci = self.call(p, "nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
+            ok_type, kind, exc_type = self.call("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
+            ok_pci, remote, exc_pci = self.call("nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
             bus = normalize_bus_id(_text(getattr(remote, "busId", None))) if ok_pci else None
             if ok_type and kind == NVLINK_DEVICE_SWITCH:
                 scan.to_switch += 1
@@ -230,7 +232,7 @@ class _Prober:
         except Exception as exc:  # noqa: BLE001
             reason = describe(exc)
             return Fabric(unknown={"state": reason, "cluster_uuid": reason, "clique_id": reason})
-        ok, _, exc = self.call(p, "nvmlDeviceGetGpuFabricInfoV", handle, ctypes.byref(info))
+        ok, _, exc = self.call("nvmlDeviceGetGpuFabricInfoV", handle, ctypes.byref(info))
         if not ok:
             if _kind(exc) == "NotSupported":
                 return Fabric(state="not supported")  # GPUs outside an NVLink fabric
@@ -285,7 +287,7 @@ class _Prober:
 def probe_nvml(nvml: Any, library: str | None = None) -> NvmlResult:
     """Probe the driver, the GPUs and their topology through ``nvml`` (pynvml or a fake with the same names)."""
     prober = _Prober(nvml)
-    ok, _, exc = prober.call("nvml.init", "nvmlInit")
+    ok, _, exc = prober.call("nvmlInit")
     if not ok:
         kind = _kind(exc)
         if kind in NO_DRIVER:
@@ -300,12 +302,12 @@ def probe_nvml(nvml: Any, library: str | None = None) -> NvmlResult:
     try:
         return _probe_initialised(prober, library)
     finally:
-        prober.call("nvml.shutdown", "nvmlShutdown")
+        prober.call("nvmlShutdown")
 
 
 def _probe_initialised(prober: _Prober, library: str | None) -> NvmlResult:
     driver = prober.driver(library)
-    ok, count, exc = prober.call("nvml.count", "nvmlDeviceGetCount")
+    ok, count, exc = prober.call("nvmlDeviceGetCount")
     if not ok:
         reason = prober.reason(exc, "nvmlDeviceGetCount")
         prober.errors.append(ProbeError("nvml.count", f"nvmlDeviceGetCount: {reason}"))
@@ -318,7 +320,7 @@ def _probe_initialised(prober: _Prober, library: str | None) -> NvmlResult:
     handles: dict[int, Any] = {}
     gpus: list[Gpu] = []
     for index in range(int(count)):
-        ok, handle, exc = prober.call(f"nvml.gpu[{index}]", "nvmlDeviceGetHandleByIndex", index)
+        ok, handle, exc = prober.call("nvmlDeviceGetHandleByIndex", index)
         if not ok:
             reason = prober.reason(exc, "nvmlDeviceGetHandleByIndex")
             prober.errors.append(ProbeError(f"nvml.gpu[{index}]", f"nvmlDeviceGetHandleByIndex: {reason}"))
