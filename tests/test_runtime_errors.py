@@ -1,0 +1,120 @@
+"""Bad checkpoints and bad flags: one clear error naming the tensor, file or fix; the CLI exits 2 without a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from runtime_models import PROMPTS, build_hf_model, open_runtime, runtime_logits, save_tiny_model
+from safetensors.torch import load_file, save_file
+
+from launcher.runtime.errors import RuntimeUsageError, WeightError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory) -> Path:
+    return save_tiny_model("llama", tmp_path_factory.mktemp("err") / "llama")
+
+
+def edited_copy(src: Path, dst: Path, edit) -> Path:
+    shutil.copytree(src, dst)
+    tensors = load_file(str(dst / "model.safetensors"))
+    edit(tensors)
+    save_file(tensors, str(dst / "model.safetensors"), metadata={"format": "pt"})
+    return dst
+
+
+def test_mis_shaped_tensor_is_named(llama_dir, tmp_path):
+    name = "model.layers.1.self_attn.k_proj.weight"
+    bad = edited_copy(llama_dir, tmp_path / "m", lambda t: t.__setitem__(name, torch.zeros(16, 64)))
+    with pytest.raises(WeightError, match=rf"tensor {name} has shape \[16, 64\], expected \[32, 64\]"):
+        open_runtime(bad)
+
+
+def test_missing_tensor_is_named(llama_dir, tmp_path):
+    name = "model.layers.0.mlp.down_proj.weight"
+    bad = edited_copy(llama_dir, tmp_path / "m", lambda t: t.pop(name))
+    with pytest.raises(WeightError, match=rf"tensor {name} is missing"):
+        open_runtime(bad)
+
+
+def test_extra_tensor_is_named(llama_dir, tmp_path):
+    name = "model.layers.0.mlp.surprise.weight"
+    bad = edited_copy(llama_dir, tmp_path / "m", lambda t: t.__setitem__(name, torch.zeros(2)))
+    with pytest.raises(WeightError, match=rf"unexpected tensor {name}"):
+        open_runtime(bad)
+
+
+def test_truncated_file_is_named(llama_dir, tmp_path):
+    bad = shutil.copytree(llama_dir, tmp_path / "m")
+    file = bad / "model.safetensors"
+    file.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
+    with pytest.raises(WeightError, match=r"model\.safetensors"):
+        open_runtime(bad)
+
+
+def test_sharded_checkpoint_with_index_loads_and_missing_shard_is_named(tmp_path):
+    model = build_hf_model("qwen3")
+    model.save_pretrained(tmp_path / "sharded", max_shard_size="60KB")
+    sharded = tmp_path / "sharded"
+    assert (sharded / "model.safetensors.index.json").is_file()
+    shutil.copy(save_tiny_model("qwen3", tmp_path / "single") / "tokenizer.json", sharded)
+    single = runtime_logits(open_runtime(tmp_path / "single"), PROMPTS)
+    assert all(torch.equal(a, b) for a, b in zip(runtime_logits(open_runtime(sharded), PROMPTS), single, strict=True))
+    shard = sorted(sharded.glob("model-*.safetensors"))[-1]
+    shard.unlink()
+    with pytest.raises(WeightError, match=shard.name):
+        open_runtime(sharded)
+
+
+def test_unsupported_architecture_lists_supported_and_points_to_sglang(llama_dir, tmp_path):
+    bad = shutil.copytree(llama_dir, tmp_path / "m")
+    config = json.loads((bad / "config.json").read_text())
+    config["architectures"] = ["MistralForCausalLM"]
+    (bad / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RuntimeUsageError, match=r"MistralForCausalLM is not supported.*Qwen3MoeForCausalLM.*--engine sglang"):
+        open_runtime(bad)
+
+
+def test_tp_that_does_not_divide_heads_is_refused(llama_dir):
+    from launcher.runtime.config import check_tp, load_config
+
+    with pytest.raises(RuntimeUsageError, match="--tp-size 3 does not divide attention heads 4"):
+        check_tp(load_config(llama_dir), 3)
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    full_env.pop("RANK", None), full_env.pop("WORLD_SIZE", None)
+    return subprocess.run([sys.executable, "-m", "launcher.runtime", *args], capture_output=True, text=True, timeout=120,
+                          env=full_env, cwd=REPO)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tp-size", "2"], "error: --tp-size 2 does not equal WORLD_SIZE 1; run it under torchrun with --nproc-per-node 2"),
+        (["--model", "/nonexistent/model"], "error: model directory /nonexistent/model does not exist"),
+    ],
+)
+def test_cli_errors_are_one_line_with_exit_2(args, message):
+    run = run_cli(*args)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == [run.stderr.strip()]
+    assert run.stderr.startswith(message), run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_cli_bad_checkpoint_is_one_line_with_exit_2(llama_dir, tmp_path):
+    bad = edited_copy(llama_dir, tmp_path / "m", lambda t: t.pop("model.norm.weight"))
+    run = run_cli("--model", str(bad), "--log-level", "ERROR")
+    assert run.returncode == 2
+    assert run.stderr.strip() == f"error: tensor model.norm.weight is missing from the checkpoint in {bad}"
