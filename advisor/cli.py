@@ -37,6 +37,23 @@ def _complete_models(ctx, param, incomplete):
     return items
 
 
+def _complete_engine_versions(ctx, param, incomplete):
+    """The modelled releases of the chosen engine (SGLang's when none is chosen yet)."""
+    try:
+        engine = ctx.params.get("engine") or "sglang"
+        if engine == "sglang":
+            from advisor.rules.sglang import RELEASES
+        elif engine == "vllm":
+            from advisor.rules.vllm import NEWEST
+
+            RELEASES = (NEWEST,)  # noqa: N806
+        else:
+            return []
+        return [r for r in reversed(RELEASES) if r.startswith(incomplete)]
+    except Exception:
+        return []
+
+
 # Decision ids of the Contracts; `advisor explain` also accepts any other id the plan has.
 RULE_IDS = ("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend", "memory_defaults")
 
@@ -96,6 +113,7 @@ COMMON_OPTIONS = [
     click.option(
         "--engine-version",
         metavar="X.Y.Z",
+        shell_complete=_complete_engine_versions,
         help="Engine release whose rules apply. Default: the installed one, else the newest modelled release.",
     ),
     click.option("--dtype", default=None, help="Model dtype (bfloat16, float16, float32). Default: the model's."),

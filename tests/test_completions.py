@@ -52,3 +52,4 @@ def test_completes_commands_options_and_values():
     assert "b300-8" in _complete("check --profile", "b3")
     assert "flashinfer_allreduce_fusion" in _complete("explain", "flash")
     assert "Qwen/Qwen3-VL-235B-A22B-Instruct" in _complete("check --model", "Qwen/Qwen3-VL")
+    assert {"0.5.14", "0.5.13"} <= set(_complete("check --engine sglang --engine-version", "0.5.1"))
