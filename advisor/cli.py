@@ -351,11 +351,13 @@ def explain(ctx: click.Context, rule: str, as_json: bool, **_params) -> None:
 @click.option("--python", "python", metavar="PATH", type=click.Path(dir_okay=False), help="Probe another interpreter's packages.")
 @click.option("--profile", metavar="NAME", shell_complete=_complete_profiles, help="Export a simulated machine instead.")
 @click.option("--with-package", "with_package", multiple=True, metavar="NAME==VERSION", help="Override a package version.")
-def probe(as_json: bool, output: str | None, python: str | None, profile: str | None, with_package: tuple[str, ...]) -> None:
+@click.pass_context
+def probe(ctx: click.Context, as_json: bool, output: str | None, **_params) -> None:
     """Probe this machine (GPUs, topology, driver, packages, environment) and show or save the facts."""
     from advisor.context import AdvisorError, Options, load_facts
 
-    facts = load_facts(Options(python=python, profile=profile, with_package=with_package))
+    given = options_from_context(ctx)  # also takes --python/--profile/--with-package given before `probe`
+    facts = load_facts(Options(python=given.python, profile=given.profile, with_package=given.with_package))
     if output:
         try:
             facts.save(output)

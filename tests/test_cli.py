@@ -224,6 +224,11 @@ def test_probe_json_is_valid_facts():
     assert data["topology"]["fabric"]["state"] == "completed"
 
 
+def test_probe_takes_options_given_before_it():
+    data = json.loads(invoke("--profile", "l40s-4", "probe", "--json").stdout)
+    assert data["source"] == "simulated:l40s-4"
+
+
 def test_probe_human_output():
     out = invoke("probe", "--profile", "h100-pcie-2-bridge").stdout
     assert "Machine" in out and "Topology" in out and "Packages" in out
