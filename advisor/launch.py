@@ -103,7 +103,8 @@ def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run
     path = run_dir or spawn.default_run_dir(label)
     _err(f"command: {shlex.join(argv)}")
     _err(f"logs: {path}")
-    run = spawn.start(argv, run_dir=path, on_line=_print_line)
+    printer = _Printer(mute_agent_teardown=spawn.is_torchrun(argv))
+    run = spawn.start(argv, run_dir=path, on_line=printer)
     received: list[int] = []
     try:
         with spawn.forward_signals(run) as received:
@@ -196,15 +197,29 @@ def _check_engine_installed(plan, python: str | None) -> None:
     )
 
 
-def _print_line(line) -> None:
+class _Printer:
     """Rank 0's (or a non-torchrun engine's) stdout as is (completions, JSON lines, "ready: URL"); everything else to
-    stderr, rank-prefixed."""
-    if line.rank in (0, None) and line.stream == "stdout":
-        click.echo(line.text)
-    elif line.rank is None or line.text.startswith("[rank"):
-        _err(line.text)
-    else:
-        _err(f"[rank {line.rank}] {line.text}")
+    stderr, rank-prefixed. Once torchrun starts tearing down (a rank failed, or we forwarded a signal) its own log lines
+    and its Python traceback are muted: they stay in RUN/launcher.log, and we print the one-line summary instead."""
+
+    TEARDOWN = ("failed (exitcode:", "closing signal", "Traceback (most recent call last)", "got signal", "death signal")
+
+    def __init__(self, mute_agent_teardown: bool) -> None:
+        self.mute_agent_teardown = mute_agent_teardown
+        self.muted = False
+
+    def __call__(self, line) -> None:
+        if line.rank is None and self.mute_agent_teardown:
+            if not self.muted and any(marker in line.text for marker in self.TEARDOWN):
+                self.muted = True
+            if self.muted:
+                return
+        if line.rank in (0, None) and line.stream == "stdout":
+            click.echo(line.text)
+        elif line.rank is None or line.text.startswith("[rank"):
+            _err(line.text)
+        else:
+            _err(f"[rank {line.rank}] {line.text}")
 
 
 def _err(text: str) -> None:

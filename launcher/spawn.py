@@ -498,7 +498,8 @@ def _last_error_line(lines: Sequence[str]) -> str | None:
     """The last line that reads like an error (the runtime's own "[rank N] " prefix dropped), else the last line."""
     for line in reversed(lines):
         if _ERROR_LINE.match(line):
-            return _RUNTIME_RANK.sub("", line).strip()
+            text = _RUNTIME_RANK.sub("", line).strip()
+            return text[len("error: ") :] if text.startswith("error: ") else text
     for line in reversed(lines):
         if line.strip():
             return line.strip()
