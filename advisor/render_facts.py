@@ -46,6 +46,13 @@ PROBLEM_PACKAGES = {
 }
 
 
+# Problems about the machine, the layout or the model, never about a package (even when their text names one).
+NOT_ABOUT_PACKAGES = frozenset({
+    "no_gpus", "tp_exceeds_gpus", "tp_not_divisible", "mig_enabled", "weights_exceed_memory", "no_multicast_for_fusion",
+    "no_command", "check_failed", "engine_version_newer",
+})  # fmt: skip
+
+
 def gib(mib: int | None) -> str:
     return "?" if mib is None else f"{mib / 1024:.1f} GiB"
 
@@ -149,9 +156,17 @@ class PackageRow:
 
 def package_rows(facts: Facts, problems: Iterable[Problem] = ()) -> list[PackageRow]:
     """The package table: every watched package, with a status from the plan's problems (errors and warnings)."""
-    involved = packages_named_by(problems, [p.name for p in facts.packages])
+    problems = list(problems)
+    packages = list(facts.packages)
+    # a package a problem needs but the probe did not list at all (live probes list installed packages only)
+    known = {p.name for p in packages}
+    for problem in problems:
+        if problem.severity in ("error", "warning"):
+            packages += [facts.package(n) for n in PROBLEM_PACKAGES.get(problem.id, ()) if n not in known]
+            known.update(PROBLEM_PACKAGES.get(problem.id, ()))
+    involved = packages_named_by(problems, [p.name for p in packages])
     rows = []
-    for pkg in facts.packages:
+    for pkg in sorted(packages, key=lambda p: p.name):
         ids = tuple(involved.get(pkg.name, ()))
         status = (MISMATCH if ids else OK) if pkg.installed else (MISSING if ids else ABSENT)
         rows.append(PackageRow(pkg.name, pkg.version or "-", _package_detail(pkg), status, ids))
@@ -162,7 +177,7 @@ def packages_named_by(problems: Iterable[Problem], names: list[str]) -> dict[str
     """package name -> ids of the error/warning problems concerning it (by id, or by naming it in their message)."""
     out: dict[str, list[str]] = {}
     for problem in problems:
-        if problem.severity not in ("error", "warning"):
+        if problem.severity not in ("error", "warning") or problem.id in NOT_ABOUT_PACKAGES:
             continue
         named = set(PROBLEM_PACKAGES.get(problem.id, ()))
         text = f"{problem.message} {problem.fix}".lower()

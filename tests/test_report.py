@@ -103,12 +103,21 @@ def test_package_statuses_follow_the_problems():
     assert "overridden" in rows["flashinfer-python"].detail
 
 
+def test_a_needed_package_the_probe_did_not_list_is_missing():
+    facts = load_profile("cpu-only")
+    problems = [Problem("sglang_not_installed", "warning", "sglang is not installed here", "`pip install sglang`")]
+    rows = {r.name: r for r in package_rows(facts, problems)}
+    assert rows["sglang"].status == MISSING and rows["sglang"].version == "-"
+    assert "sglang" not in {r.name for r in package_rows(facts, [])}
+
+
 def test_packages_named_by_matches_whole_names_only():
     names = ["torch", "flashinfer-python", "flashinfer-jit-cache", "pynvml", "nvidia-ml-py"]
     problems = [
         Problem("x", "warning", "the runtime uses torch.distributed with gloo", "upgrade flashinfer-jit-cache-sm90a"),
         Problem("y", "error", "the `pynvml` wrapper shadows nvidia-ml-py", "pip uninstall pynvml"),
     ]
+    problems.append(Problem("no_gpus", "warning", "sglang needs NVIDIA GPUs; torch is a CPU build", "use a GPU node"))
     named = packages_named_by(problems, names)
     assert "torch" not in named and "flashinfer-jit-cache" not in named
     assert named["pynvml"] == ["y"] and named["nvidia-ml-py"] == ["y"]
