@@ -75,7 +75,8 @@ DEFAULT_ENV = {
     "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": "[rank${rank}]:",
 }
 
-_PREFIX = re.compile(r"^\[(?:rank|[A-Za-z_]*?)(\d+)\]:\s?(.*)$")
+# "[rank1]:" (our template) or "[default1]:" (torchrun's); not the bare "[0]:" headers of torchrun's failure summary.
+_PREFIX = re.compile(r"^\[(?:rank|[A-Za-z_]+?)(\d+)\]:\s?(.*)$")
 # The bundled runtime's ranks print "ready: URL"; SGLang and vLLM (no rank prefix) serve through uvicorn, which logs
 # "Uvicorn running on URL" once it accepts connections.
 _READY = re.compile(r"\bready: (https?://\S+)")

@@ -210,3 +210,22 @@ def test_leftovers_are_reaped_when_the_child_exits_on_its_own(tmp_path: Path):
     assert run.failure.summary == "ValueError: bad shard" and run.failure.rank is None
     grandchild = int(next(t for t in lines if t.startswith("grandchild")).split()[1])
     assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+
+
+def test_line_prefixes_and_the_uvicorn_ready_line_of_engines_without_ranks(tmp_path: Path):
+    code = (
+        "import sys; "
+        "print('[rank1]: from rank one'); print('[default0]:[rank0]: torch prefix folded'); print('[0]: summary header'); "
+        "print('INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)'); "
+        "print('to stderr', file=sys.stderr)"
+    )
+    lines: list[spawn.LogLine] = []
+    run = spawn.start([sys.executable, "-c", code], run_dir=tmp_path / "run", on_line=lines.append)
+    assert run.wait(30) == 0
+    got = {(ln.rank, ln.text, ln.stream) for ln in lines}
+    assert (1, "from rank one", "stdout") in got
+    assert (0, "torch prefix folded", "stdout") in got
+    assert (None, "[0]: summary header", "stdout") in got
+    assert (None, "to stderr", "stderr") in got
+    assert run.url == "http://127.0.0.1:30000"
+    assert run.state == spawn.EXITED  # ready was passed through on the way
