@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +57,18 @@ def test_completes_commands_options_and_values():
     assert "flashinfer_allreduce_fusion" in _complete("explain", "flash")
     assert "Qwen/Qwen3-VL-235B-A22B-Instruct" in _complete("check --model", "Qwen/Qwen3-VL")
     assert {"0.5.14", "0.5.13"} <= set(_complete("check --engine sglang --engine-version", "0.5.1"))
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash not installed")
+def test_bash_script_completes_through_the_installed_advisor():
+    """Source the shipped script in a real bash and ask it for candidates, as the shell does on TAB."""
+    bindir = Path(sys.executable).parent
+    if not (bindir / "advisor").exists():
+        pytest.skip("the advisor console script is not installed (pip install -e .)")
+    script = (ROOT / "completions" / "advisor.bash").as_posix()
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    words = "advisor check --profile b3"
+    cmd = f'source {script}; COMP_WORDS=({words}); COMP_CWORD=3; _advisor_completion advisor; printf "%s\\n" "${{COMPREPLY[@]}}"'
+    out = subprocess.run(["bash", "-c", cmd], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["b300-8"]
