@@ -14,6 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
@@ -64,7 +65,8 @@ class MainScreen(Screen):
                     yield DecisionTable(id="decisions")
                     yield DetailPane(id="detail")
             with TabPane("Machine", id="machine"):
-                yield MachinePanel(self._profiles, id="machine-panel")
+                # Mounted after the first paint: the plan tab shows first, the hidden tab follows.
+                yield Lazy(MachinePanel(self._profiles, id="machine-panel"))
         yield Footer()
 
     def on_mount(self) -> None:
@@ -118,7 +120,8 @@ class MainScreen(Screen):
             status.update(_status_line(plan))
             table.show_plan(plan)
             self.query_one(CommandBar).show(plan.argv)
-        self.query_one(MachinePanel).show(facts, plan)
+        for panel in self.query(MachinePanel):  # none yet while the lazy tab is still mounting
+            panel.show(facts, plan)
         self.app.plan_shown(evaluation)
 
     # -- form and profile changes --------------------------------------------------------------------------------------
@@ -152,8 +155,9 @@ class MainScreen(Screen):
     def action_switch_tab(self, tab: str) -> None:
         # Focus follows the tab: TabbedContent switches back to whichever pane holds the focused widget.
         self.query_one(TabbedContent).active = tab
-        target = self.query_one(MachinePanel) if tab == "machine" else self.query_one(DecisionTable)
-        target.focus()
+        targets = self.query(MachinePanel) if tab == "machine" else self.query(DecisionTable)
+        if targets:
+            targets.first().focus()
 
     def action_reprobe(self) -> None:
         self.app.session.forget_facts()

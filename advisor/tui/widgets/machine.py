@@ -50,6 +50,9 @@ class MachinePanel(VerticalScroll):
         gpus.add_columns("GPU", "name", "cc", "memory", "MIG", "NVLinks")
         packages = self.query_one("#packages", DataTable)
         packages.add_columns("", "package", "version", "note")
+        evaluation = getattr(self.screen, "evaluation", None)  # mounted lazily: catch up with the plan shown
+        if evaluation is not None:
+            self.show(evaluation.facts, evaluation.plan)
 
     def show(self, facts: Facts | None, plan: Plan | None) -> None:
         if facts is None:
