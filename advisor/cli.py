@@ -222,8 +222,11 @@ class AdvisorGroup(click.Group):
         except click.Abort:
             _fail("aborted", 130)
         except BrokenPipeError:
-            # `advisor check | head`: the reader left; say nothing and keep Python from complaining at exit.
-            sys.stderr.close()
+            # `advisor check | head`: the reader left. Say nothing, and point stdout at /dev/null so that Python's
+            # final flush does not complain either.
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
 
