@@ -221,10 +221,13 @@ def packages_renderable(facts: Facts, problems: tuple[Problem, ...], console: Co
 
     from advisor.render_facts import package_rows
 
+    rows = package_rows(facts, problems)
+    if not rows:
+        return _section("Packages", Text("none of the watched packages is installed", style="yellow"), console)
     table = Table(box=_box(console), show_edge=False, pad_edge=False)
     for col in ("package", "version", "status", "detail"):
         table.add_column(col)
-    for row in package_rows(facts, problems):
+    for row in rows:
         status = row.status + (f" ({', '.join(row.problems)})" if row.problems else "")
         table.add_row(row.name, row.version, Text(status, style=STATUS_STYLES.get(row.status, "")), row.detail)
     return _section("Packages", table, console)
