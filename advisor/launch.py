@@ -104,14 +104,11 @@ def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run
     _err(f"command: {shlex.join(argv)}")
     _err(f"logs: {path}")
     printer = _Printer(mute_agent_teardown=spawn.is_torchrun(argv))
-    run = spawn.start(argv, run_dir=path, on_line=printer)
-    received: list[int] = []
-    try:
-        with spawn.forward_signals(run) as received:
-            code = run.wait()
-    except KeyboardInterrupt:  # a signal that arrived before the handlers were in place
-        run.stop()
-        code = run.returncode
+    with spawn.forward_signals() as forwarder:  # in place before the child exists: no signal slips through
+        run = spawn.start(argv, run_dir=path, on_line=printer)
+        forwarder.attach(run)
+        code = run.wait()
+    received = forwarder.received
     if run.survivors:
         _err(click.style(f"error: processes {run.survivors} could not be stopped; kill them by pid", fg="red"))
     if run.state == spawn.STOPPED:

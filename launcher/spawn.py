@@ -39,8 +39,8 @@ When torchrun reports a failed rank but has not finished its own teardown within
 killed. ``stop()`` sends SIGTERM (or the given signal) to the child's process group, waits, then SIGKILLs the group and
 every tracked descendant, and checks that none is left (``Run.survivors`` lists any that could not be killed).
 
-``forward_signals(run)`` is a context manager for a CLI main thread: SIGINT/SIGTERM while inside it stop the run
-(a second signal kills at once).
+``forward_signals(run=None)`` is a context manager for a CLI main thread: SIGINT/SIGTERM while inside it stop the run
+(a second signal kills at once); enter it before ``start()`` and ``attach(run)`` so no signal slips through.
 
 Thread-safe: every ``Run`` method may be called from any thread.
 """
@@ -418,20 +418,37 @@ def start(
     return run
 
 
+class SignalForwarder:
+    """What ``forward_signals`` yields: the signals received so far, and ``attach(run)`` for a run started inside it."""
+
+    def __init__(self, run: Run | None) -> None:
+        self.received: list[int] = []
+        self._run = run
+
+    def attach(self, run: Run) -> None:
+        """Forward to ``run`` from now on; a signal that arrived before it existed stops it at once."""
+        self._run = run
+        if self.received:
+            run.stop(sig=self.received[0], wait=False)
+
+    def _handle(self, signum, _frame) -> None:
+        self.received.append(signum)
+        if self._run is not None:
+            self._run.stop(sig=signum, wait=False)
+
+
 @contextlib.contextmanager
-def forward_signals(run: Run, signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM)) -> Iterator[list[int]]:
-    """In the main thread: SIGINT/SIGTERM stop ``run`` (sent on to the engine; a second one kills at once).
+def forward_signals(
+    run: Run | None = None, signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM)
+) -> Iterator[SignalForwarder]:
+    """In the main thread: SIGINT/SIGTERM stop the run (sent on to the engine; a second one kills at once).
 
-    Yields the list of signals received, so the caller can pick an exit code (130 for SIGINT)."""
-    received: list[int] = []
-
-    def handler(signum, _frame):
-        received.append(signum)
-        run.stop(sig=signum, wait=False)
-
-    previous = {s: signal.signal(s, handler) for s in signals}
+    Enter it before ``start()`` and ``attach()`` the run, so no signal can slip between starting and forwarding.
+    ``.received`` lists the signals received, so the caller can pick an exit code (130 for SIGINT)."""
+    forwarder = SignalForwarder(run)
+    previous = {s: signal.signal(s, forwarder._handle) for s in signals}
     try:
-        yield received
+        yield forwarder
     finally:
         for s, old in previous.items():
             signal.signal(s, old)

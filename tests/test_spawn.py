@@ -229,3 +229,16 @@ def test_line_prefixes_and_the_uvicorn_ready_line_of_engines_without_ranks(tmp_p
     assert (None, "to stderr", "stderr") in got
     assert run.url == "http://127.0.0.1:30000"
     assert run.state == spawn.EXITED  # ready was passed through on the way
+
+
+def test_a_signal_before_the_run_exists_stops_it_as_soon_as_it_is_attached(tmp_path: Path):
+    before = signal.getsignal(signal.SIGTERM)
+    with spawn.forward_signals() as forwarder:
+        assert signal.getsignal(signal.SIGTERM) != before
+        os.kill(os.getpid(), signal.SIGTERM)  # handled by the forwarder, not by pytest
+        run = spawn.start([sys.executable, "-c", "import time; time.sleep(600)"], run_dir=tmp_path / "run")
+        forwarder.attach(run)
+        assert run.wait(15) is not None
+    assert forwarder.received == [signal.SIGTERM]
+    assert run.state == spawn.STOPPED and run.returncode == -signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) == before  # handlers restored
