@@ -17,7 +17,7 @@ import itertools
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +172,8 @@ class Scheduler:
 
     def _run(self) -> None:
         try:
-            self._loop()
+            with _engine_thread_context(self._engine):
+                self._loop()
             self._fail_all(503, "the server is shutting down")
         except BaseException as exc:
             self.error = exc
@@ -238,3 +239,15 @@ class Scheduler:
         for job in jobs:
             self._deliver(job, Failed(status, message))
         self._metrics.set_load(0, 0)
+
+
+@contextlib.contextmanager
+def _engine_thread_context(engine: Any) -> Iterator[None]:
+    """The CUDA device and grad mode are per thread: give the engine thread what the main thread set up."""
+    import torch
+
+    device = getattr(engine, "device", None)
+    if isinstance(device, torch.device) and device.type == "cuda":
+        torch.cuda.set_device(device)
+    with torch.inference_mode():
+        yield
