@@ -333,9 +333,11 @@ def explain(ctx: click.Context, rule: str, as_json: bool, **_params) -> None:
         data["release_matrix"] = [release_dict(r) for r in matrix]
         click.echo(dumps(data))
         return
-    from advisor.report import decision_renderable, emit, make_console
+    from advisor.report import decision_renderable, emit, make_console, scenario_renderable
 
     console = make_console()
+    emit(console, scenario_renderable(plan, console, machine=True))
+    console.print()
     emit(console, decision_renderable(decision, console, full=True, matrix=matrix))
 
 

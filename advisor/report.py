@@ -233,13 +233,18 @@ def packages_renderable(facts: Facts, problems: tuple[Problem, ...], console: Co
     return _section("Packages", table, console)
 
 
-def scenario_renderable(plan: Plan, console: Console) -> RenderableType:
+def scenario_renderable(plan: Plan, console: Console, machine: bool = False) -> RenderableType:
+    """Engine, model and layout (and, with ``machine``, the one-line machine: for views without the Machine section)."""
     from rich.table import Table
+
+    from advisor.render_facts import gpu_overview
 
     intent, model = plan.intent, plan.model
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
+    if machine:
+        grid.add_row("machine", f"{plan.facts.source}: {gpu_overview(plan.facts)}")
     engine = plan.engine
     rules = engine.get("rules")
     version = engine.get("version") or "?"
@@ -304,12 +309,17 @@ def decision_renderable(
         checklist.add_row(Text(f"  {mark[cond.ok]}", style=style), Group(*lines))
     if decision.conditions:
         parts.append(checklist)
+    extra = Table.grid(padding=(0, 1))
+    extra.add_column(no_wrap=True)
+    extra.add_column()
     if decision.flags:
-        parts.append(Text("  flags: " + shlex.join(decision.flags)))
+        extra.add_row("  flags:", Text(shlex.join(decision.flags)))
     for note in decision.notes:
-        parts.append(Text(f"  note: {note}", style="dim"))
+        extra.add_row(Text("  note:", style="dim"), Text(note, style="dim"))
     if decision.source is not None:
-        parts.append(Text(f"  source: {decision.source}", style="dim italic"))
+        extra.add_row(Text("  source:", style="dim"), Text(str(decision.source), style="dim italic"))
+    if extra.row_count:
+        parts.append(extra)
     if matrix:
         table = Table(box=_box(console), show_edge=False, pad_edge=False, title="release matrix", title_justify="left")
         table.add_column("release")
