@@ -51,8 +51,10 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
 
     Exit codes: the engine's; 1 plan errors (without --force) or engine not installed; 2 usage error; 130 on Ctrl-C.
     """
-    from advisor.context import AdvisorError, make_plan
+    from advisor.context import AdvisorError, exit_code_for, make_plan
 
+    if dist_init_addr is not None and not _is_host_port(dist_init_addr):
+        raise AdvisorError(f"--dist-init-addr expects HOST:PORT (for example 10.0.0.1:29500), got {dist_init_addr!r}", 2)
     options = options_from_context(ctx)
     options = replace(options, overrides=tuple(options.overrides) + tuple(extra), mode=mode or "serve")
     plan = make_plan(options)
@@ -64,7 +66,7 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
     for line in summary_lines(plan):
         echo(line)
     commands = _commands(plan, options.python, dist_init_addr)
-    refused = plan.has_errors and not force
+    refused = exit_code_for(plan, options.strict) != 0 and not force  # errors, or warnings under --strict
 
     if dry_run:
         for rank, argv in enumerate(commands):
@@ -77,9 +79,8 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
 
     if refused:
         count = sum(p.severity == "error" for p in plan.problems)
-        raise AdvisorError(
-            f"not starting: the plan has {count} error(s) (listed above); fix them, or pass --force to start anyway"
-        )
+        what = f"{count} error(s)" if count else "warnings and --strict is set"
+        raise AdvisorError(f"not starting: the plan has {what} (listed above); fix them, or pass --force to start anyway")
     if plan.facts.source != "live":
         raise AdvisorError(
             f"the facts describe another machine ({plan.facts.source}); add --dry-run to see the command, or drop"
@@ -167,6 +168,11 @@ def _why(decision) -> str:
     if decision.conditions:
         return f"{decision.state}: all {len(decision.conditions)} conditions hold"
     return decision.state
+
+
+def _is_host_port(value: str) -> bool:
+    host, sep, port = value.rpartition(":")
+    return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)
 
 
 def _commands(plan, python: str | None, dist_init_addr: str | None) -> list[list[str]]:

@@ -153,3 +153,20 @@ def test_sglang_not_installed_gives_the_install_hint():
 def test_node_rank_out_of_range_is_a_usage_error():
     result = invoke("--dry-run", "--profile", "cpu-only", "--engine", "bundled", "--node-rank", "3")
     assert result.exit_code == 2 and "--node-rank 3" in result.stderr
+
+
+def test_strict_refuses_on_warnings_too():
+    # flashinfer-python 0.6.12 beside flashinfer-jit-cache 0.6.11: a warning or an error depending on the rules;
+    # with --strict either way the launch is refused, and --force overrides the refusal (then the simulated machine
+    # is what stops it).
+    args = ["--profile", "h200-8", "--engine", "bundled", "--tp", "8", "--with-package", "flashinfer-python==0.6.12",
+            "--with-package", "flashinfer-jit-cache==0.6.11+cu128"]  # fmt: skip
+    result = invoke(*args, "--strict")
+    assert result.exit_code == 1 and "not starting: the plan has" in result.stderr
+    result = invoke(*args, "--strict", "--force")
+    assert result.exit_code == 2 and "--dry-run" in result.stderr
+
+
+def test_dist_init_addr_must_be_host_port():
+    result = invoke("--dry-run", "--profile", "h200-8", "--engine", "bundled", "--nnodes", "2", "--dist-init-addr", "node0")
+    assert result.exit_code == 2 and "HOST:PORT" in result.stderr
