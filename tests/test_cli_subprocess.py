@@ -125,12 +125,36 @@ def test_check_json_imports_nothing_heavy(env):
     assert not heavy & imported, f"check --json imported {sorted(heavy & imported)}"
 
 
-def test_done_when_fusion_auto_enabled_on_b300_from_0_5_14(env):
-    proc = run(["check", *B300, *VL, "--tp", "8", "--engine", "sglang", "--engine-version", "0.5.14", "--json"], env)
-    assert proc.returncode in (0, 1), proc.stderr
-    fusion = next(d for d in json.loads(proc.stdout)["decisions"] if d["id"] == "flashinfer_allreduce_fusion")
-    assert fusion["state"] == "auto-enabled"
+def _plan(args: list[str], env: dict[str, str]) -> tuple[int, dict]:
+    """Run `advisor check --json` and validate its output against the shipped schema."""
+    import jsonschema
+
+    proc = run(["check", "--json", *args], env)
+    assert proc.returncode in (0, 1) and proc.stderr == "", proc.stderr
+    data = json.loads(proc.stdout)
+    schema = json.loads((Path(__file__).resolve().parent.parent / "advisor/schema/plan.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    return proc.returncode, data
+
+
+def test_done_when_through_the_entry_point(env):
+    scenario = [*B300, *VL, "--tp", "8", "--engine", "sglang"]
+    code, data = _plan([*scenario, "--engine-version", "0.5.14"], env)
+    fusion = next(d for d in data["decisions"] if d["id"] == "flashinfer_allreduce_fusion")
+    assert code == 0 and fusion["state"] == "auto-enabled"
     assert fusion["flags"] == ["--flashinfer-allreduce-fusion-backend", "auto"]
+
+    code, data = _plan([*scenario, "--engine-version", "0.5.13"], env)
+    fusion = next(d for d in data["decisions"] if d["id"] == "flashinfer_allreduce_fusion")
+    assert fusion["state"] == "not-enabled"
+    assert [c["id"] for c in fusion["conditions"] if c["ok"] is False] == ["architecture"]
+
+    mismatch = ["--with-package", "flashinfer-python==0.6.12", "--with-package", "flashinfer-jit-cache==0.6.11+cu128"]
+    code, data = _plan([*scenario, *mismatch], env)
+    assert code == 1
+    assert {"id": "flashinfer_version_mismatch", "severity": "error"}.items() <= next(
+        p for p in data["problems"] if p["id"] == "flashinfer_version_mismatch"
+    ).items()
 
 
 def test_piped_human_output_is_plain(env):
