@@ -159,6 +159,9 @@ def test_ready_line_health_models_and_metrics(tp1: Server) -> None:
     assert httpx.get(f"{url}/health").json() == {"status": "ok"}
     models = client(url).models.list()
     assert [m.id for m in models.data] == [MODEL]
+    assert client(url).models.retrieve(MODEL).id == MODEL
+    with pytest.raises(openai.NotFoundError):
+        client(url).models.retrieve("gpt-9")
     response = httpx.get(f"{url}/metrics")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     assert 'tp_runtime_allreduce_strategy{strategy="torch"} 1' in response.text
@@ -374,6 +377,23 @@ def test_200_requests_at_concurrency_16_all_succeed_in_shared_batches(tp1: Serve
     assert wait_for(lambda: metric(url, "tp_runtime_running_requests") == 0)
 
 
+def test_a_new_request_joins_and_leaves_while_a_long_one_decodes(tp1: Server) -> None:
+    url = tp1.url
+    long = {"model": MODEL, "prompt": "a long story", "max_tokens": 1000, "ignore_eos": True, "stream": True}
+    with httpx.stream("POST", f"{url}/v1/completions", json=long, timeout=120) as response:
+        events = (line for line in response.iter_lines() if line.startswith("data: "))
+        for _ in range(3):
+            assert json.loads(next(events)[6:])["choices"][0]["finish_reason"] is None
+        short = client(url).completions.create(
+            model=MODEL, prompt="quick", max_tokens=3, extra_body={"ignore_eos": True}
+        )
+        assert short.choices[0].finish_reason == "length"
+        # the long sequence is still decoding: the short one was batched with it, not queued behind it
+        assert json.loads(next(events)[6:])["choices"][0]["finish_reason"] is None
+        assert wait_for(lambda: metric(url, "tp_runtime_running_requests") == 1, timeout=10)
+    assert wait_for(lambda: metric(url, "tp_runtime_running_requests") == 0, timeout=30)  # closing it aborted it
+
+
 def test_client_disconnect_aborts_the_sequence(tp1: Server) -> None:
     url = tp1.url
     aborted = 'tp_runtime_aborted_requests_total{reason="client_disconnect"}'
@@ -471,4 +491,4 @@ def test_tp2_sigterm_stops_every_rank(tp2: Server) -> None:
     tp2.wait_exit(timeout=90)
     gone, alive = psutil.wait_procs(workers, timeout=30)
     assert not alive
-    assert "lost contact with rank 0" not in tp2.output()
+    assert "lost contact with rank 0" not in tp2.output() and "error:" not in tp2.output()

@@ -125,7 +125,8 @@ class _CountRequests:
         try:
             await self.app(scope, receive, send_and_watch)
         finally:
-            path = scope["path"] if scope["path"] in ENDPOINTS else "other"
+            path = scope["path"]
+            path = "/v1/models/{model}" if path.startswith("/v1/models/") else path if path in ENDPOINTS else "other"
             self.metrics.count_request(path, status)
 
 
@@ -182,16 +183,23 @@ def build_app(state: ServeState) -> FastAPI:
         state.metrics.queued = state.scheduler.queued()
         return Response(state.metrics.render(), media_type=CONTENT_TYPE)
 
-    @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
-        card = {
+    def model_card() -> dict[str, Any]:
+        return {
             "id": state.model_name,
             "object": "model",
             "created": state.created,
             "owned_by": "tp-advisor",
             "max_model_len": state.max_model_len,
         }
-        return {"object": "list", "data": [card]}
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [model_card()]}
+
+    @app.get("/v1/models/{model:path}")
+    async def model(model: str) -> dict[str, Any]:
+        _check_model(state, model)
+        return model_card()
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
