@@ -35,7 +35,7 @@ as SGLang, uvicorn's ``Uvicorn running on http://...``; ``Run.url``) -> one of `
 
 Teardown guarantees: every descendant ever seen (torchrun starts workers in their own sessions, so a process-group
 signal alone would miss them) is tracked with psutil. When the child exits, any survivor is terminated then killed.
-When torchrun reports a failed rank but has not finished its own teardown within ``FAIL_FAST_S`` seconds, everything is
+When torchrun starts tearing down (a rank died) but has not finished within ``FAIL_FAST_S`` seconds, everything is
 killed. ``stop()`` sends SIGTERM (or the given signal) to the child's process group, waits, then SIGKILLs the group and
 every tracked descendant, and checks that none is left (``Run.survivors`` lists any that could not be killed).
 
@@ -67,7 +67,7 @@ import psutil
 STARTING, READY, EXITED, FAILED, STOPPED = "starting", "ready", "exited", "failed", "stopped"
 FINAL_STATES = (EXITED, FAILED, STOPPED)
 
-FAIL_FAST_S = 6.0  # after torchrun reports a failed rank, how long it may take to tear down before we kill everything
+FAIL_FAST_S = 6.0  # once torchrun starts tearing down, how long it may take before we kill everything ourselves
 POLL_S = 0.2
 DEFAULT_ENV = {
     "PYTHONUNBUFFERED": "1",
@@ -81,7 +81,9 @@ _PREFIX = re.compile(r"^\[(?:rank|[A-Za-z_]+?)(\d+)\]:\s?(.*)$")
 # "Uvicorn running on URL" once it accepts connections.
 _READY = re.compile(r"\bready: (https?://\S+)")
 _UVICORN_READY = re.compile(r"\bUvicorn running on (https?://[^\s)]+)")
-_TORCHRUN_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
+# torchrun's agent starts tearing down: it logs "Sending process N closing signal SIGTERM" to the survivors of a failed
+# rank (then waits up to its shutdown timeout), and "failed (exitcode: ...)" once it has collected them.
+_TORCHRUN_TEARDOWN = re.compile(r"Sending process \d+ closing signal|failed \(exitcode: -?\d+\) local_rank: \d+")
 _ERROR_LINE = re.compile(
     r"^\s*(?:\[rank \d+\] )?(?:[\w.]+(?:Error|Exception|Interrupt)\b|error: ).*"  # "ValueError: ...", "[rank 1] error: ..."
 )
@@ -286,7 +288,7 @@ class Run:
             self._ready.set()
             if self._state == STARTING:
                 self._set_state(READY)
-        if line.rank is None and self._failure_seen_at is None and _TORCHRUN_FAILED.search(text):
+        if line.rank is None and self._failure_seen_at is None and _TORCHRUN_TEARDOWN.search(text):
             self._failure_seen_at = time.monotonic()
         if self._on_line is not None:
             with contextlib.suppress(Exception):

@@ -27,6 +27,14 @@ WORKER = textwrap.dedent(
         mode, args = sys.argv[1], sys.argv[2:]
         dist.init_process_group("gloo")
         rank = dist.get_rank()
+        if mode == "stubborn-fail" and rank == 0:
+            import signal
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a rank that will not die when torchrun asks
+            print("ready: http://127.0.0.1:8124", flush=True)
+            time.sleep(600)
+        if mode == "stubborn-fail":
+            time.sleep(1.0)
+            raise ValueError("rank 1 gives up")
         print(f"args {args!r}", flush=True)
         t = torch.ones(4)
         step = 0
@@ -164,6 +172,21 @@ def test_sigkill_of_one_rank_tears_everything_down_fast(worker: Path, tmp_path: 
     assert run.state == spawn.FAILED
     assert run.failure.rank == rank and run.failure.exitcode == -9
     assert "SIGKILL" in str(run.failure)
+    assert_all_gone(procs)
+
+
+@pytest.mark.slow
+def test_a_rank_that_ignores_sigterm_does_not_hold_up_the_teardown(worker: Path, tmp_path: Path):
+    # torchrun would wait its full shutdown timeout (30 s here) for rank 0; spawn kills everything FAIL_FAST_S after
+    # torchrun reported the failure.
+    run = spawn.start(torchrun(worker, "stubborn-fail"), run_dir=tmp_path / "run", env={"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "30"})
+    assert run.wait_ready(90)
+    procs = tree(run)
+    started = time.monotonic()
+    assert run.wait(60) is not None
+    assert time.monotonic() - started < 25  # torchrun alone would have waited 30 s for rank 0
+    assert run.state == spawn.FAILED
+    assert run.failure.rank == 1 and run.failure.summary == "ValueError: rank 1 gives up", run.failure
     assert_all_gone(procs)
 
 
