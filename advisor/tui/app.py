@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from textual.app import App
@@ -39,6 +40,12 @@ class AdvisorApp(App[None]):
         self._runs_lock = threading.Lock()
         self._on_ready = on_ready
         self.first_plan_at: float | None = None  # time.perf_counter() when the first plan was on screen
+        # The first plan is computed while Textual starts up, so the first paint can already show it.
+        self.first_evaluation: Future[Evaluation] = Future()
+        threading.Thread(target=self._evaluate_first, name="advisor-first-plan", daemon=True).start()
+
+    def _evaluate_first(self) -> None:
+        self.first_evaluation.set_result(self.session.evaluate(self.options, generation=1))
 
     def get_default_screen(self) -> Screen:
         self.main = MainScreen(self.options, self.models, self.profiles)

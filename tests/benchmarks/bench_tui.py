@@ -31,6 +31,29 @@ AdvisorApp(options, on_ready=ready).run(headless=True, size=(80, 24))
 """
 
 
+# Textual's own floor: a Header, one Static and a Footer, until its first paint.
+MINIMAL = r"""
+import sys, time
+from textual.app import App
+from textual.widgets import Footer, Header, Static
+
+class Minimal(App):
+    def compose(self):
+        yield Header()
+        yield Static("hello")
+        yield Footer()
+
+    def on_mount(self):
+        self.call_after_refresh(self.ready)
+
+    def ready(self):
+        print(f"READY {time.time():.6f}", file=sys.stderr, flush=True)
+        self.exit()
+
+Minimal().run(headless=True, size=(80, 24))
+"""
+
+
 def time_bare(runs: int) -> float:
     samples = []
     for _ in range(runs):
@@ -40,12 +63,12 @@ def time_bare(runs: int) -> float:
     return statistics.median(samples)
 
 
-def time_tui(runs: int) -> tuple[float, float]:
+def time_tui(runs: int, code: str = CHILD) -> tuple[float, float]:
     """(median seconds to the first complete screen, median seconds until the process has exited)."""
     ready, total = [], []
     for _ in range(runs):
         t0_wall, t0 = time.time(), time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
         total.append(time.perf_counter() - t0)
         line = next((ln for ln in proc.stderr.splitlines() if ln.startswith("READY ")), None)
         if proc.returncode != 0 or line is None:
@@ -61,7 +84,9 @@ def main() -> None:
     time_tui(1)  # warm the file cache (bytecode, profiles) so every measured run starts alike
     bare = time_bare(args.runs)
     first_screen, total = time_tui(args.runs)
+    minimal, _ = time_tui(args.runs, MINIMAL)
     print(f"python -c pass:                      {bare * 1000:7.1f} ms")
+    print(f"minimal Textual app, first paint:    {minimal * 1000:7.1f} ms  ({minimal / bare:5.1f}x python -c pass)")
     print(f"advisor TUI, start -> first screen:  {first_screen * 1000:7.1f} ms  ({first_screen / bare:5.1f}x python -c pass)")
     print(f"advisor TUI, start -> exited:        {total * 1000:7.1f} ms  ({total / bare:5.1f}x python -c pass)")
     verdict = "met" if first_screen < 1.0 else "NOT met"

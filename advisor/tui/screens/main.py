@@ -71,7 +71,17 @@ class MainScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one(DecisionTable).focus()
-        self.start_evaluation()
+        first = self.app.first_evaluation
+        self._generation = 1
+        if first.done():  # usually: it ran while Textual started, so the first paint shows the plan
+            self.on_plan_evaluated(PlanEvaluated(first.result()))
+        else:
+            self.evaluating = True
+            self._await_first(first)
+
+    @work(thread=True, exclusive=True, group="plan")
+    def _await_first(self, first) -> None:
+        self.post_message(PlanEvaluated(first.result()))
 
     # -- evaluation ----------------------------------------------------------------------------------------------------
     @property

@@ -24,6 +24,7 @@ class DecisionTable(DataTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._items: dict[str, Decision | Problem] = {}
+        self._plan: Plan | None = None
 
     def on_mount(self) -> None:
         self.add_column(" ", key="state", width=1)
@@ -31,15 +32,22 @@ class DecisionTable(DataTable):
         self.add_column("value", key="value", width=VALUE_WIDTH)
 
     def on_resize(self) -> None:
-        # Give the title what the value column leaves, so the value stays visible in narrow terminals.
+        if self._fit_columns() and self._plan is not None:
+            self.show_plan(self._plan)  # rows measured against the old widths: lay them out again
+
+    def _fit_columns(self) -> bool:
+        """Give the title what the value column leaves, so the value stays visible in narrow terminals."""
         spare = self.size.width - 1 - VALUE_WIDTH - 3 * 2 * self.cell_padding
         column = self.columns.get("decision")
-        if column is not None and spare > 10 and column.width != spare:
-            column.width = spare
-            self.refresh()
+        if column is None or spare <= 10 or column.width == spare:
+            return False
+        column.width = spare
+        return True
 
     def show_plan(self, plan: Plan) -> None:
         """Replace the rows, keeping the cursor on the same decision when it is still there."""
+        self._plan = plan
+        self._fit_columns()
         current = self.current_key
         self.clear()
         self._items = {}

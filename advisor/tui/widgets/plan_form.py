@@ -36,6 +36,25 @@ class PlanForm(Grid):
         self._models = models
         self._profiles = profiles
         self._facts_file = options.facts_file
+        # What the controls show, to drop the Changed events Textual posts when the controls mount (and echoes).
+        self._values: dict[str, Any] = {
+            "model": options.model,
+            "tp": options.tp,
+            "nnodes": options.nnodes,
+            "dp_attention": bool(options.dp_attention),
+            "dp_size": options.dp_size,
+            "moe_a2a_backend": options.moe_a2a_backend or "none",
+            "engine": options.engine,
+            "engine_version": options.engine_version,
+            "profile": profile_choice(options),
+        }
+
+    def _report(self, changes: dict[str, Any]) -> None:
+        """Post only what differs from what the form last reported."""
+        fresh = {k: v for k, v in changes.items() if self._values.get(k, object()) != v}
+        if fresh:
+            self._values.update(fresh)
+            self.post_message(self.Changed(fresh))
 
     def compose(self) -> ComposeResult:
         o = self._options
@@ -106,7 +125,7 @@ class PlanForm(Grid):
         key = event.input.id
         value: Any = event.value.strip()
         if key == "model":
-            self.post_message(self.Changed({"model": value or None}))
+            self._report({"model": value or None})
             return
         try:
             number = int(value) if value else None
@@ -114,33 +133,41 @@ class PlanForm(Grid):
             return  # a lone "-" while typing
         if key in ("nnodes", "dp_size") and number is None:
             number = 1
-        self.post_message(self.Changed({key: number}))
+        self._report({key: number})
 
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
         key = event.select.id
         value = None if event.value is Select.NULL else event.value
         if key == "profile":
-            self.post_message(self.ProfileChanged(value or LIVE))
+            choice = value or LIVE
+            if choice != self._values["profile"]:
+                self._values["profile"] = choice
+                self.post_message(self.ProfileChanged(choice))
             return
         if key == "engine":
+            if value == self._values["engine"]:
+                return
             releases = self.query_one("#engine_version", Select)
             with releases.prevent(Select.Changed):
                 releases.set_options(self._release_options(value, None))
                 releases.clear()
-            self.post_message(self.Changed({"engine": value, "engine_version": None}))
+            self._values["engine_version"] = None
+            self._report({"engine": value, "engine_version": None})
             return
-        self.post_message(self.Changed({key: value}))
+        self._report({key: value})
 
     # -- writing the controls (from the palette or the profile picker), without echoing Changed -------------------------
     def set_profile(self, choice: str) -> None:
         select = self.query_one("#profile", Select)
+        self._values["profile"] = choice
         with select.prevent(Select.Changed):
             select.value = choice
 
     def set_engine(self, engine: str, release: str | None) -> None:
         engine_select = self.query_one("#engine", Select)
         release_select = self.query_one("#engine_version", Select)
+        self._values.update(engine=engine, engine_version=release)
         with engine_select.prevent(Select.Changed), release_select.prevent(Select.Changed):
             engine_select.value = engine
             release_select.set_options(self._release_options(engine, release))
