@@ -462,7 +462,7 @@ def test_tp2_completions_and_chat_equal_generate_mode(tp2: Server) -> None:
 
 def test_tp2_full_queue_answers_503_with_retry_after_then_recovers(tp2: Server) -> None:
     url = tp2.url
-    body = {"model": MODEL, "prompt": "busy", "max_tokens": 24, "ignore_eos": True}
+    body = {"model": MODEL, "prompt": "busy", "max_tokens": 40, "ignore_eos": True}
 
     async def burst() -> list[httpx.Response]:
         async with httpx.AsyncClient(timeout=120) as http:
@@ -477,7 +477,7 @@ def test_tp2_full_queue_answers_503_with_retry_after_then_recovers(tp2: Server) 
             assert response.headers["retry-after"] == "1"
             assert response.json()["error"]["code"] == "queue_full"
         else:
-            assert response.json()["usage"]["completion_tokens"] == 24
+            assert response.json()["usage"]["completion_tokens"] == 40
     assert metric(url, 'tp_runtime_requests_total{endpoint="/v1/completions",status="503"}') == statuses.count(503)
     bad = httpx.post(f"{url}/v1/completions", json={"prompt": "x", "max_tokens": -1})
     assert bad.status_code == 422
