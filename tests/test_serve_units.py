@@ -3,11 +3,13 @@ validation, the Prometheus rendering, the loopback-only host rule, port-in-use d
 
 from __future__ import annotations
 
+import argparse
 import errno
 import socket
 
 import pytest
 
+from launcher.runtime.serve import add_serve_args, preflight_error
 from launcher.runtime.serve.metrics import Metrics
 from launcher.runtime.serve.protocol import ChatCompletionRequest, CompletionRequest, OpenAIError, parse_request
 from launcher.runtime.serve.server import ServeConfigError, bind_socket, loopback_host, url_for
@@ -209,3 +211,26 @@ def test_bound_socket_is_loopback_only() -> None:
         assert sock.getsockname()[0] == "127.0.0.1" and sock.family == socket.AF_INET
     finally:
         sock.close()
+
+
+def serve_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_serve_args(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_preflight_names_the_problem_before_any_model_is_loaded() -> None:
+    assert serve_args().host == "127.0.0.1" and serve_args().port == 30000
+    assert preflight_error(serve_args("--port", "0")) is None
+    assert "not a loopback address" in preflight_error(serve_args("--host", "0.0.0.0"))
+    assert "--max-queue 0 must be at least 1" in preflight_error(serve_args("--max-queue", "0"))
+    assert "out of range" in preflight_error(serve_args("--port", "70000"))
+    busy = bind_socket("127.0.0.1", 0)
+    busy.listen()
+    try:
+        port = busy.getsockname()[1]
+        assert preflight_error(serve_args("--port", str(port))) == (
+            f"127.0.0.1:{port} is already in use; stop the other server or pick another --port"
+        )
+    finally:
+        busy.close()

@@ -3,6 +3,6 @@
 Rank 0 runs FastAPI + uvicorn and a continuous-batching scheduler; the other ranks replay rank 0's schedule.
 """
 
-from launcher.runtime.serve.server import add_serve_args, run_serve
+from launcher.runtime.serve.server import add_serve_args, preflight_error, run_serve
 
-__all__ = ["add_serve_args", "run_serve"]
+__all__ = ["add_serve_args", "preflight_error", "run_serve"]

@@ -72,6 +72,20 @@ def _check_options(args: argparse.Namespace) -> str:
     return host
 
 
+def preflight_error(args: argparse.Namespace) -> str | None:
+    """A one-line problem with the serve options or the port, or None. Cheap: call it before loading the model so
+    a busy port or a public host fails in a second, not after the weights are read. run_serve checks again."""
+    try:
+        host = _check_options(args)
+        if args.port:
+            bind_socket(host, args.port).close()
+    except ServeConfigError as exc:
+        return str(exc)
+    except OSError as exc:
+        return exc.strerror
+    return None
+
+
 def bind_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
