@@ -197,3 +197,11 @@ def source_label(facts: Facts | None) -> str:
     if src.startswith("file:"):
         return f"file {src.split(':', 1)[1]}"
     return "live"
+
+
+def profile_line(name: str, summary: str) -> Text:
+    """One line per simulated machine in a list: the name, then as much of the summary as fits."""
+    summary = summary.replace(" x NVIDIA ", " x ")
+    if len(summary) > 50:
+        summary = summary[:49] + "…"
+    return Text.assemble((f"{name:<19}", "bold"), summary)

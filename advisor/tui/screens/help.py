@@ -22,6 +22,7 @@ condition by condition, and launches it.
 | `e` | export the plan as JSON |
 | `p` | pick a machine: this one or a simulated profile (what-if) |
 | `c` | copy the command line |
+| `f` | jump to the form (model field); `tab` moves on, `→` accepts a model suggestion, `enter`/`escape` leave it |
 | `m` / `d` | machine tab / decisions tab |
 | `ctrl+p` | command palette |
 | `tab` | move between the form, the decisions and the detail |

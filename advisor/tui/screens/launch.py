@@ -61,6 +61,7 @@ class LaunchScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.sub_title = f"launch {self.plan.intent.engine}"
         if self.plan.intent.engine == "bundled":  # torchrun ranks are known up front; others appear as they log
             for rank in range(max(1, self.plan.intent.tp // max(1, self.plan.intent.nnodes))):
                 self._rank_log(rank)
@@ -87,6 +88,12 @@ class LaunchScreen(Screen):
         if state == "not started":
             text.append("○ not started", style="bold")
             text.append(" · enter starts it, escape goes back")
+            if self.plan.facts.is_simulated:
+                machine = self.plan.facts.source.split(":", 1)[1]
+                text.append(
+                    f"\n! the plan was made for a simulated machine ({machine}); it would start here, on this one",
+                    style="yellow",
+                )
             errors = [p for p in self.plan.problems if p.severity == "error"]
             if errors:
                 text.append(f"\n✗ the plan has {len(errors)} error(s): {errors[0].message}", style="red")

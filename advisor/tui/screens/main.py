@@ -38,6 +38,8 @@ class MainScreen(Screen):
         Binding("e", "export", "Export"),
         Binding("p", "pick_profile", "Profile"),
         Binding("c", "copy_command", "Copy", show=False),
+        Binding("f", "focus_form", "Form", show=False),
+        Binding("escape", "leave_form", "Done editing", show=False),
         Binding("m", "switch_tab('machine')", "Machine", show=False),
         Binding("d", "switch_tab('plan')", "Decisions", show=False),
     ]
@@ -122,12 +124,12 @@ class MainScreen(Screen):
         table = self.query_one(DecisionTable)
         detail = self.query_one(DetailPane)
         if plan is None:
-            status.update(Text(f"✗ {evaluation.error}", style="bold red"))
+            status.update(_error_line(evaluation))
             table.clear()
             detail.show_error(evaluation.error or "no plan")
             self.query_one(CommandBar).show(None)
         else:
-            status.update(_status_line(plan))
+            status.update(_status_line(plan, facts))
             table.show_plan(plan)
             self.query_one(CommandBar).show(plan.argv)
         for panel in self.query(MachinePanel):  # none yet while the lazy tab is still mounting
@@ -168,6 +170,20 @@ class MainScreen(Screen):
         targets = self.query(MachinePanel) if tab == "machine" else self.query(DecisionTable)
         if targets:
             targets.first().focus()
+
+    def action_focus_form(self) -> None:
+        self.action_switch_tab("plan")
+        self.query_one(PlanForm).focus_model()
+
+    def action_leave_form(self) -> None:
+        """Escape (or enter) in a form field hands the keys back to the screen: q, l, e... act again."""
+        self.query_one(DecisionTable).focus()
+
+    def on_input_submitted(self, event) -> None:
+        event.stop()
+        if self._timer is not None:
+            self.start_evaluation()  # enter: no need to wait for the debounce
+        self.action_leave_form()
 
     def action_reprobe(self) -> None:
         self.app.session.forget_facts()
@@ -212,7 +228,14 @@ class MainScreen(Screen):
         self.app.push_screen(ProfileScreen(self._profiles, self.options.profile), chosen)
 
 
-def _status_line(plan) -> Text:
+def _error_line(evaluation: Evaluation) -> Text:
+    text = Text(f"✗ {evaluation.error}", style="bold red")
+    if evaluation.options.model is None and "needs a model" in (evaluation.error or ""):
+        text.append("\nf: type a model in the form, or set Engine to bundled for the demo model", style="dim")
+    return text
+
+
+def _status_line(plan, facts) -> Text:
     engine = plan.engine or {}
     version = engine.get("version") or "?"
     rules = engine.get("rules")
@@ -227,4 +250,6 @@ def _status_line(plan) -> Text:
         text.append(f" · {errors} error{'s' if errors > 1 else ''}", style="red")
     if warnings:
         text.append(f" · {warnings} warning{'s' if warnings > 1 else ''}", style="yellow")
+    if facts is not None and not facts.driver.available and not facts.is_simulated:
+        text.append("\nno NVIDIA driver · p: try a simulated machine", style="yellow")
     return text

@@ -9,6 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
+from advisor.tui.render import profile_line
 from advisor.tui.session import LIVE
 
 
@@ -24,7 +25,7 @@ class ProfileScreen(ModalScreen[str | None]):
         with Vertical(id="profile-box", classes="dialog"):
             yield Label("Explain on which machine? (enter picks, escape cancels)")
             options = [Option("this machine (live probe)", id=LIVE)]
-            options.extend(Option(f"{name:<20} {summary}", id=name) for name, summary in self._profiles)
+            options.extend(Option(profile_line(name, summary), id=name) for name, summary in self._profiles)
             yield OptionList(*options, id="profile-list")
 
     def on_mount(self) -> None:

@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 from advisor.facts import Facts
 from advisor.plan import Plan
 from advisor.render_facts import ABSENT, MISMATCH, MISSING, OK, gpu_rows, package_rows
-from advisor.tui.render import problems_list, source_label, topology_legend, topology_table
+from advisor.tui.render import problems_list, profile_line, source_label, topology_legend, topology_table
 
 STATUS_ICONS = {OK: ("✓", "green"), MISMATCH: ("✗", "bold red"), MISSING: ("✗", "bold red"), ABSENT: ("·", "dim")}
 
@@ -34,7 +34,7 @@ class MachinePanel(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static("", id="machine-summary")
         yield Static("", id="no-driver", classes="callout")
-        offers = [Option(Text.assemble((f"{name:<19}", "bold"), summary), id=name) for name, summary in self._profiles]
+        offers = [Option(profile_line(name, summary), id=name) for name, summary in self._profiles]
         yield OptionList(*offers, id="profile-offers")
         yield Static("GPUs", classes="section gpu-part")
         yield DataTable(id="gpus", cursor_type="row", show_cursor=False, classes="gpu-part")

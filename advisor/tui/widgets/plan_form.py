@@ -119,6 +119,25 @@ class PlanForm(Grid):
         options.extend((f"{name} (simulated)", name) for name, _ in self._profiles)
         return options
 
+    def on_descendant_focus(self, event) -> None:
+        self._mark_label(event.widget, True)
+
+    def on_descendant_blur(self, event) -> None:
+        self._mark_label(event.widget, False)
+
+    def _mark_label(self, widget, focused: bool) -> None:
+        """Highlight the label of the focused control (the label is the control's previous sibling)."""
+        control = widget if widget.parent is self else widget.parent
+        if control is None or control.parent is not self:
+            return
+        siblings = list(self.children)
+        index = siblings.index(control)
+        if index > 0 and isinstance(siblings[index - 1], Label):
+            siblings[index - 1].set_class(focused, "-focused")
+
+    def focus_model(self) -> None:
+        self.query_one("#model", Input).focus()
+
     # -- reading the controls ------------------------------------------------------------------------------------------
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
