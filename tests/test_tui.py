@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -176,6 +178,23 @@ async def test_copy_puts_the_command_on_the_clipboard():
         await pilot.pause()
         assert app.clipboard.split()[-5:-3] == ["--tp-size", "8"] or "--tp-size 8" in app.clipboard
         assert "sglang.launch_server" in app.clipboard
+
+
+async def test_mouse_click_on_a_decision_shows_its_conditions():
+    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.main.query_one(DecisionTable)
+        row = [d.id for d in app.main.evaluation.plan.decisions].index("attention_backend")
+        await pilot.click("#decisions", offset=(6, 1 + row))  # the header takes the first line
+        await pilot.pause()
+        assert table.current_item.id == "attention_backend"
+        assert app.main.evaluation.plan.decision("attention_backend").title in detail_text(app)
+
+
+def test_importing_the_cli_does_not_import_textual():
+    code = "import sys, advisor.cli; sys.exit('textual' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
 async def test_help_opens_and_closes():

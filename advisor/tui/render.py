@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -69,21 +70,23 @@ def show(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
-def condition_block(cond: ConditionResult) -> Text:
-    text = Text()
-    text.append_text(ok_icon(cond.ok))
-    text.append(f" {cond.text}\n", style="bold" if cond.ok is False else "")
-    text.append("    observed ", style="dim")
-    text.append(show(cond.observed), style="red" if cond.ok is False else "")
-    text.append("\n    expected ", style="dim")
-    text.append(f"{show(cond.expected)}\n")
+def condition_block(cond: ConditionResult) -> RenderableType:
+    """The condition's line, then observed / expected / why / to change, indented under it (wrapped lines too)."""
+    head = Text()
+    head.append_text(ok_icon(cond.ok))
+    head.append(f" {cond.text}", style="bold" if cond.ok is False else "")
+    body = Text()
+    body.append("observed ", style="dim")
+    body.append(show(cond.observed), style="red" if cond.ok is False else "")
+    body.append("\nexpected ", style="dim")
+    body.append(show(cond.expected))
     if cond.why:
-        text.append("    why: ", style="dim")
-        text.append(f"{cond.why}\n", style="italic")
+        body.append("\nwhy: ", style="dim")
+        body.append(cond.why, style="italic")
     if cond.fix:
-        text.append("    to change: ", style="dim")
-        text.append(f"{cond.fix}\n")
-    return text
+        body.append("\nto change: ", style="dim")
+        body.append(cond.fix)
+    return Group(head, Padding(body, (0, 0, 1, 4)))
 
 
 def decision_detail(decision: Decision, plan: Plan) -> RenderableType:
@@ -119,10 +122,11 @@ def release_matrix_table(plan: Plan) -> Table:
     table.add_column("release")
     table.add_column("fusion")
     table.add_column("failed conditions", overflow="fold")
-    rules = (plan.engine or {}).get("rules")
+    rules = str((plan.engine or {}).get("rules") or "")
     for row in plan.release_matrix:
         mark = Text("● on", style="green") if row.enabled else Text("○ off", style="yellow")
-        release = Text(row.release, style="bold" if rules and row.release.endswith(str(rules)) else "")
+        current = bool(rules) and row.release.lstrip("v") == rules.lstrip("v")
+        release = Text(row.release + (" ◀" if current else ""), style="bold" if current else "")
         table.add_row(release, mark, ", ".join(row.failed_conditions))
     return table
 
