@@ -6,6 +6,8 @@ session.py. Blocking work (probing, rules, starting and stopping processes, writ
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -77,9 +79,27 @@ class AdvisorApp(App[None]):
         for run in self.live_runs():
             run.stop()
 
+    def on_mount(self) -> None:
+        # A closed terminal (SIGHUP) or a kill (SIGTERM) must end the app through unmount, which stops the engines:
+        # they run in their own sessions, so the terminal's hangup never reaches them.
+        self._signals: list[int] = []
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, self.exit)
+                self._signals.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError, AttributeError):
+            pass  # not the main thread, or no such signal on this platform
+
     def on_unmount(self) -> None:
-        # However the app ends (quit, ctrl+c, an exception, a test harness), no engine outlives it.
+        # However the app ends (quit, ctrl+c, a signal, an exception, a test harness), no engine outlives it.
         self.stop_all_runs()
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in self._signals:
+                loop.remove_signal_handler(sig)
+        except RuntimeError:
+            pass
 
     async def action_quit(self) -> None:
         if self.live_runs():
