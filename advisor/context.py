@@ -195,8 +195,10 @@ def _check_positive(name: str, value: int | None) -> None:
         raise usage_error(f"{name} must be a whole number >= 1, got {value!r}")
 
 
-def resolve(options: Options) -> tuple[Facts, ModelSpec | None, Intent]:
-    """Facts, the model (None: the bundled runtime's demo model) and the Intent, with every default filled in."""
+def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelSpec | None, Intent]:
+    """Facts, the model (None: the bundled runtime's demo model) and the Intent, with every default filled in.
+
+    ``facts``: already loaded for these options (the TUI caches them, so a form change does not probe again)."""
     from advisor.plan import Intent
 
     _check_positive("--tp", options.tp)
@@ -209,7 +211,8 @@ def resolve(options: Options) -> tuple[Facts, ModelSpec | None, Intent]:
         raise usage_error(
             f"--engine-version {options.engine_version!r} is not a release number; pass X.Y.Z, e.g. 0.5.14"
         )
-    facts = load_facts(options)
+    if facts is None:
+        facts = load_facts(options)
     engine = options.engine or default_engine(facts)
     model = _resolve_model(options.model, engine)
     tp = options.tp if options.tp is not None else default_tp(facts, engine, options.model)
