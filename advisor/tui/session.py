@@ -77,34 +77,11 @@ class Session:
         return Evaluation(options, plan.facts, plan, None, generation)
 
     def _plan(self, options: Any, facts: Facts) -> Plan:
-        """context.resolve + plan_for, with the facts already loaded (resolve would probe again on every keystroke)."""
+        """The CLI's own path (context.resolve + plan_for), with the facts already loaded."""
         from advisor import context
-        from advisor.plan import Intent
 
-        for name, value in (("tp", options.tp), ("nodes", options.nnodes), ("dp size", options.dp_size)):
-            if value is not None and value < 1:
-                raise context.usage_error(f"{name} must be a whole number >= 1, got {value}")
-        engine = options.engine or context.default_engine(facts)
-        model = context._resolve_model(options.model, engine)
-        tp = options.tp if options.tp is not None else context.default_tp(facts, engine, options.model)
-        intent = Intent(
-            model=options.model,
-            tp=tp,
-            nnodes=options.nnodes,
-            dp_attention=options.dp_attention,
-            dp_size=options.dp_size,
-            moe_a2a_backend=options.moe_a2a_backend,
-            engine=engine,
-            engine_version=options.engine_version,
-            dtype=options.dtype,
-            overrides=tuple(options.overrides),
-            mode=options.mode,
-        )
+        facts, model, intent = context.resolve(options, facts=facts)
         return context.plan_for(facts, model, intent)
-
-
-def with_changes(options: Any, **changes: Any) -> Any:
-    return replace(options, **changes)
 
 
 def profile_choice(options: Any) -> str:
