@@ -76,8 +76,13 @@ class LaunchScreen(Screen):
         return command_for(self.plan, mode=self.mode)
 
     def _show_command(self) -> None:
+        from launcher.engines import commands_for_nodes
+
         try:
-            text = Text(f"$ {shlex.join(self.argv())}")
+            commands = commands_for_nodes(self.plan, mode=self.mode)
+            text = Text(f"$ {shlex.join(commands[0])}")
+            for rank, argv in enumerate(commands[1:], start=1):  # started here: node 0 only
+                text.append(f"\non node {rank}, run yourself: {shlex.join(argv)}", style="dim")
         except ValueError as exc:  # EngineCommandError: the plan cannot become a command
             text = Text(f"✗ {exc}", style="bold red")
         self.query_one("#launch-command", Static).update(text)
