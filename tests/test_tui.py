@@ -197,6 +197,19 @@ def test_importing_the_cli_does_not_import_textual():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
+async def test_reprobe_loads_the_facts_again():
+    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        before = app.main.evaluation
+        await pilot.press("r")
+        await settle(pilot)
+        after = app.main.evaluation
+        assert after.generation > before.generation
+        assert after.facts is not before.facts and after.facts == before.facts  # loaded anew, same machine
+        assert after.plan.decisions == before.plan.decisions
+
+
 async def test_help_opens_and_closes():
     app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
     async with app.run_test(size=(80, 24)) as pilot:

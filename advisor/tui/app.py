@@ -47,7 +47,11 @@ class AdvisorApp(App[None]):
         threading.Thread(target=self._evaluate_first, name="advisor-first-plan", daemon=True).start()
 
     def _evaluate_first(self) -> None:
-        self.first_evaluation.set_result(self.session.evaluate(self.options, generation=1))
+        try:
+            evaluation = self.session.evaluate(self.options, generation=1)  # never raises for bad input
+        except BaseException as exc:  # whatever happens, the screen must not wait forever
+            evaluation = Evaluation(self.options, None, None, f"{type(exc).__name__}: {exc}", 1)
+        self.first_evaluation.set_result(evaluation)
 
     def get_default_screen(self) -> Screen:
         self.main = MainScreen(self.options, self.models, self.profiles)
