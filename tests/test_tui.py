@@ -146,6 +146,40 @@ async def test_bad_input_shows_a_one_line_error_and_recovers():
         assert fusion(app).enabled
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"profile": "nosuch"}, "unknown profile 'nosuch'"),
+        ({"facts_file": "/nonexistent/facts.json"}, "no such facts file"),
+        ({"profile": "b300-8", "engine": "sglang", "engine_version": "abc", "model": QWEN3_VL}, "not a release number"),
+        ({"profile": "b300-8", "engine": "sglang", "model": QWEN3_VL, "moe_a2a_backend": "bogus"}, None),
+    ],
+)
+async def test_bad_command_line_options_open_the_app_with_the_error(options, message):
+    """What the command line passes in is shown, never a crash: the user fixes it in the form."""
+    app = make_app(**options)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        evaluation = app.main.evaluation
+        if message is None:
+            assert evaluation.plan is not None or evaluation.error
+        else:
+            assert evaluation.plan is None and message in evaluation.error, evaluation.error
+            assert message in static_text(app, "#status")
+        await pilot.press("m")
+        await pilot.pause()
+        if message is not None and evaluation.facts is None:
+            assert message in static_text(app, "#machine-summary")
+        await pilot.press("p")
+        await pilot.pause()
+        options_list = app.screen.query_one("#profile-list", OptionList)
+        ids = [options_list.get_option_at_index(i).id for i in range(options_list.option_count)]
+        options_list.highlighted = ids.index("h200-8")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.main.evaluation.facts.source == "simulated:h200-8"
+
+
 async def test_profile_picker_and_palette_switch_the_machine():
     app = make_app(profile="b300-8", model="Qwen/Qwen3-30B-A3B", tp=8, engine="sglang")
     async with app.run_test(size=(80, 24)) as pilot:

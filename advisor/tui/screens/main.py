@@ -133,7 +133,7 @@ class MainScreen(Screen):
             table.show_plan(plan)
             self.query_one(CommandBar).show(plan.argv)
         for panel in self.query(MachinePanel):  # none yet while the lazy tab is still mounting
-            panel.show(facts, plan)
+            panel.show(facts, plan, evaluation.error)
         self.app.plan_shown(evaluation)
 
     # -- form and profile changes --------------------------------------------------------------------------------------

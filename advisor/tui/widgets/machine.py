@@ -52,10 +52,11 @@ class MachinePanel(VerticalScroll):
         packages.add_columns("", "package", "version", "note")
         evaluation = getattr(self.screen, "evaluation", None)  # mounted lazily: catch up with the plan shown
         if evaluation is not None:
-            self.show(evaluation.facts, evaluation.plan)
+            self.show(evaluation.facts, evaluation.plan, evaluation.error)
 
-    def show(self, facts: Facts | None, plan: Plan | None) -> None:
-        if facts is None:
+    def show(self, facts: Facts | None, plan: Plan | None, error: str | None = None) -> None:
+        if facts is None:  # the machine itself could not be loaded (unknown profile, unreadable facts file...)
+            self.query_one("#machine-summary", Static).update(Text(f"✗ {error or 'no facts'}", style="bold red"))
             return
         self.query_one("#machine-summary", Static).update(_summary(facts))
         has_driver = bool(facts.driver.available)

@@ -86,7 +86,11 @@ class PlanForm(Grid):
         )
         yield Label("Engine")
         yield Select(
-            [(e, e) for e in ENGINES], value=o.engine or Select.NULL, prompt="default", id="engine", compact=True
+            _with_current([(e, e) for e in ENGINES], o.engine),
+            value=o.engine or Select.NULL,
+            prompt="default",
+            id="engine",
+            compact=True,
         )
         yield Label("Release")
         yield Select(
@@ -98,7 +102,7 @@ class PlanForm(Grid):
         )
         yield Label("Machine")
         yield Select(
-            self._machine_options(),
+            _with_current(self._machine_options(), profile_choice(o)),
             value=profile_choice(o),
             allow_blank=False,
             id="profile",
@@ -194,6 +198,14 @@ class PlanForm(Grid):
                 release_select.value = release
             else:
                 release_select.clear()
+
+
+def _with_current(options: list[tuple[str, Any]], current: Any) -> list[tuple[str, Any]]:
+    """Keep a value the command line gave even when it is not a known choice (the plan then shows why it is wrong):
+    a Select refuses a value that is not among its options."""
+    if current is None or any(value == current for _, value in options):
+        return options
+    return [*options, (f"{current} (unknown)", current)]
 
 
 def _int_text(value: int | None) -> str:
