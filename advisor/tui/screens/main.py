@@ -102,7 +102,7 @@ class MainScreen(Screen):
             self._timer = None
         self._generation += 1
         self.evaluating = True
-        self.query_one("#status", Static).update("[dim]evaluating…[/]")
+        self.query_one("#plan-side").add_class("-stale")  # dim, not replaced: no layout jump per keystroke
         self._evaluate(self.options, self._generation)
 
     @work(thread=True, exclusive=True, group="plan")
@@ -115,6 +115,7 @@ class MainScreen(Screen):
         if evaluation.generation != self._generation:
             return  # an older request finished after a newer one started
         self.evaluating = False
+        self.query_one("#plan-side").remove_class("-stale")
         self.evaluation = evaluation
         facts, plan = evaluation.facts, evaluation.plan
         if facts is not None:
