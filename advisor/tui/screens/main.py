@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from advisor.tui.messages import PlanEvaluated
@@ -165,20 +166,22 @@ class MainScreen(Screen):
         self.query_one(DetailPane).show(message.item, plan)
 
     # -- actions -------------------------------------------------------------------------------------------------------
-    def action_switch_tab(self, tab: str) -> None:
-        # Focus follows the tab: TabbedContent switches back to whichever pane holds the focused widget.
+    def action_switch_tab(self, tab: str, target: Widget | None = None) -> None:
+        # Focus follows the tab: TabbedContent switches back to whichever pane holds the focused widget. Focus is set
+        # at once (Widget.focus() is deferred), so keys typed right after ("f" then tab) reach the new widget.
         self.query_one(TabbedContent).active = tab
-        targets = self.query(MachinePanel) if tab == "machine" else self.query(DecisionTable)
-        if targets:
-            targets.first().focus()
+        if target is None:
+            targets = self.query(MachinePanel) if tab == "machine" else self.query(DecisionTable)
+            target = targets.first() if targets else None
+        if target is not None:
+            self.set_focus(target)
 
     def action_focus_form(self) -> None:
-        self.action_switch_tab("plan")
-        self.query_one(PlanForm).focus_model()
+        self.action_switch_tab("plan", self.query_one(PlanForm).model_input)
 
     def action_leave_form(self) -> None:
         """Escape (or enter) in a form field hands the keys back to the screen: q, l, e... act again."""
-        self.query_one(DecisionTable).focus()
+        self.set_focus(self.query_one(DecisionTable))
 
     def on_input_submitted(self, event) -> None:
         event.stop()

@@ -139,8 +139,9 @@ class PlanForm(Grid):
         if index > 0 and isinstance(siblings[index - 1], Label):
             siblings[index - 1].set_class(focused, "-focused")
 
-    def focus_model(self) -> None:
-        self.query_one("#model", Input).focus()
+    @property
+    def model_input(self) -> Input:
+        return self.query_one("#model", Input)
 
     # -- reading the controls ------------------------------------------------------------------------------------------
     def on_input_changed(self, event: Input.Changed) -> None:
