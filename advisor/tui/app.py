@@ -40,6 +40,7 @@ class AdvisorApp(App[None]):
         self.models = model_suggestions()
         self.runs: list[Any] = []  # launcher.spawn.Run objects started from the launch screen
         self._runs_lock = threading.Lock()
+        self._closing = False
         self._on_ready = on_ready
         self.first_plan_at: float | None = None  # time.perf_counter() when the first plan was on screen
         # The first plan is computed while Textual starts up, so the first paint can already show it.
@@ -69,10 +70,12 @@ class AdvisorApp(App[None]):
                 self._on_ready(self)
 
     # -- processes ---------------------------------------------------------------------------------------------------
-    def track_run(self, run: Any) -> None:
-        """Called (from any thread) for every engine started, so quitting can stop it."""
+    def track_run(self, run: Any) -> bool:
+        """Called (from any thread) for every engine started, so quitting can stop it. False when the app is already
+        closing: the caller must stop the run itself (it was started while the app was going away)."""
         with self._runs_lock:
             self.runs.append(run)
+            return not self._closing
 
     def live_runs(self) -> list[Any]:
         with self._runs_lock:
@@ -97,6 +100,8 @@ class AdvisorApp(App[None]):
 
     def on_unmount(self) -> None:
         # However the app ends (quit, ctrl+c, a signal, an exception, a test harness), no engine outlives it.
+        with self._runs_lock:
+            self._closing = True
         self.stop_all_runs()
         try:
             loop = asyncio.get_running_loop()

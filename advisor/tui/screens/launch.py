@@ -156,10 +156,10 @@ class LaunchScreen(Screen):
         except (OSError, ValueError) as exc:
             self.app.call_from_thread(self._start_failed, str(exc))
             return
-        self.app.track_run(run)
+        accepted = self.app.track_run(run)
         with self._lock:
             self.run = run
-        if self._leaving:  # escape was pressed while the process was being created
+        if self._leaving or not accepted:  # escape or quit came while the process was being created
             run.stop()
 
     def _start_failed(self, message: str) -> None:
