@@ -67,6 +67,12 @@ async def test_h20_with_sglang_0_5_12_fails_the_h20_condition():
         app.main.query_one("#engine_version", Select).value = "0.5.13"
         await settle(pilot)
         assert fusion(app).enabled
+        # another engine forgets the SGLang release
+        app.main.query_one("#engine", Select).value = "vllm"
+        await settle(pilot)
+        assert app.main.options.engine == "vllm" and app.main.options.engine_version is None
+        assert app.main.evaluation.plan.engine["name"] == "vllm"
+        assert app.main.query_one("#engine_version", Select).value is Select.NULL
 
 
 async def test_export_writes_json_that_validates(tmp_path):

@@ -176,8 +176,7 @@ class PlanForm(Grid):
             with releases.prevent(Select.Changed):
                 releases.set_options(self._release_options(value, None))
                 releases.clear()
-            self._values["engine_version"] = None
-            self._report({"engine": value, "engine_version": None})
+            self._report({"engine": value, "engine_version": None})  # a release belongs to one engine
             return
         self._report({key: value})
 
