@@ -78,11 +78,12 @@ class PlanForm(Grid):
         yield Label("DP size")
         yield Input(_int_text(o.dp_size), placeholder="1", type="integer", id="dp_size", compact=True)
         yield Label("MoE a2a")
-        backends = list(MOE_A2A_BACKENDS)
-        if o.moe_a2a_backend and o.moe_a2a_backend not in backends:
-            backends.append(o.moe_a2a_backend)
         yield Select(
-            [(b, b) for b in backends], value=o.moe_a2a_backend or "none", allow_blank=False, id="moe_a2a_backend", compact=True
+            _with_current([(b, b) for b in MOE_A2A_BACKENDS], o.moe_a2a_backend),
+            value=o.moe_a2a_backend or "none",
+            allow_blank=False,
+            id="moe_a2a_backend",
+            compact=True,
         )
         yield Label("Engine")
         yield Select(
