@@ -48,6 +48,15 @@ async def test_tp_1_turns_fusion_off_with_the_tp_condition_failed():
         assert "Release matrix" in shown
         assert "--flashinfer-allreduce-fusion-backend" not in app.main.evaluation.plan.argv
 
+        await pilot.press("escape", "enter")  # leave the TP field, then open the decision on its own screen
+        await pilot.pause()
+        assert app.screen is not app.main
+        body = app.screen.query_one("#decision-body").content
+        assert body is not None
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
+
 
 async def test_h20_with_sglang_0_5_12_fails_the_h20_condition():
     app = make_app(profile="b300-8", model="Qwen/Qwen3-30B-A3B", tp=8, engine="sglang")

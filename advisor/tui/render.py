@@ -99,6 +99,12 @@ def decision_detail(decision: Decision, plan: Plan) -> RenderableType:
         head.append("\nvalue: " + ", ".join(f"{k}={v}" for k, v in decision.value.items()))
     elif decision.value is not None:
         head.append(f"\nvalue: {short_value(decision.value)}")
+    if decision.failed:
+        head.append("\nblocked by: ", style="dim")
+        head.append("; ".join(c.text for c in decision.failed), style="bold red")
+    if decision.undecided:
+        head.append("\nunknown: ", style="dim")
+        head.append("; ".join(c.text for c in decision.undecided), style="yellow")
     if decision.flags:
         head.append("\nflags: ", style="dim")
         head.append(" ".join(decision.flags), style="cyan")

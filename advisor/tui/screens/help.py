@@ -21,6 +21,7 @@ condition by condition, and launches it.
 | `l` | launch the resolved command |
 | `e` | export the plan as JSON |
 | `p` | pick a machine: this one or a simulated profile (what-if) |
+| `enter` | open the highlighted decision on its own screen (escape closes it) |
 | `c` | copy the command line |
 | `f` | jump to the form (model field); `tab` moves on, `→` accepts a model suggestion, `enter`/`escape` leave it |
 | `m` / `d` | machine tab / decisions tab |

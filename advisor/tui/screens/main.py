@@ -165,6 +165,14 @@ class MainScreen(Screen):
         plan = self.evaluation.plan if self.evaluation else None
         self.query_one(DetailPane).show(message.item, plan)
 
+    @on(DecisionTable.Opened)
+    def _open_decision(self, message: DecisionTable.Opened) -> None:
+        from advisor.tui.screens.decision import DecisionScreen
+
+        plan = self.evaluation.plan if self.evaluation else None
+        if plan is not None:
+            self.app.push_screen(DecisionScreen(message.item, plan))
+
     # -- actions -------------------------------------------------------------------------------------------------------
     def action_switch_tab(self, tab: str, target: Widget | None = None) -> None:
         # Focus follows the tab: TabbedContent switches back to whichever pane holds the focused widget. Focus is set

@@ -85,6 +85,19 @@ class DecisionTable(DataTable):
         if key in self._items:
             self.move_cursor(row=self.get_row_index(key), animate=False)
 
+    class Opened(Message):
+        """Enter (or a click on the highlighted row): show the item on its own screen."""
+
+        def __init__(self, item: Decision | Problem) -> None:
+            super().__init__()
+            self.item = item
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        item = self._items.get(event.row_key.value)
+        if item is not None:
+            self.post_message(self.Opened(item))
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         self.post_message(self.Highlighted(self._items.get(event.row_key.value)))
