@@ -107,7 +107,7 @@ class Engine:
     def _allocate_kv_cache(self) -> None:
         for layer in self.model.layers:
             attn = layer.attn
-            shape = (self.max_batch_size, self.max_model_len, attn.num_kv_heads, attn.head_dim)
+            shape = (self.max_batch_size, attn.num_kv_heads, self.max_model_len, attn.head_dim)
             attn.k_cache = torch.zeros(shape, dtype=self.model.dtype, device=self.device)
             attn.v_cache = torch.zeros(shape, dtype=self.model.dtype, device=self.device)
 

@@ -13,7 +13,7 @@ from torch import nn
 
 from launcher.runtime.communicator import Communicator
 from launcher.runtime.config import ModelConfig
-from launcher.runtime.layers.attention import Attention
+from launcher.runtime.layers.attention import Attention, AttentionBatch
 from launcher.runtime.layers.embedding import ParallelLMHead, VocabParallelEmbedding
 from launcher.runtime.layers.mlp import GatedMLP
 from launcher.runtime.layers.moe import MoE
@@ -41,13 +41,13 @@ class DecoderLayer(nn.Module):
         self.post_attn_norm.load(reader, f"{prefix}.post_attention_layernorm")
         self.mlp.load(reader, f"{prefix}.mlp")
 
-    def forward(self, partial, residual, positions, slots, slot_range):
+    def forward(self, partial, residual, at: AttentionBatch):
         """partial: the previous sublayer's unreduced output (or the embeddings with residual None)."""
         if residual is None:
             residual, h = partial, self.input_norm(partial)
         else:
             h, residual = self.comm.add_rmsnorm(partial, residual, self.input_norm.weight, self.input_norm.eps)
-        partial = self.attn(h, positions, slots, slot_range)
+        partial = self.attn(h, at)
         h, residual = self.comm.add_rmsnorm(partial, residual, self.post_attn_norm.weight, self.post_attn_norm.eps)
         return self.mlp(h), residual
 
@@ -86,10 +86,10 @@ class CausalLM(nn.Module):
     @torch.inference_mode()
     def forward(self, ids: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """ids, positions: [batch, tokens]; slots: [batch] KV-cache slots. Returns final hidden states."""
-        slot_range = _as_range(slots)
+        at = AttentionBatch.build(positions, slots)
         partial, residual = self.embed(ids), None
         for layer in self.layers:
-            partial, residual = layer(partial, residual, positions, slots, slot_range)
+            partial, residual = layer(partial, residual, at)
         h, _ = self.comm.add_rmsnorm(partial, residual, self.norm.weight, self.norm.eps)
         return h
 
@@ -97,10 +97,3 @@ class CausalLM(nn.Module):
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden)
 
-
-def _as_range(slots: torch.Tensor) -> slice | None:
-    """slots as a slice when they are consecutive (the common case), so attention reads the cache as a view."""
-    values = slots.tolist()
-    if values == list(range(values[0], values[0] + len(values))):
-        return slice(values[0], values[0] + len(values))
-    return None

@@ -6,6 +6,8 @@ one kv head, replicated over the tp / num_kv_heads ranks whose query heads use i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -24,6 +26,33 @@ def kv_head_range(num_kv_heads: int, rank: int, world: int) -> tuple[int, int]:
         return rank * per_rank, (rank + 1) * per_rank
     head = rank // (world // num_kv_heads)
     return head, head + 1
+
+
+@dataclass(frozen=True)
+class AttentionBatch:
+    """Where this step's tokens sit in the KV cache, worked out once per forward for all layers."""
+
+    positions: torch.Tensor  # [batch, tokens]
+    slots: torch.Tensor  # [batch] KV-cache slot of each sequence
+    slot_range: slice | None  # the slots as a slice when consecutive: the cache is then read as a view
+    length: int  # keys to attend over: max position + 1
+    mask: torch.Tensor | None  # [batch, 1, tokens, length] True = attend; None when `causal` or nothing is masked
+    causal: bool
+
+    @classmethod
+    def build(cls, positions: torch.Tensor, slots: torch.Tensor) -> AttentionBatch:
+        batch, tokens = positions.shape
+        values = slots.tolist()
+        consecutive = values == list(range(values[0], values[0] + batch))
+        slot_range = slice(values[0], values[0] + batch) if consecutive else None
+        length = int(positions.max()) + 1
+        same_positions = bool((positions == positions[:1]).all())
+        if same_positions and tokens == 1:  # decode with equal lengths: every cached key is visible
+            return cls(positions, slots, slot_range, length, None, False)
+        if same_positions and tokens == length:  # prefill from position 0: plain causal attention
+            return cls(positions, slots, slot_range, length, None, True)
+        keys = torch.arange(length, device=positions.device).view(1, 1, 1, length)
+        return cls(positions, slots, slot_range, length, keys <= positions.view(batch, 1, tokens, 1), False)
 
 
 class Attention(nn.Module):
@@ -48,7 +77,7 @@ class Attention(nn.Module):
         self.k_norm = RMSNorm(d, config.rms_norm_eps, dtype, device) if config.qk_norm else None
         self.rotary = rotary
         self.scale = d**-0.5
-        self.k_cache: torch.Tensor | None = None  # [slots, max_len, kv_heads, head_dim], set by the engine
+        self.k_cache: torch.Tensor | None = None  # [slots, kv_heads, max_len, head_dim], set by the engine
         self.v_cache: torch.Tensor | None = None
 
     def load(self, reader: WeightReader, prefix: str) -> None:
@@ -58,8 +87,8 @@ class Attention(nn.Module):
             self.q_norm.load(reader, f"{prefix}.q_norm")
             self.k_norm.load(reader, f"{prefix}.k_norm")
 
-    def forward(self, x: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor, slot_range: slice | None):
-        """x: [batch, tokens, hidden]; positions: [batch, tokens]; slots: [batch] KV slots; returns a partial sum."""
+    def forward(self, x: torch.Tensor, at: AttentionBatch) -> torch.Tensor:
+        """x: [batch, tokens, hidden]; returns this rank's partial sum of the output projection."""
         batch, tokens, _ = x.shape
         d = self.head_dim
         q, k, v = self.qkv(x).split([self.num_heads * d, self.num_kv_heads * d, self.num_kv_heads * d], dim=-1)
@@ -68,23 +97,20 @@ class Attention(nn.Module):
         v = v.view(batch, tokens, self.num_kv_heads, d)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q, k = self.rotary(q, k, positions)
+        q, k = self.rotary(q, k, at.positions)
 
         # write this step's keys/values, then attend over each sequence's cache up to its own positions
-        rows = slots.unsqueeze(1).expand(batch, tokens)
-        self.k_cache[rows, positions] = k
-        self.v_cache[rows, positions] = v
-        length = int(positions.max()) + 1
-        if slot_range is not None:  # consecutive slots: a view, no gather
-            keys, values = self.k_cache[slot_range, :length], self.v_cache[slot_range, :length]
-        else:
-            keys, values = self.k_cache[slots, :length], self.v_cache[slots, :length]
-        mask = torch.arange(length, device=x.device).view(1, 1, 1, length) <= positions.view(batch, 1, tokens, 1)
+        rows = at.slots.unsqueeze(1).expand(batch, tokens)
+        self.k_cache[rows, :, at.positions] = k
+        self.v_cache[rows, :, at.positions] = v
+        slots = at.slot_range if at.slot_range is not None else at.slots
+        keys, values = self.k_cache[slots, :, : at.length], self.v_cache[slots, :, : at.length]
         out = F.scaled_dot_product_attention(
             q.transpose(1, 2),
-            keys.transpose(1, 2),
-            values.transpose(1, 2),
-            attn_mask=mask,
+            keys,
+            values,
+            attn_mask=at.mask,
+            is_causal=at.causal,
             scale=self.scale,
             enable_gqa=self.num_heads != self.num_kv_heads,
         )
