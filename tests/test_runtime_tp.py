@@ -62,3 +62,16 @@ def test_cli_generate_tp2_equals_tp1_and_falls_back_from_fusion_on_cpu(tmp_path)
     assert [r["prompt"] for r in tp2] == ["hello world", "tensor parallel"]
     assert [r["token_ids"] for r in tp2] == [r["token_ids"] for r in tp1]
     assert all(len(r["token_ids"]) == 12 or r["token_ids"] for r in tp2)
+
+
+@pytest.mark.slow
+def test_cli_bench_tp2_reports_throughput_and_allreduce_share(tmp_path):
+    env = {"TP_ADVISOR_CACHE": str(tmp_path / "cache")}
+    flags = ["--mode", "bench", "--batch-size", "2", "--input-len", "16", "--output-len", "4", "--compare", "--json"]
+    run = torchrun("-m", "launcher.runtime", "--tp-size", "2", *flags, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = json.loads(run.stdout.strip().splitlines()[-1])
+    for column in ("torch", "torch (again)"):
+        assert summary[column]["prefill_tokens_per_s"] > 0 and summary[column]["decode_tokens_per_s"] > 0
+        assert 0 < summary[column]["allreduce_share"] < 1  # real gloo allreduces took part of each step
+    assert summary["max_abs_logit_diff"] == 0.0

@@ -119,6 +119,8 @@ class Communicator:
                 self._stop(start)
                 self.fused_calls += 1
                 return normed.view(shape), new_residual.view(shape)
+            if self.fallback_calls == 0 and self.ctx.is_first:
+                log.info("fused allreduce: plain path for this call (%s); logged once", self.fusion.last_fallback)
             self.fallback_calls += 1
         if self.fused_norm_tp1 is not None and partial.is_contiguous() and residual.is_contiguous():
             # in place: residual += partial; partial = RMSNorm(residual) * weight
