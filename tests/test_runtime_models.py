@@ -18,3 +18,23 @@ def test_logits_and_greedy_tokens_match_transformers(kind, tiny_models, referenc
         assert torch.allclose(ours, theirs, atol=ATOL, rtol=0), float((ours - theirs).abs().max())
     tokens = engine.generate(PROMPTS, SamplingParams(max_tokens=16, ignore_eos=True))
     assert tokens == hf_tokens
+
+
+def test_llama3_rope_scaling_matches_transformers(tmp_path):
+    import json
+
+    import transformers
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    from launcher.runtime.config import load_config
+    from launcher.runtime.layers.rotary import inverse_frequencies
+
+    scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 64}
+    hf_config = transformers.LlamaConfig(hidden_size=256, num_attention_heads=2, head_dim=128, rope_theta=500000.0,
+                                         rope_scaling=scaling, architectures=["LlamaForCausalLM"])
+    expected, _ = ROPE_INIT_FUNCTIONS["llama3"](hf_config)
+    hf_config.save_pretrained(tmp_path)
+    assert "llama3" in json.dumps(json.loads((tmp_path / "config.json").read_text()))
+    ours = load_config(tmp_path)  # whichever field transformers wrote it to, the runtime reads it back
+    torch.testing.assert_close(inverse_frequencies(128, ours.rope_theta, ours.rope_scaling), expected)
