@@ -148,7 +148,7 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     from advisor.rules.checks import run_checks
 
     fusion = next((d.enabled for d in decisions if d.id == "flashinfer_allreduce_fusion"), None)
-    problems = list(run_checks(facts, model, intent, fusion=fusion)) + problems
+    problems = list(run_checks(facts, model, intent, fusion=fusion, prediction=scenario.flashinfer)) + problems
     plan = Plan(
         intent=intent,
         facts=facts,

@@ -50,7 +50,7 @@ def dtype(s: Scenario) -> str:
 
 
 def fusion_decision(s: Scenario) -> Decision:
-    prediction = fi.predict_import(s.facts)
+    prediction = s.flashinfer
     chosen_dtype = dtype(s)
 
     def gpu(s: Scenario):

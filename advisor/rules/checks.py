@@ -37,13 +37,16 @@ KV_CACHE_MIN_SHARE = 0.10  # below this share of GPU memory left after weights, 
 FP8_BLOCK = 128  # block-quantized fp8 checkpoints (DeepSeek/Qwen style) use 128x128 weight blocks
 
 
-def run_checks(facts: Facts, model: ModelSpec | None, intent: Intent, *, fusion: bool | None = None) -> list[Problem]:
+def run_checks(facts: Facts, model: ModelSpec | None, intent: Intent, *, fusion: bool | None = None,
+               prediction: fi.ImportPrediction | None = None) -> list[Problem]:  # fmt: skip
     """Every compatibility check, in a stable order.
 
     ``fusion`` is the plan's fusion decision when known (enabled or not); None lets the checks estimate whether an engine
-    would try FlashInfer's fused allreduce from the GPUs, tp and the installed flashinfer.
+    would try FlashInfer's fused allreduce from the GPUs, tp and the installed flashinfer. ``prediction``: the plan's
+    ``predict_import(facts)`` when it already has one.
     """
-    prediction = fi.predict_import(facts)
+    if prediction is None:
+        prediction = fi.predict_import(facts)
     context = _Context(facts, model, intent, prediction, fusion)
     problems: list[Problem] = []
     for check in CHECKS:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 # Decision states (ARCHITECTURE.md, "Contracts").
@@ -178,6 +179,13 @@ class Scenario:
     def gpus(self) -> tuple[Any, ...]:
         """The GPUs of one node the engine will use (CUDA order), at most tp / nnodes of them."""
         return tuple(self.facts.engine_gpus[: self.gpus_per_node])
+
+    @cached_property
+    def flashinfer(self) -> Any:
+        """What ``import flashinfer`` will do (advisor.rules.flashinfer.ImportPrediction), predicted once per scenario."""
+        from advisor.rules.flashinfer import predict_import  # that module imports this one
+
+        return predict_import(self.facts)
 
     @property
     def gpu(self) -> Any | None:

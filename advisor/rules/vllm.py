@@ -7,7 +7,6 @@ default at -O2/-O3 when tp > 1 on CUDA with flashinfer importable and a capabili
 
 from __future__ import annotations
 
-from advisor.rules import flashinfer as fi
 from advisor.rules.engine import (
     AUTO_ENABLED,
     Condition,
@@ -98,7 +97,7 @@ def max_size_mb(capability: tuple[int, int] | None, world: int) -> float | None:
 
 def fusion_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
-    prediction = fi.predict_import(s.facts)
+    prediction = s.flashinfer
     level = optimization_level(s)
     cap = None if s.no_gpu else s.capability
 
