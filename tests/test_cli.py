@@ -86,6 +86,26 @@ def test_flashinfer_mismatch_exits_1_with_an_error_problem():
     assert packages["flashinfer-python"]["version"] == "0.6.12" and packages["flashinfer-python"]["overridden"]
 
 
+def test_fusion_auto_enabled_but_unimportable_flashinfer_is_said_in_every_face():
+    # SGLang auto-enables regardless of importability; the decision's first note says the fused path cannot run and
+    # points at the problem, the same in `check --json`, `explain --json` and the human output of both.
+    code, data = check_json(*B300_VL, *MISMATCH)
+    assert code == 1
+    fusion = next(d for d in data["decisions"] if d["id"] == "flashinfer_allreduce_fusion")
+    assert fusion["state"] == "auto-enabled"
+    note = fusion["notes"][0]
+    assert note.startswith("the fused path cannot run here: `import flashinfer` will fail")
+    assert "see problem flashinfer_version_mismatch" in note
+    assert "flashinfer_version_mismatch" in {p["id"] for p in data["problems"]}
+    explained = invoke("explain", "flashinfer_allreduce_fusion", "--json", *B300_VL, *MISMATCH)
+    assert json.loads(explained.stdout)["decision"] == fusion
+    flat = " ".join(note.split())
+    for args in (("check", *B300_VL, *MISMATCH), ("explain", "flashinfer_allreduce_fusion", *B300_VL, *MISMATCH)):
+        out = invoke(*args).stdout
+        text = " ".join(line.strip() for line in out.splitlines())
+        assert "auto-enabled" in text and flat in text.replace("note: ", "")
+
+
 # -- the contract ------------------------------------------------------------------------------------------------------
 
 

@@ -292,6 +292,32 @@ def test_all_conditions_evaluated_without_short_circuit():
         assert c.why and c.fix and c.expected is not None
 
 
+def test_auto_enabled_although_flashinfer_will_not_import_says_so_plainly():
+    # The seed case: SGLang's server_args auto-enables without trying `import flashinfer`, so the state stays
+    # auto-enabled, but the first note says the fused path cannot run and names the problem that explains why.
+    seed = load_profile("h100-sxm-8").with_packages(
+        {"flashinfer-python": "0.6.12", "flashinfer-cubin": "0.6.12", "flashinfer-jit-cache": "0.6.11+cu128"})
+    for release in ("0.5.9", "0.5.14"):
+        d = fusion(scenario(seed), release)
+        assert d.state == AUTO_ENABLED and d.enabled
+        assert d.notes[0].startswith("the fused path cannot run here: `import flashinfer` will fail")
+        assert "flashinfer-jit-cache 0.6.11+cu128" in d.notes[0]
+        assert "see problem flashinfer_version_mismatch" in d.notes[0]
+        assert not any(n.startswith("needs flashinfer importable") for n in d.notes)
+    # Matching packages: no such note, the usual reminder instead.
+    ok = fusion(scenario("h100-sxm-8"), "0.5.9")
+    assert not any("cannot run" in n for n in ok.notes)
+    assert any(n.startswith("needs flashinfer importable") for n in ok.notes)
+    # Not installed at all: no problem id to point at, but still said plainly.
+    h100 = load_profile("h100-sxm-8")
+    gone = replace(h100, packages=tuple(p for p in h100.packages if p.name != "flashinfer-python"))
+    d = fusion(scenario(gone), "0.5.9")
+    assert d.state == AUTO_ENABLED
+    assert d.notes[0] == ("the fused path cannot run here: `import flashinfer` will fail (flashinfer-python is not"
+                          " installed); SGLang enables the fusion without trying the import, then fails where it imports"
+                          " flashinfer")  # fmt: skip
+
+
 # -- forced on ---------------------------------------------------------------------------------------------------------
 
 

@@ -377,6 +377,8 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
             notes.append("DeepSeek with context-parallel prefill declares DP attention or an a2a backend itself,"
                          " which blocks the auto-enable")  # fmt: skip
     if enabled:
+        if s.flashinfer.importable is False:
+            notes.insert(0, _import_failure_note(s))
         notes.extend(_runtime_notes(s, row, value))
     elif state == NOT_ENABLED and any(r.id == "architecture" and r.ok is False for r in results):
         notes.append("other model files may implement the fused path; they use it only when the flag is passed")
@@ -434,11 +436,21 @@ def _runtime_notes(s: Scenario, row: FusionRow, value) -> list[str]:
             f"workspace per GPU about {(base + lamport) / 2**20:.0f} MiB ({FUSE_MAX_TOKENS} tokens x hidden {hidden});"
             f" the fused kernel runs for batches of 1..{FUSE_MAX_TOKENS} tokens, except the last layer"
         )
-    notes.append("needs flashinfer importable with flashinfer.comm.allreduce_fusion; a workspace failure on any rank"
-                 " disables it on all")  # fmt: skip
+    if s.flashinfer.importable is not False:  # otherwise the first note says the fused path cannot run
+        notes.append("needs flashinfer importable with flashinfer.comm.allreduce_fusion; a workspace failure on any rank"
+                     " disables it on all")  # fmt: skip
     if parse_release(row.first) >= (0, 5, 18):
         notes.append("v0.5.18: ordinary allreduces also take FlashInfer's plain-allreduce path while the backend is set")
     return notes
+
+
+def _import_failure_note(s: Scenario) -> str:
+    """SGLang decides the fusion without trying ``import flashinfer``; say plainly when that import will fail."""
+    prediction = s.flashinfer
+    ids = ", ".join(dict.fromkeys(p.id for p in prediction.problems if p.severity in ("error", "warning")))
+    see = f"; see problem {ids}" if ids else ""
+    return (f"the fused path cannot run here: `import flashinfer` will fail ({prediction.reason}{see}); SGLang"
+            " enables the fusion without trying the import, then fails where it imports flashinfer")  # fmt: skip
 
 
 def fusion_problems(s: Scenario, decision: Decision, version: str) -> list[Problem]:
