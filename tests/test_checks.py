@@ -12,7 +12,8 @@ from advisor.facts import Driver, Facts, Gpu, Package, Topology
 from advisor.models import ModelSpec
 from advisor.plan import Intent
 from advisor.probe.profiles import load_profile
-from advisor.rules.checks import fusion_workspace_bytes, run_checks, weight_bytes_per_param
+from advisor.rules.checks import run_checks, weight_bytes_per_param
+from advisor.rules.flashinfer import fusion_workspace_bytes
 
 QWEN3_30B = ModelSpec(
     id="Qwen/Qwen3-30B-A3B", architecture="Qwen3MoeForCausalLM", hidden_size=2048, num_layers=48, num_heads=32,

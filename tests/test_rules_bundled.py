@@ -12,6 +12,7 @@ from advisor.plan import Intent
 from advisor.probe.profiles import load_profile
 from advisor.rules import bundled
 from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Scenario
+from advisor.rules.flashinfer import fusion_workspace_bytes
 
 
 def scenario(profile="b300-8", model="demo", *, tp=8, packages=None, facts=None, **intent) -> Scenario:
@@ -37,8 +38,8 @@ def test_b300_tp8_fuses_with_workspace_size():
 
 def test_workspace_formula_matches_reference_example():
     # reference/flashinfer.md: TP8, 2048 tokens, hidden 7168, bf16: about 235 MB + 704 MB.
-    assert bundled.workspace_bytes(8, 7168) == 234_881_024 + 704_643_072
-    assert bundled.workspace_bytes(16, 16384) == 16 * 2048 * 16384 * 2 + (2 << 30)  # Lamport part capped
+    assert fusion_workspace_bytes(8, 7168) == 234_881_024 + 704_643_072
+    assert fusion_workspace_bytes(16, 16384) == 16 * 2048 * 16384 * 2 + (2 << 30)  # Lamport part capped
 
 
 def test_cpu_machine_runs_torch_allreduce_on_gloo_in_float32():

@@ -25,17 +25,10 @@ ALLREDUCE_FLAG = "--allreduce"
 FUSED = "flashinfer-fusion"
 PLAIN = "torch"
 MAX_TOKENS = 2048  # workspace capacity; bigger batches fall back to the plain path per call
-LAMPORT_CAP = 2 << 30
 WORLD_SIZES = (2, 4, 8, 16)
 FUSED_DTYPES = ("bfloat16", "float16")
 COMMUNICATOR = "launcher/runtime/communicator.py"
 SOURCE_RELEASE = "tp-advisor bundled runtime"
-
-
-def workspace_bytes(world: int, hidden: int, max_tokens: int = MAX_TOKENS) -> int:
-    """Per-GPU bytes of the trtllm fusion workspace: world x tokens x hidden x 2, plus 3x that capped near 2 GiB."""
-    base = world * max_tokens * hidden * 2
-    return base + min(3 * base, LAMPORT_CAP)
 
 
 def device(s: Scenario) -> str:
@@ -118,7 +111,7 @@ def fusion_decision(s: Scenario) -> Decision:
     if enabled:
         value = {"allreduce": FUSED, "backend": "trtllm", "max_tokens": MAX_TOKENS}
         if hidden_size:
-            value["workspace_bytes_per_gpu"] = workspace_bytes(s.tp, hidden_size)
+            value["workspace_bytes_per_gpu"] = fi.fusion_workspace_bytes(s.tp, hidden_size, MAX_TOKENS)
     else:
         value = {"allreduce": PLAIN, "backend": backend}
     notes = []

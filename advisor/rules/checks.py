@@ -32,7 +32,6 @@ VLLM_FUSION_FIELD = "fuse_allreduce_rms="  # -cc.pass_config.fuse_allreduce_rms=
 
 # Engines pre-allocate the fusion workspace for this many tokens (SGLang FUSE_ALLREDUCE_MAX_BATCH_SIZE).
 FUSION_MAX_TOKENS = 2048
-LAMPORT_CAP_BYTES = 2 * GIB
 KV_CACHE_MIN_SHARE = 0.10  # below this share of GPU memory left after weights, the KV cache is starved
 FP8_BLOCK = 128  # block-quantized fp8 checkpoints (DeepSeek/Qwen style) use 128x128 weight blocks
 
@@ -366,12 +365,6 @@ def check_tp_divisibility(ctx: _Context) -> list[Problem]:
 # -- memory --------------------------------------------------------------------------------------------------------
 
 
-def fusion_workspace_bytes(world: int, hidden: int, max_tokens: int = FUSION_MAX_TOKENS, elem_bytes: int = 2) -> int:
-    """Per-GPU bytes of the trtllm fusion workspace: world x tokens x hidden x 2, plus 3x that (capped near 2 GiB)."""
-    base = world * max_tokens * hidden * elem_bytes
-    return base + min(3 * base, LAMPORT_CAP_BYTES)
-
-
 def weight_bytes_per_param(dtype: str | None, quantization: str | None) -> float | None:
     """Bytes per parameter of the checkpoint as loaded (quantized formats: an estimate including scales)."""
     quant = (quantization or "").lower()
@@ -413,7 +406,7 @@ def check_weights_fit(ctx: _Context) -> list[Problem]:
     weights = model.num_params * per_param / max(intent.tp, 1)
     workspace = 0
     if ctx.fusion() and model.hidden_size:
-        workspace = fusion_workspace_bytes(ctx.tp_per_node, model.hidden_size)
+        workspace = fi.fusion_workspace_bytes(ctx.tp_per_node, model.hidden_size, FUSION_MAX_TOKENS)
     needed = weights + workspace
     parts = f"{_gib(weights)} of weights ({model.num_params / 1e9:.1f}B params x {per_param:g} B / tp {intent.tp})"
     if workspace:

@@ -133,6 +133,18 @@ def module_version(pkg: Package) -> str | None:
     return pkg.module_version or pkg.version
 
 
+# -- the trtllm fusion workspace -----------------------------------------------------------------------------------
+
+LAMPORT_CAP_BYTES = 2 << 30
+
+
+def fusion_workspace_bytes(world: int, hidden: int, max_tokens: int = 2048, elem_bytes: int = 2) -> int:
+    """Per-GPU bytes of the trtllm fusion workspace: world x tokens x hidden x 2, plus 3x that (capped near 2 GiB) for
+    the Lamport buffers (reference/flashinfer.md, "Limits of the trtllm backend")."""
+    base = world * max_tokens * hidden * elem_bytes
+    return base + min(3 * base, LAMPORT_CAP_BYTES)
+
+
 # -- the prediction ------------------------------------------------------------------------------------------------
 
 

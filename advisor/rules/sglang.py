@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+from advisor.rules import flashinfer as fi
 from advisor.rules.engine import (
     AUTO_ENABLED,
     FORCED_ON,
@@ -430,10 +431,9 @@ def _runtime_notes(s: Scenario, row: FusionRow, value) -> list[str]:
         notes.append("at run time the IPC workspace fails across nodes: 'invalid resource handle' (flashinfer issue #2006)")
     hidden = s.model.hidden_size if s.model is not None else None
     if hidden:
-        base = s.tp * FUSE_MAX_TOKENS * hidden * 2
-        lamport = min(3 * base, 2 << 30)
+        workspace = fi.fusion_workspace_bytes(s.tp, hidden, FUSE_MAX_TOKENS)
         notes.append(
-            f"workspace per GPU about {(base + lamport) / 2**20:.0f} MiB ({FUSE_MAX_TOKENS} tokens x hidden {hidden});"
+            f"workspace per GPU about {workspace / 2**20:.0f} MiB ({FUSE_MAX_TOKENS} tokens x hidden {hidden});"
             f" the fused kernel runs for batches of 1..{FUSE_MAX_TOKENS} tokens, except the last layer"
         )
     if s.flashinfer.importable is not False:  # otherwise the first note says the fused path cannot run
