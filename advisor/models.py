@@ -25,7 +25,17 @@ CATALOG_DIR = Path(__file__).parent / "catalog"
 DEMO_ID = "demo"
 
 # Bytes per element of the dtypes config.json names.
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1}
+DTYPE_BYTES = {
+    "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
+    "float32": 4, "fp32": 4, "float": 4, "float8": 1, "fp8": 1, "float8_e4m3fn": 1,
+}  # fmt: skip
+
+
+def dtype_bytes(dtype: str | None) -> int | None:
+    """Bytes per element of a dtype name as configs and flags spell it ("bfloat16", "bf16", "torch.float16")."""
+    if not dtype:
+        return None
+    return DTYPE_BYTES.get(dtype.lower().removeprefix("torch."))
 
 
 class ModelError(Exception):
@@ -65,7 +75,7 @@ class ModelSpec:
 
     @property
     def dtype_bytes(self) -> int | None:
-        return DTYPE_BYTES.get(self.dtype or "")
+        return dtype_bytes(self.dtype)
 
 
 # -- config.json -> ModelSpec ----------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from advisor import models
-from advisor.models import ModelError, catalog_ids, hf_cache_ids, load_config_dir, resolve_model
+from advisor.models import ModelError, ModelSpec, catalog_ids, dtype_bytes, hf_cache_ids, load_config_dir, resolve_model
 
 # reference/gpus.md, "Popular model configs": id -> (architectures[0], hidden, layers, heads, kv heads, experts, top-k)
 REFERENCE = {
@@ -184,3 +184,10 @@ def test_malformed_config_in_hf_cache_is_one_line(tmp_path):
     (hub / "models--org--broken" / "snapshots" / "r" / "config.json").write_text("{", encoding="utf-8")
     with pytest.raises(ModelError, match="malformed JSON"):
         resolve_model("org/broken", environ={"HF_HUB_CACHE": str(hub)})
+
+
+def test_dtype_bytes_one_table_for_every_spelling():
+    assert [dtype_bytes(d) for d in ("bfloat16", "bf16", "torch.float16", "half", "float32", "float8_e4m3fn")] == [
+        2, 2, 2, 2, 4, 1]  # fmt: skip
+    assert dtype_bytes(None) is None and dtype_bytes("auto") is None and dtype_bytes("int3") is None
+    assert ModelSpec(id="m", architecture="A", dtype="bfloat16").dtype_bytes == 2

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from advisor.facts import Facts, Gpu
-from advisor.models import ModelSpec
+from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules import flashinfer as fi
 from advisor.rules.engine import Problem
 
@@ -375,15 +375,6 @@ def weight_bytes_per_param(dtype: str | None, quantization: str | None) -> float
             return 1.0
         return None
     return dtype_bytes(dtype)
-
-
-def dtype_bytes(dtype: str | None) -> int | None:
-    if not dtype:
-        return None
-    return {
-        "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
-        "float32": 4, "fp32": 4, "float": 4, "float8": 1, "fp8": 1,
-    }.get(dtype.lower().removeprefix("torch."))  # fmt: skip
 
 
 def check_weights_fit(ctx: _Context) -> list[Problem]:

@@ -7,6 +7,7 @@ default at -O2/-O3 when tp > 1 on CUDA with flashinfer importable and a capabili
 
 from __future__ import annotations
 
+from advisor.models import dtype_bytes
 from advisor.rules.engine import (
     AUTO_ENABLED,
     Condition,
@@ -181,8 +182,7 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
 
 
 def _dtype_bytes(s: Scenario) -> int | None:
-    dtype = s.intent.dtype or (s.model.dtype if s.model is not None else None)
-    return {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}.get(dtype or "")
+    return dtype_bytes(s.intent.dtype or (s.model.dtype if s.model is not None else None))
 
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
