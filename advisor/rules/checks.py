@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from advisor.facts import Facts, Gpu
 from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules import flashinfer as fi
-from advisor.rules.engine import Problem
+from advisor.rules.engine import Problem, parse_cuda
 
 if TYPE_CHECKING:  # advisor.plan imports this module
     from advisor.plan import Intent
@@ -133,7 +133,7 @@ def check_jit_cache_cuda(ctx: _Context) -> list[Problem]:
         return []
     label = jit.local_label or (jit.version.split("+", 1)[1] if jit.version and "+" in jit.version else None)
     jit_cuda = fi.label_cuda(label)
-    torch_cuda = _parse_cuda(torch.cuda)
+    torch_cuda = parse_cuda(torch.cuda)
     src = "flashinfer-jit-cache local label; flashinfer's installer CLI (reference/flashinfer.md)"
     if jit_cuda is None:
         return [_cannot("flashinfer_jit_cache_cuda_mismatch", f"the CUDA variant of flashinfer-jit-cache {jit.version}",
@@ -173,7 +173,7 @@ def check_torch_cuda_vs_driver(ctx: _Context) -> list[Problem]:
     if not driver.available or not torch.installed or fi.torch_is_cpu_only(ctx.facts):
         return []
     src = "CUDA driver compatibility (reference/gpus.md); nvmlSystemGetCudaDriverVersion"
-    torch_cuda, driver_cuda = _parse_cuda(torch.cuda), _parse_cuda(driver.cuda_version)
+    torch_cuda, driver_cuda = parse_cuda(torch.cuda), parse_cuda(driver.cuda_version)
     if torch_cuda is None:
         return [_cannot("torch_cuda_vs_driver", "torch's CUDA version", torch.unknown.get("cuda", "not probed"), src)]
     if driver_cuda is None:
@@ -579,15 +579,6 @@ def _vllm_fusion(token: str) -> bool | None:
 
 def _cannot(problem_id: str, what: str, reason: str, source: str) -> Problem:
     return Problem(problem_id, INFO, f"cannot check {what}: {reason}", "probe on the target machine", source)
-
-
-def _parse_cuda(text: str | None) -> tuple[int, int] | None:
-    if not text:
-        return None
-    parts = text.split(".")
-    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
-        return None
-    return int(parts[0]), int(parts[1])
 
 
 def _gib(n: float) -> str:

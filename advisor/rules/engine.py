@@ -105,6 +105,14 @@ def release_text(release: tuple[int, ...]) -> str:
     return ".".join(str(p) for p in release)
 
 
+def parse_cuda(text: str | None) -> tuple[int, int] | None:
+    """"12.8" (torch's or the driver's CUDA version) -> (12, 8); None when missing or not a version."""
+    parts = (text or "").split(".")
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        return None
+    return int(parts[0]), int(parts[1])
+
+
 def flag_value(tokens: Sequence[str], name: str) -> str | None:
     """The value of ``--name VALUE`` / ``--name=VALUE`` in a token list (last occurrence wins); "" for a bare flag."""
     value = None
@@ -212,10 +220,8 @@ class Scenario:
         if not torch.installed:
             return None, False
         if torch.cuda:
-            parts = torch.cuda.split(".")
-            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-                return (int(parts[0]), int(parts[1])), True
-            return None, False
+            cuda = parse_cuda(torch.cuda)
+            return cuda, cuda is not None
         return None, "cuda" not in torch.unknown
 
     @property

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from advisor.facts import Facts, Package
-from advisor.rules.engine import Problem
+from advisor.rules.engine import Problem, parse_cuda
 
 PYTHON = "flashinfer-python"
 CUBIN = "flashinfer-cubin"
@@ -105,12 +105,8 @@ def public_version(version: str | None) -> str | None:
 
 def cuda_label(cuda: str | None) -> str | None:
     """"12.8" -> "cu128"."""
-    if not cuda:
-        return None
-    parts = cuda.split(".")
-    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
-        return None
-    return f"cu{int(parts[0])}{int(parts[1])}"
+    parsed = parse_cuda(cuda)
+    return f"cu{parsed[0]}{parsed[1]}" if parsed else None
 
 
 def label_cuda(label: str | None) -> tuple[int, int] | None:
