@@ -274,6 +274,27 @@ class Rule:
         return tuple(c.evaluate(scenario) for c in self.conditions)
 
 
+# -- checks several engines share (each engine words its own Condition: text, why, fix) ----------------------------
+
+
+def check_tp_gt_1(s: Scenario) -> tuple:
+    return s.tp > 1, f"tp {s.tp}", "tp > 1"
+
+
+def check_custom_ar_world_size(s: Scenario) -> tuple:
+    """The custom-allreduce kernels of SGLang and vLLM (same lineage) exist for these world sizes."""
+    return s.tp in (2, 4, 6, 8), f"world size {s.tp}", "2, 4, 6 or 8"
+
+
+def check_custom_ar_nvlink(s: Scenario) -> tuple:
+    """Custom allreduce refuses more than two GPUs unless every pair has NVLink P2P (SGLang and vLLM alike)."""
+    if s.tp <= 2:
+        return True, f"{s.tp} GPU(s): PCIe P2P suffices", "every pair NVLink P2P when more than 2 GPUs"
+    full = False if s.no_gpu else s.all_pairs_nvlink
+    observed = {True: "every pair NVLink P2P OK", False: "some pair lacks NVLink P2P", None: "NVLink P2P unknown"}[full]
+    return full, observed, "every pair NVLink P2P OK (NVML) when more than 2 GPUs"
+
+
 def state_of(results: Sequence[ConditionResult], *, forced_on: bool = False, forced_off: bool = False) -> str:
     """forced-off beats forced-on beats the conditions; any failed condition -> not-enabled; any unknown -> unavailable."""
     if forced_off:

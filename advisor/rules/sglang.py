@@ -24,6 +24,9 @@ from advisor.rules.engine import (
     ReleaseOutcome,
     Scenario,
     Source,
+    check_custom_ar_nvlink,
+    check_custom_ar_world_size,
+    check_tp_gt_1,
     is_enabled,
     parse_release,
     release_text,
@@ -119,10 +122,6 @@ def _c_sm90_or_sm100(s: Scenario):
     return _any(a, b), obs, "SM90 with torch CUDA >= 12.3, or SM10x with torch CUDA >= 12.8"
 
 
-def _c_tp(s: Scenario):
-    return s.tp > 1, f"tp {s.tp}", "tp > 1"
-
-
 def _c_no_dp_attention(s: Scenario):
     if not s.intent.dp_attention:
         return True, "no --enable-dp-attention", "DP attention off"
@@ -177,7 +176,7 @@ FUSION_CONDITIONS: dict[str, Condition] = {
             "use SM90 or SM10x GPUs with a CUDA build of torch (>= 12.3 for SM90, >= 12.8 for SM10x)",
         ),
         Condition(
-            "tp_gt_1", "tensor parallelism (tp > 1)", _c_tp,
+            "tp_gt_1", "tensor parallelism (tp > 1)", check_tp_gt_1,
             "with one rank there is no allreduce to fuse",
             "raise --tp above 1",
         ),
@@ -491,39 +490,23 @@ def release_matrix(s: Scenario) -> tuple[ReleaseOutcome, ...]:
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
-    world = s.tp
-
-    def world_gt_1(s: Scenario):
-        return world > 1, f"tp {world}", "tp > 1"
 
     def one_node(s: Scenario):
         return s.nnodes == 1, f"nnodes {s.nnodes}", "the TP group on one node"
 
-    def world_size(s: Scenario):
-        return world in (2, 4, 6, 8), f"world size {world}", "2, 4, 6 or 8"
-
-    def nvlink(s: Scenario):
-        if world <= 2:
-            return True, f"{world} GPU(s): PCIe P2P suffices", "every pair NVLink P2P when more than 2 GPUs"
-        full = s.all_pairs_nvlink
-        if s.no_gpu:
-            full = False
-        observed = {True: "every pair NVLink P2P OK", False: "some pair lacks NVLink P2P", None: "NVLink P2P unknown"}[full]
-        return full, observed, "every pair NVLink P2P OK (NVML) when more than 2 GPUs"
-
     conditions = (
-        Condition("tp_gt_1", "more than one rank", world_gt_1, "with one rank there is nothing to reduce", "raise --tp"),
+        Condition("tp_gt_1", "more than one rank", check_tp_gt_1, "with one rank there is nothing to reduce", "raise --tp"),
         Condition("single_node", "TP group on one node", one_node,
                   "the kernel uses CUDA IPC buffers, which do not cross nodes", "run the TP group on one node"),
-        Condition("world_size", "world size 2, 4, 6 or 8", world_size,
+        Condition("world_size", "world size 2, 4, 6 or 8", check_custom_ar_world_size,
                   "the one-shot/two-shot kernels are built for these sizes", "use tp 2, 4, 6 or 8"),
-        Condition("full_nvlink", "full NVLink when more than 2 GPUs", nvlink,
+        Condition("full_nvlink", "full NVLink when more than 2 GPUs", check_custom_ar_nvlink,
                   "'custom allreduce is not supported on more than two PCIe-only GPUs'",
                   "use NVLink/NVSwitch-connected GPUs or tp 2"),
     )  # fmt: skip
     results = tuple(c.evaluate(s) for c in conditions)
     off_by = [f for f in (DISABLE_CUSTOM_AR,) if s.has(f)]
-    if s.has(DETERMINISTIC) and world > 1:
+    if s.has(DETERMINISTIC) and s.tp > 1:
         off_by.append(DETERMINISTIC)
     state = state_of(results, forced_off=bool(off_by))
     enabled = is_enabled(state)
@@ -676,10 +659,6 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
         allowed = sorted(q or "unquantized" for q in entry[1])
         return model.quantization in entry[1], model.quantization or "unquantized", ", ".join(allowed)
 
-    def a2a(s: Scenario):
-        backend = s.intent.moe_a2a_backend or "none"
-        return backend == "none", f"moe_a2a_backend {backend}", "none"
-
     conditions = (
         Condition("moe_model", "MoE model", is_moe, "only MoE layers have a runner backend", "n/a for dense models"),
         Condition("sm100", "GPU is SM100 (SM10x)", sm100, "the FlashInfer TRT-LLM MoE kernels target datacenter Blackwell",
@@ -688,7 +667,7 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
                   "SGLang picks the FlashInfer runner per model family", f"pass {MOE_RUNNER_BACKEND} NAME"),
         Condition("quantization", "quantization supported by that runner", quant,
                   "each runner supports a set of weight formats", "use a supported checkpoint format"),
-        Condition("a2a_none", "no MoE all-to-all backend", a2a,
+        Condition("a2a_none", "no MoE all-to-all backend", _c_a2a_none,
                   "an a2a backend (deepep, mooncake, ...) brings its own dispatch and sets ep_size = tp_size",
                   "use --moe-a2a-backend none"),
     )  # fmt: skip
@@ -699,13 +678,13 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
     notes = []
     if s.intent.moe_a2a_backend not in (None, "", "none"):
         notes.append(f"--moe-a2a-backend {s.intent.moe_a2a_backend} forces ep_size = tp_size ({s.tp})")
-    if state != AUTO_ENABLED and state != FORCED_ON:
+    if not is_enabled(state):
         notes.append("auto: the MoE layer picks its kernel at load time (triton for most formats)")
     return Decision(
         id="moe_runner_backend",
         title="MoE runner backend (--moe-runner-backend auto)",
         state=state,
-        enabled=state in (AUTO_ENABLED, FORCED_ON),
+        enabled=is_enabled(state),
         value=value,
         conditions=results,
         flags=(),
@@ -788,7 +767,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         id="memory_defaults",
         title="GPU-memory-driven defaults",
         state=state,
-        enabled=state in (AUTO_ENABLED, FORCED_ON),
+        enabled=is_enabled(state),
         value=value,
         conditions=results,
         flags=(),

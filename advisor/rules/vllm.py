@@ -15,6 +15,9 @@ from advisor.rules.engine import (
     Problem,
     Scenario,
     Source,
+    check_custom_ar_nvlink,
+    check_custom_ar_world_size,
+    check_tp_gt_1,
     is_enabled,
     parse_release,
     release_text,
@@ -108,9 +111,6 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
         observed = f"-O{level}" + (", --enforce-eager" if eager else "")
         return ok, observed, "-O2 (default) or -O3, no --enforce-eager"
 
-    def tp(s: Scenario):
-        return s.tp > 1, f"tp {s.tp}", "tp > 1"
-
     def cuda(s: Scenario):
         if s.no_gpu:
             return False, "no GPU", "CUDA platform"
@@ -140,7 +140,7 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     conditions = (
         Condition("compilation", "torch.compile passes run", compiled,
                   "the fusion is a compilation pass; -O0/-O1 and --enforce-eager skip it", "drop --enforce-eager; use -O2"),
-        Condition("tp_gt_1", "tensor parallelism (tp > 1)", tp, "with one rank there is no allreduce", "raise --tp"),
+        Condition("tp_gt_1", "tensor parallelism (tp > 1)", check_tp_gt_1, "with one rank there is no allreduce", "raise --tp"),
         Condition("cuda", "CUDA platform", cuda, "the kernels are CUDA-only", "run on NVIDIA GPUs with a CUDA torch"),
         Condition("flashinfer", "flashinfer importable with the fusion API", importable,
                   "the pass calls flashinfer.comm.allreduce_fusion and create_allreduce_fusion_workspace",
@@ -188,27 +188,14 @@ def _dtype_bytes(s: Scenario) -> int | None:
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
 
-    def tp(s: Scenario):
-        return s.tp > 1, f"tp {s.tp}", "tp > 1"
-
     def node(s: Scenario):
         return s.nnodes == 1, f"nnodes {s.nnodes}", "all ranks on one node"
 
-    def world(s: Scenario):
-        return s.tp in (2, 4, 6, 8), f"world size {s.tp}", "2, 4, 6 or 8"
-
-    def nvlink(s: Scenario):
-        if s.tp <= 2:
-            return True, f"{s.tp} GPU(s)", "every pair NVLink P2P when more than 2 GPUs"
-        full = False if s.no_gpu else s.all_pairs_nvlink
-        observed = {True: "every pair NVLink P2P OK", False: "some pair lacks NVLink P2P", None: "NVLink P2P unknown"}[full]
-        return full, observed, "every pair NVLink P2P OK (NVML) when more than 2 GPUs"
-
     conditions = (
-        Condition("tp_gt_1", "more than one rank", tp, "nothing to reduce with one rank", "raise --tp"),
+        Condition("tp_gt_1", "more than one rank", check_tp_gt_1, "nothing to reduce with one rank", "raise --tp"),
         Condition("single_node", "all ranks on one node", node, "CUDA IPC buffers do not cross nodes", "use one node"),
-        Condition("world_size", "world size 2, 4, 6 or 8", world, "kernels exist for these sizes", "use tp 2, 4, 6 or 8"),
-        Condition("full_nvlink", "full NVLink when more than 2 GPUs", nvlink,
+        Condition("world_size", "world size 2, 4, 6 or 8", check_custom_ar_world_size, "kernels exist for these sizes", "use tp 2, 4, 6 or 8"),
+        Condition("full_nvlink", "full NVLink when more than 2 GPUs", check_custom_ar_nvlink,
                   "'not supported on more than two PCIe-only GPUs'", "use NVLink-connected GPUs or tp 2"),
     )  # fmt: skip
     results = tuple(c.evaluate(s) for c in conditions)
