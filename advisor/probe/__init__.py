@@ -1,6 +1,8 @@
 """Probe a machine into Facts: NVML (GPUs, driver, topology), installed packages, host and environment.
 
-Cheap to import: nothing here imports torch, flashinfer, textual or even pynvml until probe_live() runs.
+Cheap to import: nothing here imports torch, flashinfer, textual or even pynvml until probe_live() runs. The host,
+package and environment probes are imported there too, so `advisor check --profile NAME` (which only needs
+advisor.probe.profiles) does not pay for subprocess, platform and the package scanner.
 """
 
 from __future__ import annotations
@@ -12,11 +14,16 @@ from dataclasses import replace
 from typing import Any
 
 from advisor.facts import Driver, Facts, Package, ProbeError, Topology
-from advisor.probe.environment import filter_environment, visible_gpus
-from advisor.probe.host import probe_host
-from advisor.probe.packages import PythonProbeError, probe_packages, python_facts
 
 __all__ = ["probe_live", "PythonProbeError"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PythonProbeError":  # re-exported lazily, like the probes themselves
+        from advisor.probe.packages import PythonProbeError
+
+        return PythonProbeError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def probe_live(python: str | None = None, environ: Mapping[str, str] | None = None, nvml: Any = None) -> Facts:
@@ -26,6 +33,10 @@ def probe_live(python: str | None = None, environ: Mapping[str, str] | None = No
     working Python). ``environ``: the environment an engine would inherit (default os.environ). ``nvml``: the NVML
     binding (default: `pynvml` from nvidia-ml-py, imported here); tests pass a fake.
     """
+    from advisor.probe.environment import filter_environment, visible_gpus
+    from advisor.probe.host import probe_host
+    from advisor.probe.packages import python_facts
+
     environ = os.environ if environ is None else environ
     errors: list[ProbeError] = []
     host = probe_host()
@@ -72,6 +83,8 @@ def probe_live(python: str | None = None, environ: Mapping[str, str] | None = No
 
 
 def _guarded_packages(errors: list[ProbeError]) -> tuple[Package, ...]:
+    from advisor.probe.packages import probe_packages
+
     try:
         return probe_packages()
     except Exception as exc:  # noqa: BLE001 - a package scan failure must not hide the GPU facts
