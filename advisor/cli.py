@@ -106,7 +106,7 @@ COMMON_OPTIONS = [
     click.option("--moe-a2a-backend", default="none", show_default=True, metavar="NAME", help="MoE all-to-all backend."),
     click.option(
         "--engine",
-        type=click.Choice(["bundled", "sglang", "vllm"]),
+        type=click.Choice(["bundled", "sglang", "vllm"]),  # advisor.plan.ENGINES (not imported: --help stays fast)
         default=None,
         help="Serving engine. Default: sglang when the probed packages include sglang, else the bundled runtime.",
     ),

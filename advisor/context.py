@@ -23,7 +23,6 @@ EXIT_OK = 0
 EXIT_ERRORS = 1  # problems of severity error (or warnings with --strict), or inputs that could not be read
 EXIT_USAGE = 2  # the command line itself is wrong
 
-ENGINES = ("bundled", "sglang", "vllm")
 # tp of the bundled runtime's demo model on a machine without GPUs: two gloo ranks show the tensor-parallel mechanics.
 DEMO_CPU_TP = 2
 # A release number as engines publish them: 0.5.14, v0.5.4.post2, 0.5.0rc2, 0.11.0+cu128.
@@ -199,7 +198,7 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
     """Facts, the model (None: the bundled runtime's demo model) and the Intent, with every default filled in.
 
     ``facts``: already loaded for these options (the TUI caches them, so a form change does not probe again)."""
-    from advisor.plan import Intent
+    from advisor.plan import ENGINES, Intent
 
     _check_positive("--tp", options.tp)
     _check_positive("--nnodes", options.nnodes)

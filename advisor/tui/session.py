@@ -18,7 +18,6 @@ LIVE = "live"  # the profile selector's value for "this machine"
 FILE = "file"  # the profile selector's value for "the --facts file given on the command line"
 
 MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "flashinfer")
-ENGINES = ("bundled", "sglang", "vllm")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Select
 
-from advisor.tui.session import ENGINES, FILE, LIVE, MOE_A2A_BACKENDS, profile_choice, releases_for
+from advisor.plan import ENGINES
+from advisor.tui.session import FILE, LIVE, MOE_A2A_BACKENDS, profile_choice, releases_for
 
 
 class PlanForm(Grid):
