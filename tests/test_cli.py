@@ -280,3 +280,11 @@ def test_bare_advisor_opens_the_app_with_the_options(monkeypatch):
     assert result.exit_code == 0, result.output
     (options,) = seen
     assert options.profile == "b300-8" and options.tp == 4 and options.with_package == ("sglang==0.5.14",)
+
+
+def test_engine_choices_are_the_plans():
+    # cli.py spells the list out so that `advisor --help` does not import advisor.plan; this keeps the two equal.
+    from advisor.plan import ENGINES
+
+    option = next(p for p in main.commands["check"].params if p.name == "engine")
+    assert tuple(option.type.choices) == ENGINES
