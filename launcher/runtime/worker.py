@@ -112,13 +112,13 @@ def _run_mode(args, ctx) -> int:
     max_len = args.max_model_len or min(2048, config.max_position_embeddings)
     tokenizer = Tokenizer.from_dir(model_dir, config.eos_token_ids)
     comm = Communicator(ctx, args.allreduce)
-    max_step_tokens = args.max_batch_size * (args.input_len if args.mode == "bench" else 1)
-    comm.setup(max(max_step_tokens, args.max_batch_size), config.hidden_size, dtype)
+    batch = max(args.max_batch_size, args.batch_size) if args.mode == "bench" else args.max_batch_size
+    # the largest step is a prefill of every slot; fusion.workspace_tokens caps the workspace, larger steps fall back
+    comm.setup(batch * max_len, config.hidden_size, dtype)
     try:
         if ctx.is_first:
             log.info("model %s (%s), tp %d, %s on %s", model_dir, config.architecture, ctx.world_size, dtype, ctx.device)
         model = load_model(model_dir, config, comm, dtype, max_len, show_progress=ctx.is_first and sys.stderr.isatty())
-        batch = max(args.max_batch_size, args.batch_size) if args.mode == "bench" else args.max_batch_size
         engine = Engine(model, batch, max_len, tokenizer.eos_token_ids, seed=args.seed)
         if args.mode == "generate":
             from launcher.runtime.generate import run_generate
