@@ -110,6 +110,10 @@ def _run_mode(args, ctx) -> int:
         log.info("%s: running the text backbone only (text prompts; images are not supported)", config.architecture)
     dtype = resolve_dtype(args.dtype, ctx.device)
     max_len = args.max_model_len or min(2048, config.max_position_embeddings)
+    if not 2 <= max_len <= config.max_position_embeddings:
+        raise RuntimeUsageError(
+            f"--max-model-len {max_len} must be 2..{config.max_position_embeddings} (the model's max_position_embeddings)"
+        )
     tokenizer = Tokenizer.from_dir(model_dir, config.eos_token_ids)
     comm = Communicator(ctx, args.allreduce)
     batch = max(args.max_batch_size, args.batch_size) if args.mode == "bench" else args.max_batch_size
