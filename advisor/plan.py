@@ -85,6 +85,7 @@ def _engine_version(facts: Facts, intent: Intent, newest: str) -> tuple[str, lis
             "engine_version_unparsed", "warning",
             f"installed {intent.engine} reports version {pkg.version!r}, which is not a release; using the newest modelled rules v{newest}",
             "pass --engine-version X.Y.Z to choose the rules",
+            f"{intent.engine} package metadata (importlib.metadata)",
         )]  # fmt: skip
     return newest, []
 
@@ -169,5 +170,6 @@ def _with_argv(plan: Plan) -> Plan:
     try:
         return replace(plan, argv=tuple(engines.command_for(plan)))
     except engines.EngineCommandError as exc:
-        problem = Problem("no_command", "error", f"cannot build the {plan.intent.engine} command: {exc}", str(exc))
+        problem = Problem("no_command", "error", f"cannot build the {plan.intent.engine} command: {exc}", str(exc),
+                          "launcher/engines.py (command_for)")  # fmt: skip
         return replace(plan, problems=plan.problems + (problem,))

@@ -142,3 +142,27 @@ def test_rules_checks_and_plan_import_no_heavy_modules():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(out.stdout) == []
+
+
+@pytest.mark.parametrize(
+    ("profile", "engine", "model", "packages", "intent"),
+    [
+        ("b300-8", "sglang", VL, {}, {"tp": 8}),
+        ("b300-8", "sglang", "demo", {"sglang": "main"}, {"tp": 8}),  # engine_version_unparsed + no_command
+        ("h100-sxm-8", "sglang", VL, {"flashinfer-python": "0.6.12", "flashinfer-jit-cache": "0.6.11+cu128"},
+         {"tp": 16, "nnodes": 2, "engine_version": "0.6.0"}),
+        ("l40s-4", "vllm", "Qwen/Qwen3-30B-A3B", {}, {"tp": 3, "engine_version": "0.10.0"}),
+        ("cpu-only", "bundled", "demo", {}, {"tp": 2}),
+        ("h800-8", "bundled", "Qwen/Qwen3-30B-A3B", {}, {"tp": 8}),
+    ],
+)  # fmt: skip
+def test_every_decision_and_problem_cites_its_source(profile, engine, model, packages, intent):
+    facts = load_profile(profile)
+    if packages:
+        facts = facts.with_packages(packages)
+    plan = build_plan(facts, resolve_model(model), Intent(model=None if model == "demo" else model, engine=engine, **intent))
+    assert plan.decisions and plan.problems
+    for d in plan.decisions:
+        assert d.source is not None and d.source.release and d.source.file, d.id
+    for p in plan.problems:
+        assert p.source, p.id
