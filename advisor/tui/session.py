@@ -102,38 +102,20 @@ def apply_profile_choice(options: Any, choice: str, original: Any) -> Any:
 
 
 def releases_for(engine: str) -> list[str]:
-    """Modelled releases of an engine, oldest first (empty when the rules do not model releases)."""
-    try:
-        if engine == "sglang":
-            from advisor.rules import sglang
-
-            return [str(r) for r in _release_list(sglang)]
-        if engine == "vllm":
-            from advisor.rules import vllm
-
-            return [str(r) for r in _release_list(vllm)]
-    except ImportError:
+    """Modelled releases of an engine, oldest first: SGLang's table rows; vLLM and the bundled runtime have none (vLLM
+    is modelled as one current behaviour, advisor.rules.vllm.MODELLED_FROM and later)."""
+    if engine != "sglang":
         return []
-    return []
+    from advisor.rules.sglang import RELEASES
 
-
-def _release_list(module: Any) -> list:
-    for name in ("RELEASES", "MODELLED_RELEASES", "releases"):
-        value = getattr(module, name, None)
-        if callable(value):
-            value = value()
-        if value:
-            return list(value)
-    return []
+    return list(RELEASES)
 
 
 def model_suggestions() -> list[str]:
     """Model ids to complete in the form: the bundled catalog, then the local Hugging Face cache."""
+    from advisor.models import catalog_ids, hf_cache_ids
+
     ids: list[str] = []
-    try:
-        from advisor.models import catalog_ids, hf_cache_ids
-    except ImportError:
-        return ids
     for source in (catalog_ids, hf_cache_ids):
         try:
             ids.extend(i for i in source() if i not in ids)
@@ -144,10 +126,8 @@ def model_suggestions() -> list[str]:
 
 def profile_names() -> list[tuple[str, str]]:
     """(name, one-line summary) for every simulated machine."""
-    try:
-        from advisor.probe.profiles import list_profiles, profile_summary
-    except ImportError:
-        return []
+    from advisor.probe.profiles import list_profiles, profile_summary
+
     out = []
     for name in list_profiles():
         try:
