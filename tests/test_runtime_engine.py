@@ -163,3 +163,10 @@ def test_generate_json_and_bench_compare_on_demo(tmp_path, monkeypatch, capsys):
     assert summary["max_abs_logit_diff"] == 0.0
     for column in ("torch", "torch (again)"):
         assert summary[column]["decode_tokens_per_s"] > 0 and 0 <= summary[column]["allreduce_share"] <= 1
+
+
+def test_generate_queues_more_prompts_than_slots(engine):
+    prompts = [PROMPTS[0], PROMPTS[1], [3, 1, 4], [1, 5, 9, 2, 6], [5], PROMPTS[1][:2]]
+    together = engine.generate(prompts, greedy(5))
+    assert together == [engine.generate([p], greedy(5))[0] for p in prompts]
+    assert engine.free_slots() == engine.max_batch_size and not engine.has_work()
