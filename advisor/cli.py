@@ -326,19 +326,26 @@ def explain(ctx: click.Context, rule: str, as_json: bool, **_params) -> None:
             f"no rule {rule!r} for engine {plan.intent.engine}; valid ids: {valid}", exit_code=2
         )
     matrix = plan.release_matrix if rule == "flashinfer_allreduce_fusion" else ()
+    from advisor.report import problems_named_by
+
+    named = problems_named_by(decision, plan.problems)  # so a note's "see problem X" is answered here too
     if as_json:
-        from advisor.report import decision_dict, dumps, release_dict
+        from advisor.report import decision_dict, dumps, problem_dict, release_dict
 
         data = {"engine": dict(plan.engine), "decision": decision_dict(decision)}
         data["release_matrix"] = [release_dict(r) for r in matrix]
+        data["problems"] = [problem_dict(p) for p in named]
         click.echo(dumps(data))
         return
-    from advisor.report import decision_renderable, emit, make_console, scenario_renderable
+    from advisor.report import decision_renderable, emit, make_console, problems_renderable, scenario_renderable
 
     console = make_console()
     emit(console, scenario_renderable(plan, console, machine=True))
     console.print()
     emit(console, decision_renderable(decision, console, full=True, matrix=matrix))
+    if named:
+        console.print()
+        emit(console, problems_renderable(tuple(named), console))
 
 
 # -- probe -------------------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,12 @@ def problem_dict(p: Problem) -> dict[str, Any]:
 
 def release_dict(r: ReleaseOutcome) -> dict[str, Any]:
     return {"release": r.release, "enabled": r.enabled, "failed_conditions": list(r.failed_conditions)}
+
+
+def problems_named_by(decision: Decision, problems: tuple[Problem, ...]) -> list[Problem]:
+    """The problems a decision's notes point at by id ("see problem flashinfer_version_mismatch"), for `explain`."""
+    words = set(re.findall(r"[a-z0-9_]+", " ".join(decision.notes)))
+    return [p for p in problems if p.id in words]
 
 
 def summary(plan: Plan) -> dict[str, int]:

@@ -97,13 +97,17 @@ def test_fusion_auto_enabled_but_unimportable_flashinfer_is_said_in_every_face()
     assert note.startswith("the fused path cannot run here: `import flashinfer` will fail")
     assert "see problem flashinfer_version_mismatch" in note
     assert "flashinfer_version_mismatch" in {p["id"] for p in data["problems"]}
-    explained = invoke("explain", "flashinfer_allreduce_fusion", "--json", *B300_VL, *MISMATCH)
-    assert json.loads(explained.stdout)["decision"] == fusion
+    explained = json.loads(invoke("explain", "flashinfer_allreduce_fusion", "--json", *B300_VL, *MISMATCH).stdout)
+    assert explained["decision"] == fusion
+    # explain also shows the problem the note points at, exactly as check reports it
+    mismatch = next(p for p in data["problems"] if p["id"] == "flashinfer_version_mismatch")
+    assert explained["problems"] == [mismatch]
     flat = " ".join(note.split())
     for args in (("check", *B300_VL, *MISMATCH), ("explain", "flashinfer_allreduce_fusion", *B300_VL, *MISMATCH)):
         out = invoke(*args).stdout
         text = " ".join(line.strip() for line in out.splitlines())
         assert "auto-enabled" in text and flat in text.replace("note: ", "")
+        assert "Problems" in out and "[flashinfer_version_mismatch]" in out
 
 
 # -- the contract ------------------------------------------------------------------------------------------------------
@@ -213,6 +217,7 @@ def test_explain_json():
     result = invoke("explain", "custom_allreduce", *B300_VL, "--json")
     data = json.loads(result.stdout)
     assert data["decision"]["id"] == "custom_allreduce" and data["release_matrix"] == []
+    assert data["problems"] == []  # no note of this decision names a problem
     jsonschema.validate(data["decision"], {"$defs": SCHEMA["$defs"], "$ref": "#/$defs/decision"})
 
 
