@@ -283,3 +283,20 @@ async def test_usable_at_80x24_and_larger(size):
             region = screen.query_one(widget_id).region
             assert region.width >= 4 and region.height >= 1, (widget_id, region)
             assert region.right <= size[0] and region.bottom <= size[1] - 1, (widget_id, region)
+
+
+def test_fusion_detail_says_plainly_when_flashinfer_will_not_import():
+    # The seed case: auto-enabled (as SGLang decides), and the detail pane's notes say the fused path cannot run.
+    from rich.console import Console
+
+    from advisor.context import Options, make_plan
+    from advisor.tui.render import decision_detail
+
+    plan = make_plan(Options(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang",
+                             with_package=("flashinfer-python==0.6.12", "flashinfer-jit-cache==0.6.11+cu128")))  # fmt: skip
+    console = Console(width=100, record=True, color_system=None)
+    console.print(decision_detail(plan.decision("flashinfer_allreduce_fusion"), plan))
+    text = " ".join(console.export_text().split())
+    assert "auto-enabled" in text
+    assert "• the fused path cannot run here: `import flashinfer` will fail" in text
+    assert "see problem flashinfer_version_mismatch" in text
