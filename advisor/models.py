@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -274,7 +274,7 @@ def catalog_spec(model_id: str) -> ModelSpec | None:
     where = f"catalog entry {entry['id']}"
     spec = spec_from_config(entry["config"], model_id=entry["id"], path=None, origin="catalog", where=where)
     extra = {k: entry[k] for k in ("num_params", "notes") if entry.get(k) is not None}
-    return ModelSpec(**{**spec.__dict__, **extra}) if extra else spec
+    return replace(spec, **extra)
 
 
 # -- resolution -------------------------------------------------------------------------------------------------------
