@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 # Decision states (ARCHITECTURE.md, "Contracts").
@@ -91,6 +91,7 @@ class ReleaseOutcome:
 _RELEASE_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.\-+]?(?:post|rc|a|b|dev)?\d*)*(?:\+[A-Za-z0-9.]+)?\s*$")
 
 
+@lru_cache(maxsize=256)  # the rule tables compare the same few release strings many times per plan
 def parse_release(text: str | None) -> tuple[int, int, int] | None:
     """"0.5.14", "v0.5.14", "0.5.14.post2", "0.5.14rc1", "0.11.2+cu128" -> (0, 5, 14); None when it is not a version."""
     if not text:
@@ -183,7 +184,7 @@ class Scenario:
         """True when the facts say there is no GPU at all (no driver, no GPUs): a fact, not an unknown."""
         return not self.facts.engine_gpus and not self.facts.driver.available
 
-    @property
+    @cached_property  # every GPU condition asks; the facts and intent never change under a scenario
     def gpus(self) -> tuple[Any, ...]:
         """The GPUs of one node the engine will use (CUDA order), at most tp / nnodes of them."""
         return tuple(self.facts.engine_gpus[: self.gpus_per_node])
