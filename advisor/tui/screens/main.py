@@ -20,6 +20,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
+from advisor.plan import Plan
 from advisor.tui.messages import PlanEvaluated
 from advisor.tui.render import source_label
 from advisor.tui.session import Evaluation, apply_profile_choice
@@ -55,6 +56,11 @@ class MainScreen(Screen):
         self._generation = 0
         self._timer: Timer | None = None
         self.evaluating = False
+
+    @property
+    def current_plan(self) -> Plan | None:
+        """The plan of the latest evaluation; None before the first one or when the options gave an error."""
+        return self.evaluation.plan if self.evaluation else None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -162,14 +168,13 @@ class MainScreen(Screen):
 
     @on(DecisionTable.Highlighted)
     def _show_detail(self, message: DecisionTable.Highlighted) -> None:
-        plan = self.evaluation.plan if self.evaluation else None
-        self.query_one(DetailPane).show(message.item, plan)
+        self.query_one(DetailPane).show(message.item, self.current_plan)
 
     @on(DecisionTable.Opened)
     def _open_decision(self, message: DecisionTable.Opened) -> None:
         from advisor.tui.screens.decision import DecisionScreen
 
-        plan = self.evaluation.plan if self.evaluation else None
+        plan = self.current_plan
         if plan is not None:
             self.app.push_screen(DecisionScreen(message.item, plan))
 
@@ -205,7 +210,7 @@ class MainScreen(Screen):
     def action_copy_command(self) -> None:
         import shlex
 
-        plan = self.evaluation.plan if self.evaluation else None
+        plan = self.current_plan
         if plan is None or not plan.argv:
             self.notify("No command to copy: the plan has errors.", severity="warning")
             return
@@ -215,7 +220,7 @@ class MainScreen(Screen):
     def action_launch(self) -> None:
         from advisor.tui.screens.launch import LaunchScreen
 
-        plan = self.evaluation.plan if self.evaluation else None
+        plan = self.current_plan
         if plan is None:
             self.notify("Nothing to launch: fix the plan first.", severity="error")
             return
@@ -224,7 +229,7 @@ class MainScreen(Screen):
     def action_export(self) -> None:
         from advisor.tui.screens.export import ExportScreen
 
-        plan = self.evaluation.plan if self.evaluation else None
+        plan = self.current_plan
         if plan is None:
             self.notify("Nothing to export: the plan could not be built.", severity="error")
             return
