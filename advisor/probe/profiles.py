@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from advisor.facts import Facts, FactsError
+from advisor.facts import PCIE_LEVELS, Facts, FactsError
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 
@@ -52,7 +52,7 @@ def interconnect(facts: Facts) -> str:
 
 
 def _pcie_order(level: str) -> int:
-    order = ["X", "PIX", "PXB", "PHB", "NODE", "SYS"]
+    order = list(PCIE_LEVELS.values())  # nearest first: X, PIX, PXB, PHB, NODE, SYS
     return order.index(level) if level in order else len(order)
 
 
