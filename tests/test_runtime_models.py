@@ -38,3 +38,52 @@ def test_llama3_rope_scaling_matches_transformers(tmp_path):
     assert "llama3" in json.dumps(json.loads((tmp_path / "config.json").read_text()))
     ours = load_config(tmp_path)  # whichever field transformers wrote it to, the runtime reads it back
     torch.testing.assert_close(inverse_frequencies(128, ours.rope_theta, ours.rope_scaling), expected)
+
+
+@pytest.mark.parametrize(
+    ("kind", "moe_path", "kernels"),
+    [
+        ("qwen3_moe", "grouped", "default"),  # the tiny prompts would otherwise always take the dense path
+        ("qwen3_moe", "dense", "plain"),  # F.linear everywhere: what runs on GPU or without oneDNN
+        ("qwen3_vl_moe", "grouped", "plain"),
+        ("llama", "default", "plain"),
+    ],
+)
+def test_moe_paths_and_plain_kernels_match_transformers(kind, moe_path, kernels, tiny_models, references, monkeypatch):  # noqa: F811
+    from launcher.runtime.layers import moe, onednn
+
+    if moe_path != "default":
+        monkeypatch.setattr(moe, "use_dense", lambda tokens, experts, top_k: moe_path == "dense")
+    if kernels == "plain":
+        monkeypatch.setattr(onednn, "onednn_linear_works", lambda: False)
+    engine = open_runtime(tiny_models[kind])
+    packed = [p.is_mkldnn for p in engine.model.parameters()]
+    assert any(packed) == (kernels == "default")
+    hf_logits, hf_tokens = references[kind]
+    for ours, theirs in zip(runtime_logits(engine, PROMPTS), hf_logits, strict=True):
+        assert torch.allclose(ours, theirs, atol=ATOL, rtol=0), float((ours - theirs).abs().max())
+    assert engine.generate(PROMPTS, SamplingParams(max_tokens=16, ignore_eos=True)) == hf_tokens
+
+
+def test_moe_path_choice():
+    from launcher.runtime.layers.moe import DENSE_MAX_TOKENS, use_dense
+
+    assert use_dense(4, 8, 2)  # decode, batch 4: every expert likely routed to
+    assert not use_dense(1, 8, 2)  # one token reads 2 of 8 experts: grouped reads less
+    assert not use_dense(1, 128, 8)
+    assert not use_dense(DENSE_MAX_TOKENS + 1, 8, 2)  # prefill-sized: the dense form's extra arithmetic dominates
+
+
+def test_onednn_linear_matches_f_linear_and_keeps_unpackable_weights():
+    from torch import nn
+
+    from launcher.runtime.layers.onednn import can_pack, linear, packed_param
+
+    assert can_pack(torch.zeros(4, 4))  # this CPU build has oneDNN: the fast path is really exercised here
+    weight = nn.Parameter(torch.randn(48, 32), requires_grad=False)
+    x, bias = torch.randn(2, 3, 32), torch.randn(48)
+    packed = packed_param(weight)
+    assert packed.is_mkldnn and packed.shape == weight.shape
+    torch.testing.assert_close(linear(x, packed, bias), torch.nn.functional.linear(x, weight, bias))
+    half = nn.Parameter(torch.randn(8, 8, dtype=torch.bfloat16), requires_grad=False)
+    assert packed_param(half) is half and not can_pack(torch.zeros(2, 2, 2))

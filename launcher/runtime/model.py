@@ -22,6 +22,13 @@ from launcher.runtime.layers.rotary import RotaryEmbedding
 from launcher.runtime.weights import WeightReader
 
 
+def pack_weights(module: nn.Module) -> None:
+    """Put loaded matmul weights in the layout their kernel reads fastest (see layers/onednn.py); once, after loading."""
+    for sub in module.modules():
+        if hasattr(sub, "pack_weights"):
+            sub.pack_weights()
+
+
 class DecoderLayer(nn.Module):
     def __init__(self, config: ModelConfig, index: int, rotary: RotaryEmbedding, comm: Communicator, dtype, device):
         super().__init__()
@@ -71,11 +78,13 @@ class CausalLM(nn.Module):
         for i, layer in enumerate(self.layers):
             layer.load(reader, f"{p}layers.{i}")
             reader.release()
+            pack_weights(layer)
             on_progress()
         self.norm.load(reader, f"{p}norm")
         head = f"{p}embed_tokens" if self.config.tie_word_embeddings and not reader.has("lm_head.weight") else "lm_head"
         self.lm_head.load(reader, head)
         reader.release()
+        pack_weights(self.lm_head)
         on_progress()
         reader.check_all_used()
 

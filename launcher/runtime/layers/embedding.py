@@ -8,6 +8,7 @@ from torch import nn
 
 from launcher.runtime.communicator import Communicator
 from launcher.runtime.layers.linear import empty_param
+from launcher.runtime.layers.onednn import linear, packed_param
 from launcher.runtime.weights import Shard, WeightReader
 
 
@@ -48,6 +49,9 @@ class ParallelLMHead(nn.Module):
     def load(self, reader: WeightReader, name: str) -> None:
         self.weight.copy_(reader.load(f"{name}.weight", (self.vocab, self.hidden), 0, self.shard))
 
+    def pack_weights(self) -> None:
+        self.weight = packed_param(self.weight)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        logits = self.comm.all_gather_last_dim(F.linear(x, self.weight))
+        logits = self.comm.all_gather_last_dim(linear(x, self.weight))
         return logits[..., : self.vocab].float()

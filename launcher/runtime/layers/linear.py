@@ -9,9 +9,9 @@ residual add and the next RMSNorm).
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from launcher.runtime.layers.onednn import linear, packed_param
 from launcher.runtime.weights import Shard, WeightReader
 
 
@@ -45,8 +45,11 @@ class ColumnParallelLinear(nn.Module):
                 self.bias[rows].copy_(reader.load(f"{name}.bias", (full_out,), 0, shard))
             offset += shard.size
 
+    def pack_weights(self) -> None:
+        self.weight = packed_param(self.weight)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.weight, self.bias)
+        return linear(x, self.weight, self.bias)
 
 
 class RowParallelLinear(nn.Module):
@@ -61,5 +64,8 @@ class RowParallelLinear(nn.Module):
     def load(self, reader: WeightReader, name: str) -> None:
         self.weight.copy_(reader.load(f"{name}.weight", (self.out_features, self.in_features), 1, self.shard))
 
+    def pack_weights(self) -> None:
+        self.weight = packed_param(self.weight)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.weight)
+        return linear(x, self.weight)
