@@ -40,25 +40,33 @@ def test_llama3_rope_scaling_matches_transformers(tmp_path):
     torch.testing.assert_close(inverse_frequencies(128, ours.rope_theta, ours.rope_scaling), expected)
 
 
+
 @pytest.mark.parametrize(
     ("kind", "moe_path", "kernels"),
     [
-        ("qwen3_moe", "grouped", "default"),  # the tiny prompts would otherwise always take the dense path
-        ("qwen3_moe", "dense", "plain"),  # F.linear everywhere: what runs on GPU or without oneDNN
-        ("qwen3_vl_moe", "grouped", "plain"),
-        ("llama", "default", "plain"),
+        ("qwen3_moe", "grouped", "plain"),  # the tiny prompts would otherwise always take the dense path
+        ("qwen3_moe", "grouped", "onednn"),
+        ("qwen3_moe", "dense", "onednn"),
+        ("qwen3_vl_moe", "grouped", "onednn"),
+        ("qwen3_vl_moe", "dense", "onednn"),
+        ("llama", "default", "onednn"),  # tied embeddings, vocab 251
+        ("qwen2", "default", "onednn"),  # qkv bias
+        ("qwen3", "default", "onednn"),
     ],
 )
-def test_moe_paths_and_plain_kernels_match_transformers(kind, moe_path, kernels, tiny_models, references, monkeypatch):  # noqa: F811
+def test_moe_paths_and_prepacked_kernels_match_transformers(
+    kind, moe_path, kernels, tiny_models, references, monkeypatch  # noqa: F811
+):
     from launcher.runtime.layers import moe, onednn
 
     if moe_path != "default":
         monkeypatch.setattr(moe, "use_dense", lambda tokens, experts, top_k: moe_path == "dense")
-    if kernels == "plain":
-        monkeypatch.setattr(onednn, "onednn_linear_works", lambda: False)
+    if kernels == "onednn":
+        monkeypatch.setattr(onednn, "PACK_MIN_ELEMENTS", 0)
     engine = open_runtime(tiny_models[kind])
-    packed = [p.is_mkldnn for p in engine.model.parameters()]
-    assert any(packed) == (kernels == "default")
+    model = engine.model
+    heads = [model.lm_head.weight] + [layer.attn.qkv.weight for layer in model.layers]
+    assert all(w.is_mkldnn for w in heads) if kernels == "onednn" else not any(p.is_mkldnn for p in model.parameters())
     hf_logits, hf_tokens = references[kind]
     for ours, theirs in zip(runtime_logits(engine, PROMPTS), hf_logits, strict=True):
         assert torch.allclose(ours, theirs, atol=ATOL, rtol=0), float((ours - theirs).abs().max())
@@ -74,16 +82,18 @@ def test_moe_path_choice():
     assert not use_dense(DENSE_MAX_TOKENS + 1, 8, 2)  # prefill-sized: the dense form's extra arithmetic dominates
 
 
-def test_onednn_linear_matches_f_linear_and_keeps_unpackable_weights():
+def test_onednn_linear_matches_f_linear_and_keeps_other_weights_plain():
     from torch import nn
 
-    from launcher.runtime.layers.onednn import can_pack, linear, packed_param
+    from launcher.runtime.layers.onednn import PACK_MIN_ELEMENTS, can_pack, linear, packed_param
 
-    assert can_pack(torch.zeros(4, 4))  # this CPU build has oneDNN: the fast path is really exercised here
-    weight = nn.Parameter(torch.randn(48, 32), requires_grad=False)
-    x, bias = torch.randn(2, 3, 32), torch.randn(48)
+    assert can_pack(torch.zeros(512, 256))  # this CPU build has oneDNN: the fast path is really exercised here
+    weight = nn.Parameter(torch.randn(1024, 128), requires_grad=False)
+    x, bias = torch.randn(2, 3, 128), torch.randn(1024)
     packed = packed_param(weight)
     assert packed.is_mkldnn and packed.shape == weight.shape
     torch.testing.assert_close(linear(x, packed, bias), torch.nn.functional.linear(x, weight, bias))
-    half = nn.Parameter(torch.randn(8, 8, dtype=torch.bfloat16), requires_grad=False)
-    assert packed_param(half) is half and not can_pack(torch.zeros(2, 2, 2))
+    small = nn.Parameter(torch.randn(64, 64), requires_grad=False)  # oneDNN's fixed cost outweighs its gain here
+    half = nn.Parameter(torch.randn(PACK_MIN_ELEMENTS, 1, dtype=torch.bfloat16), requires_grad=False)
+    assert packed_param(small) is small and packed_param(half) is half
+    assert not can_pack(torch.zeros(8, 128, 128))

@@ -34,8 +34,9 @@ def test_tp2_matches_transformers_for_every_model(tiny_models, references, tmp_p
     for kind in MODELS:
         hf_logits, hf_tokens = references[kind]
         ours = ranks[0][kind]
-        for mine, theirs in zip(ours["logits"], hf_logits, strict=True):
+        for mine, grouped, theirs in zip(ours["logits"], ours["grouped_logits"], hf_logits, strict=True):
             assert torch.allclose(mine, theirs, atol=ATOL, rtol=0), (kind, float((mine - theirs).abs().max()))
+            assert torch.allclose(grouped, theirs, atol=ATOL, rtol=0), (kind, float((grouped - theirs).abs().max()))
         assert ours["greedy"] == hf_tokens, kind
         assert ranks[1][kind]["greedy"] == hf_tokens, kind
         assert ranks[1][kind]["sampled"] == ours["sampled"], kind
@@ -43,6 +44,7 @@ def test_tp2_matches_transformers_for_every_model(tiny_models, references, tmp_p
     # shards really are split: qwen3 has one kv head (replicated on both ranks), llama's 251-token vocab is padded
     assert ranks[0]["qwen3"]["kv_heads"] == 1 and ranks[1]["qwen3"]["kv_heads"] == 1
     assert ranks[0]["llama"]["vocab_rows"] == 126
+    assert all(ranks[r][kind]["packed"] for r in range(2) for kind in MODELS)  # the oneDNN path ran at tp 2
 
 
 @pytest.mark.slow
