@@ -65,7 +65,7 @@ class CausalLM(nn.Module):
         self.config, self.comm, self.dtype, self.device = config, comm, dtype, device
         c = config
         self.embed = VocabParallelEmbedding(c.vocab_size, c.hidden_size, comm, dtype, device)
-        rotary = RotaryEmbedding(c.head_dim, c.rope_theta, max_len, c.rope_scaling, dtype, device)
+        self.rotary = rotary = RotaryEmbedding(c.head_dim, c.rope_theta, max_len, c.rope_scaling, dtype, device)
         self.layers = nn.ModuleList(DecoderLayer(c, i, rotary, comm, dtype, device) for i in range(c.num_layers))
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps, dtype, device)
         self.lm_head = ParallelLMHead(c.vocab_size, c.hidden_size, comm, dtype, device)
@@ -95,7 +95,7 @@ class CausalLM(nn.Module):
     @torch.inference_mode()
     def forward(self, ids: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """ids, positions: [batch, tokens]; slots: [batch] KV-cache slots. Returns final hidden states."""
-        at = AttentionBatch.build(positions, slots)
+        at = AttentionBatch.build(positions, slots, self.rotary)
         partial, residual = self.embed(ids), None
         for layer in self.layers:
             partial, residual = layer(partial, residual, at)

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from launcher.runtime.communicator import rmsnorm
 from launcher.runtime.config import ModelConfig
 from launcher.runtime.layers.linear import ColumnParallelLinear, RowParallelLinear
 from launcher.runtime.layers.norm import RMSNorm
@@ -38,21 +39,24 @@ class AttentionBatch:
     length: int  # keys to attend over: max position + 1
     mask: torch.Tensor | None  # [batch, 1, tokens, length] True = attend; None when `causal` or nothing is masked
     causal: bool
+    cos: torch.Tensor  # [batch, tokens, 1, head_dim] rotary tables for these positions
+    signed_sin: torch.Tensor
 
     @classmethod
-    def build(cls, positions: torch.Tensor, slots: torch.Tensor) -> AttentionBatch:
+    def build(cls, positions: torch.Tensor, slots: torch.Tensor, rotary: RotaryEmbedding) -> AttentionBatch:
         batch, tokens = positions.shape
+        tables = rotary.tables(positions)
         values = slots.tolist()
         consecutive = values == list(range(values[0], values[0] + batch))
         slot_range = slice(values[0], values[0] + batch) if consecutive else None
         length = int(positions.max()) + 1
         same_positions = bool((positions == positions[:1]).all())
         if same_positions and tokens == 1:  # decode with equal lengths: every cached key is visible
-            return cls(positions, slots, slot_range, length, None, False)
+            return cls(positions, slots, slot_range, length, None, False, *tables)
         if same_positions and tokens == length:  # prefill from position 0: plain causal attention
-            return cls(positions, slots, slot_range, length, None, True)
+            return cls(positions, slots, slot_range, length, None, True, *tables)
         keys = torch.arange(length, device=positions.device).view(1, 1, 1, length)
-        return cls(positions, slots, slot_range, length, keys <= positions.view(batch, 1, tokens, 1), False)
+        return cls(positions, slots, slot_range, length, keys <= positions.view(batch, 1, tokens, 1), False, *tables)
 
 
 class Attention(nn.Module):
@@ -75,6 +79,7 @@ class Attention(nn.Module):
         self.o_proj = RowParallelLinear(config.num_heads * d, config.hidden_size, rank, world, dtype, device)
         self.q_norm = RMSNorm(d, config.rms_norm_eps, dtype, device) if config.qk_norm else None
         self.k_norm = RMSNorm(d, config.rms_norm_eps, dtype, device) if config.qk_norm else None
+        self.qk_norm_weight: torch.Tensor | None = None  # [q heads + kv heads, head_dim]: both norms in one call
         self.rotary = rotary
         self.scale = d**-0.5
         self.k_cache: torch.Tensor | None = None  # [slots, kv_heads, max_len, head_dim], set by the engine
@@ -86,18 +91,21 @@ class Attention(nn.Module):
         if self.q_norm is not None:
             self.q_norm.load(reader, f"{prefix}.q_norm")
             self.k_norm.load(reader, f"{prefix}.k_norm")
+            d = self.head_dim
+            q_weight = self.q_norm.weight.expand(self.num_heads, d)
+            self.qk_norm_weight = torch.cat([q_weight, self.k_norm.weight.expand(self.num_kv_heads, d)])
 
     def forward(self, x: torch.Tensor, at: AttentionBatch) -> torch.Tensor:
         """x: [batch, tokens, hidden]; returns this rank's partial sum of the output projection."""
         batch, tokens, _ = x.shape
-        d = self.head_dim
-        q, k, v = self.qkv(x).split([self.num_heads * d, self.num_kv_heads * d, self.num_kv_heads * d], dim=-1)
-        q = q.view(batch, tokens, self.num_heads, d)
-        k = k.view(batch, tokens, self.num_kv_heads, d)
-        v = v.view(batch, tokens, self.num_kv_heads, d)
-        if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q, k = self.rotary(q, k, at.positions)
+        d, heads, kv_heads = self.head_dim, self.num_heads, self.num_kv_heads
+        qkv = self.qkv(x)
+        # queries and keys side by side ([batch, tokens, heads + kv heads, dim], a view): one norm, one rotation
+        qk = qkv[..., : (heads + kv_heads) * d].view(batch, tokens, heads + kv_heads, d)
+        v = qkv[..., (heads + kv_heads) * d :].view(batch, tokens, kv_heads, d)
+        if self.qk_norm_weight is not None:
+            qk = rmsnorm(qk, self.qk_norm_weight, self.q_norm.eps)
+        q, k = self.rotary.rotate(qk, at.cos, at.signed_sin).split([heads, kv_heads], dim=2)
 
         # write this step's keys/values, then attend over each sequence's cache up to its own positions
         rows = at.slots.unsqueeze(1).expand(batch, tokens)

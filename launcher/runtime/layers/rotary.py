@@ -27,23 +27,24 @@ def inverse_frequencies(head_dim: int, theta: float, scaling: dict | None) -> to
     return torch.where(medium, blended, scaled)
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    first, second = x.chunk(2, dim=-1)
-    return torch.cat((-second, first), dim=-1)
-
-
 class RotaryEmbedding(nn.Module):
     def __init__(self, head_dim: int, theta: float, max_positions: int, scaling: dict | None, dtype, device):
         super().__init__()
         inv_freq = inverse_frequencies(head_dim, theta, scaling)
         freqs = torch.outer(torch.arange(max_positions, dtype=torch.float), inv_freq)
         angles = torch.cat((freqs, freqs), dim=-1)
-        # cos/sin computed in float32, used in the model dtype (as transformers does)
+        # cos/sin computed in float32, used in the model dtype (as transformers does). The first half of sin is
+        # stored negated: rotate_half(x) * sin == x.roll(half) * signed_sin exactly, and roll is one op instead of three
+        signed_sin = torch.cat((-freqs.sin(), freqs.sin()), dim=-1)
+        self.half = head_dim // 2
         self.register_buffer("cos", angles.cos().to(dtype=dtype, device=device), persistent=False)
-        self.register_buffer("sin", angles.sin().to(dtype=dtype, device=device), persistent=False)
+        self.register_buffer("signed_sin", signed_sin.to(dtype=dtype, device=device), persistent=False)
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor):
-        """q, k: [batch, tokens, heads, head_dim]; positions: [batch, tokens]."""
-        cos = self.cos[positions].unsqueeze(2)
-        sin = self.sin[positions].unsqueeze(2)
-        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+    def tables(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and signed sin for positions [batch, tokens], shaped [batch, tokens, 1, head_dim] to broadcast over
+        heads; looked up once per forward and shared by every layer."""
+        return self.cos[positions].unsqueeze(2), self.signed_sin[positions].unsqueeze(2)
+
+    def rotate(self, x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+        """x: [batch, tokens, heads, head_dim] (queries and keys together)."""
+        return x * cos + x.roll(self.half, dims=-1) * signed_sin
