@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from launcher.runtime.agree import create_on_all_ranks
 from launcher.runtime.dist import ParallelContext
 from launcher.runtime.fusion import FusionLimits, FusionWorkspace, fusion_unavailable_reason
 
@@ -36,11 +37,27 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return weight * x32.to(x.dtype)
 
 
+def local_fusion_reason(limits: FusionLimits, device: torch.device) -> str | None:
+    """Why this rank cannot run the fused allreduce (None when it can): limits, its GPU, importing flashinfer.comm.
+    The import is tried here rather than inside the workspace creation, which is collective: a rank failing to
+    import must keep every rank out of it."""
+    reason = fusion_unavailable_reason(limits, torch.cuda.get_device_capability(device))
+    if reason is not None:
+        return reason
+    try:
+        import flashinfer.comm  # noqa: F401
+    except Exception as err:  # noqa: BLE001 - any import failure means: this rank cannot fuse
+        return f"import flashinfer.comm failed ({type(err).__name__}: {err})"
+    return None
+
+
 class Communicator:
     """Collectives of one tensor-parallel group, with the allreduce strategy chosen at start-up."""
 
-    def __init__(self, ctx: ParallelContext, strategy: str = "torch"):
+    def __init__(self, ctx: ParallelContext, strategy: str = "torch", create_workspace=FusionWorkspace.create):
+        """create_workspace(limits, max_tokens, ctx) -> FusionWorkspace; replaceable so tests can make it fail."""
         self.ctx = ctx
+        self.create_workspace = create_workspace
         self.world_size = ctx.world_size
         self.group = ctx.group
         self.requested = strategy
@@ -69,19 +86,24 @@ class Communicator:
             except Exception as err:  # noqa: BLE001 - any import failure means: use torch
                 self.strategy, self.reason = "torch", f"import flashinfer failed ({err}); falling back to torch"
         else:
-            limits = FusionLimits(self.world_size, hidden, dtype)
-            why_not = fusion_unavailable_reason(limits, torch.cuda.get_device_capability(self.ctx.device))
-            if why_not:
-                self.strategy, self.reason = "torch", f"{why_not}; falling back to torch"
-            else:
-                try:
-                    self.fusion = FusionWorkspace.create(limits, max_tokens, self.ctx)
-                    self.strategy = "flashinfer-fusion"
-                    self.reason = f"flashinfer {self.fusion.api} API, workspace for {self.fusion.max_tokens} tokens"
-                except Exception as err:  # noqa: BLE001 - workspace creation failing must not kill the run
-                    self.strategy, self.reason = "torch", f"flashinfer workspace creation failed ({err}); falling back"
+            self._setup_fusion(FusionLimits(self.world_size, hidden, dtype), max_tokens)
         if self.ctx.is_first:
             log.info("allreduce strategy: %s (%s)", self.strategy, self.reason)
+
+    def _setup_fusion(self, limits: FusionLimits, max_tokens: int) -> None:
+        """tp > 1 on CUDA: every rank checks itself, then all agree (agree.py), so no rank is left waiting in a fused
+        kernel or in the collective workspace creation that another rank skipped."""
+        self.fusion, why_not = create_on_all_ranks(
+            self.ctx,
+            local_fusion_reason(limits, self.ctx.device),
+            lambda: self.create_workspace(limits, max_tokens, self.ctx),
+            lambda workspace: workspace.release_alone(),
+        )
+        if self.fusion is not None:
+            self.strategy = "flashinfer-fusion"
+            self.reason = f"flashinfer {self.fusion.api} API, workspace for {self.fusion.max_tokens} tokens"
+        else:
+            self.strategy, self.reason = "torch", why_not
 
     def close(self) -> None:
         if self.fusion is not None:

@@ -181,6 +181,14 @@ class FusionWorkspace:
             self.comm.trtllm_allreduce_fusion(**kwargs)
         return norm_out, residual_out
 
+    def release_alone(self) -> None:
+        """Free this rank's workspace when other ranks have none (their creation failed), without a collective they
+        would not join. The unified workspace's destroy() only drops references (flashinfer 0.7.x, checked in 0.7.4);
+        the legacy destroy freed shared buffers with a barrier in older releases, so a legacy workspace is left to
+        process exit instead."""
+        if self.api == "unified":
+            self.handle.destroy()
+
     def destroy(self) -> None:
         if self.api == "unified":
             self.handle.destroy()
