@@ -102,3 +102,22 @@ def test_world_of_one_agreement_needs_no_group():
 
     workspace, why = create_on_all_ranks(ctx, None, boom, lambda w: None)
     assert workspace is None and why == "flashinfer workspace creation failed on rank 0: ValueError: no multicast; every rank uses torch"
+
+
+def test_releasing_a_lone_workspace_is_never_collective():
+    from launcher.runtime.fusion import FusionWorkspace
+
+    calls = []
+
+    class Handle:
+        def destroy(self):  # flashinfer 0.7.x: drops references only
+            calls.append("unified destroy")
+
+    class LegacyComm:
+        def trtllm_destroy_ipc_workspace_for_all_reduce_fusion(self, *args, **kwargs):  # collective in older releases
+            calls.append("legacy destroy")
+
+    limits = FusionLimits(2, 64, torch.bfloat16)
+    FusionWorkspace(None, "unified", Handle(), limits, 64, 0, None).release_alone()
+    FusionWorkspace(LegacyComm(), "legacy", (["ipc"], ["ptrs"]), limits, 64, 0, None).release_alone()
+    assert calls == ["unified destroy"]
