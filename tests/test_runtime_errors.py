@@ -118,3 +118,20 @@ def test_cli_bad_checkpoint_is_one_line_with_exit_2(llama_dir, tmp_path):
     run = run_cli("--model", str(bad), "--log-level", "ERROR")
     assert run.returncode == 2
     assert run.stderr.strip() == f"error: tensor model.norm.weight is missing from the checkpoint in {bad}"
+
+
+def test_serve_preflight_fails_before_the_model_is_touched():
+    """A busy port or a public host is reported first: the model directory here does not even exist."""
+    import socket
+
+    pytest.importorskip("launcher.runtime.serve")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        run = run_cli("--mode", "serve", "--model", "/nonexistent/model", "--port", str(port))
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.strip() == f"error: 127.0.0.1:{port} is already in use; stop the other server or pick another --port"
+    run = run_cli("--mode", "serve", "--model", "/nonexistent/model", "--host", "0.0.0.0")
+    assert run.returncode == 2
+    assert run.stderr.strip().startswith("error: --host 0.0.0.0 is not a loopback address")

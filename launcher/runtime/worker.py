@@ -77,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
         raise RuntimeUsageError(f"--tp-size {args.tp_size} does not equal WORLD_SIZE {world}; {how} {args.tp_size}")
     if args.max_batch_size < 1:
         raise RuntimeUsageError("--max-batch-size must be at least 1")
+    if args.mode == "serve" and os.environ.get("RANK", "0") == "0":
+        _serve_preflight(args)
 
     import torch
 
@@ -92,6 +94,19 @@ def run(args: argparse.Namespace) -> int:
         return _run_mode(args, ctx)
     finally:
         shutdown_parallel()
+
+
+def _serve_preflight(args: argparse.Namespace) -> None:
+    """A busy port or a public --host fails in a second, before the weights are read (the server checks again when it
+    binds). Rank 0 only: it is the rank that binds, and other ranks probing the same port at once could collide;
+    torchrun stops them when rank 0 exits."""
+    try:
+        from launcher.runtime.serve import preflight_error
+    except ImportError:
+        return  # reported by _run_mode as "--mode serve is not available"
+    problem = preflight_error(args)
+    if problem is not None:
+        raise RuntimeUsageError(problem)
 
 
 def _run_mode(args, ctx) -> int:
