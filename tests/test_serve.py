@@ -472,7 +472,7 @@ def test_tp2_full_queue_answers_503_with_retry_after_then_recovers(tp2: Server) 
     statuses = sorted(r.status_code for r in responses)
     assert set(statuses) == {200, 503}, statuses
     # At least the queue's two places are accepted; how many the batch took before the burst ended depends on timing.
-    assert 2 <= statuses.count(200) <= 14
+    assert statuses.count(200) >= 2
     for response in responses:
         if response.status_code == 503:
             assert response.headers["retry-after"] == "1"
