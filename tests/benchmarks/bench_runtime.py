@@ -6,8 +6,9 @@
    prompts, greedy; decode time is (time to generate N tokens) - (time to generate 1 token), for both. Goal: >= 1.5x.
    Three models, from overhead-bound to memory-bound: the tests' tiny Qwen3 (hidden 64: a decode step is mostly
    framework overhead), the runtime's demo model (a small Qwen3-MoE, 29 MiB), and a random ~58M-parameter Qwen3 saved
-   with transformers (221 MiB in float32), where both sides spend nearly all of a decode step streaming the same weights
-   through the same matmuls, so no runtime can be much faster there without changing dtype or kernels.
+   with transformers (221 MiB in float32), where a decode step is nearly all weight-reading matmuls. There the runtime
+   differs in its kernel, not its arithmetic: float32 weights prepacked once for oneDNN (launcher/runtime/layers/
+   onednn.py) against transformers' F.linear (MKL, which re-packs the weight on every call at these few rows).
 2. Peak RSS per rank while loading that checkpoint at tp 2 (torchrun, gloo) against tp 1. Goal: <= 0.6x. Reported both
    as absolute peak RSS (includes the ~interpreter + torch baseline) and as the increase over the RSS right before the
    load started (what loading itself costs), because the baseline is the same at any tp.
