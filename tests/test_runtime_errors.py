@@ -135,3 +135,13 @@ def test_serve_preflight_fails_before_the_model_is_touched():
     run = run_cli("--mode", "serve", "--model", "/nonexistent/model", "--host", "0.0.0.0")
     assert run.returncode == 2
     assert run.stderr.strip().startswith("error: --host 0.0.0.0 is not a loopback address")
+
+
+def test_serve_help_lists_the_serve_options(capsys):
+    from launcher.runtime.worker import parse_args
+
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["--mode", "serve", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--port" in out and "--max-queue" in out

@@ -49,7 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The serve options come from the serve package, imported only for --mode serve (it pulls in the web stack)."""
     parser = build_parser()
-    known, _ = parser.parse_known_args(argv)
+    # A first pass that knows only --mode, so `--mode serve --help` lists the serve options instead of exiting early.
+    mode_only = argparse.ArgumentParser(add_help=False)
+    mode_only.add_argument("--mode")
+    known, _ = mode_only.parse_known_args(argv)
     if known.mode == "serve":
         try:
             from launcher.runtime.serve import add_serve_args
