@@ -41,6 +41,16 @@ def process_tree(pid: int) -> list[psutil.Process]:
     return [root, *root.children(recursive=True)]
 
 
+def new_children(before: set[int]) -> list[psutil.Process]:
+    """Children of this test process that were not there before the launch (an earlier test may leave e.g.
+    multiprocessing's resource tracker running for the whole session)."""
+    return [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+
+
+def existing_children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
 def survivors(procs: list[psutil.Process]) -> list[psutil.Process]:
     alive = []
     for proc in procs:
@@ -66,6 +76,7 @@ async def start_demo(pilot) -> LaunchScreen:
 
 
 async def test_serve_demo_until_ready_then_stop_key_leaves_no_process():
+    before = existing_children()
     app = demo_app()
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await start_demo(pilot)
@@ -81,10 +92,11 @@ async def test_serve_demo_until_ready_then_stop_key_leaves_no_process():
         await pilot.press("s")
         await wait_for(pilot, lambda: screen.run.done and screen.state == "stopped", 30, "the stopped state")
         assert survivors(procs) == []
-        assert psutil.Process().children(recursive=True) == []
+        assert new_children(before) == []
 
 
 async def test_quitting_while_serving_stops_the_engine():
+    before = existing_children()
     app = demo_app()
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start_demo(pilot)
@@ -93,10 +105,11 @@ async def test_quitting_while_serving_stops_the_engine():
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, 30, "the app to exit")
     assert survivors(procs) == []
-    assert psutil.Process().children(recursive=True) == []
+    assert new_children(before) == []
 
 
 async def test_leaving_the_screen_while_starting_stops_the_engine():
+    before = existing_children()
     app = demo_app()
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start_demo(pilot)
@@ -105,4 +118,4 @@ async def test_leaving_the_screen_while_starting_stops_the_engine():
         await wait_for(pilot, lambda: app.screen is app.main, 30, "the main screen")
         assert screen.run.done and screen.run.state == "stopped"
         assert app.live_runs() == []
-    assert psutil.Process().children(recursive=True) == []
+    assert new_children(before) == []
