@@ -202,65 +202,35 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     }
 
 
+def _envelope(id: str, object: str, model: str, choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """The fields every response and chunk shares, then the choices and any extra (usage)."""
+    return {"id": id, "object": object, "created": int(time.time()), "model": model, "choices": choices, **extra}
+
+
 def completion_response(
     id: str, model: str, text: str, finish_reason: str | None, prompt_tokens: int, completion_tokens: int
 ) -> dict[str, Any]:
-    return {
-        "id": id,
-        "object": "text_completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}],
-        "usage": usage(prompt_tokens, completion_tokens),
-    }
+    choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+    return _envelope(id, "text_completion", model, [choice], usage=usage(prompt_tokens, completion_tokens))
 
 
 def completion_chunk(id: str, model: str, text: str, finish_reason: str | None) -> dict[str, Any]:
-    return {
-        "id": id,
-        "object": "text_completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}],
-    }
+    choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+    return _envelope(id, "text_completion", model, [choice])
 
 
 def chat_response(
     id: str, model: str, text: str, finish_reason: str | None, prompt_tokens: int, completion_tokens: int
 ) -> dict[str, Any]:
-    return {
-        "id": id,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "logprobs": None,
-                "finish_reason": finish_reason,
-            }
-        ],
-        "usage": usage(prompt_tokens, completion_tokens),
-    }
+    message = {"role": "assistant", "content": text}
+    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
+    return _envelope(id, "chat.completion", model, [choice], usage=usage(prompt_tokens, completion_tokens))
 
 
 def chat_chunk(id: str, model: str, delta: dict[str, str], finish_reason: str | None) -> dict[str, Any]:
-    return {
-        "id": id,
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
-    }
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+    return _envelope(id, "chat.completion.chunk", model, [choice])
 
 
 def usage_chunk(id: str, model: str, object: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
-    return {
-        "id": id,
-        "object": object,
-        "created": int(time.time()),
-        "model": model,
-        "choices": [],
-        "usage": usage(prompt_tokens, completion_tokens),
-    }
+    return _envelope(id, object, model, [], usage=usage(prompt_tokens, completion_tokens))
