@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,15 +209,11 @@ def build_app(state: ServeState) -> FastAPI:
         params = _sampling_params(state, req, prompt_ids, req.max_tokens, DEFAULT_COMPLETION_MAX_TOKENS)
         gen = _Generation(state, prompt_ids, params, req.stop_strings())
         rid = protocol.new_id("cmpl")
-        if req.stream:
-            return _stream(gen, req, lambda text, fin: protocol.completion_chunk(rid, state.model_name, text, fin), rid)
-        text = await _collect(gen, request)
-        if text is None:
-            return Response(status_code=CLIENT_CLOSED)
-        body = protocol.completion_response(
-            rid, state.model_name, text, gen.finish_reason, gen.prompt_tokens, gen.completion_tokens
-        )
-        return JSONResponse(body)
+
+        def chunk(text: str, fin: str | None) -> dict[str, Any]:
+            return protocol.completion_chunk(rid, state.model_name, text, fin)
+
+        return await _answer(request, req, gen, rid, chunk, protocol.completion_response)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
@@ -227,39 +223,50 @@ def build_app(state: ServeState) -> FastAPI:
         params = _sampling_params(state, req, prompt_ids, req.requested_max_tokens(), None)
         gen = _Generation(state, prompt_ids, params, req.stop_strings())
         rid = protocol.new_id("chatcmpl")
+
+        def chunk(text: str, fin: str | None) -> dict[str, Any]:
+            return protocol.chat_chunk(rid, state.model_name, {"content": text} if text or not fin else {}, fin)
+
+        # the first chunk announces the assistant role, as OpenAI does
+        opening = protocol.chat_chunk(rid, state.model_name, {"role": "assistant", "content": ""}, None)
+        return await _answer(request, req, gen, rid, chunk, protocol.chat_response, opening)
+
+    async def _answer(
+        request: Request,
+        req: CompletionRequest | ChatCompletionRequest,
+        gen: _Generation,
+        rid: str,
+        chunk: Callable[[str, str | None], dict[str, Any]],
+        response: Callable[..., dict[str, Any]],
+        opening: dict[str, Any] | None = None,
+    ) -> Response:
+        """One endpoint's answer: an SSE stream of chunks, or the whole response (499 if the client left first)."""
         if req.stream:
-            started = False
-
-            def chunk(text: str, fin: str | None) -> dict[str, Any]:
-                nonlocal started
-                delta = {"content": text} if text or not fin else {}
-                if not started:
-                    delta = {"role": "assistant", **delta}
-                    started = True
-                return protocol.chat_chunk(rid, state.model_name, delta, fin)
-
-            return _stream(gen, req, chunk, rid)
+            return _stream(gen, req, chunk, rid, opening)
         text = await _collect(gen, request)
         if text is None:
             return Response(status_code=CLIENT_CLOSED)
-        body = protocol.chat_response(
-            rid, state.model_name, text, gen.finish_reason, gen.prompt_tokens, gen.completion_tokens
-        )
+        body = response(rid, state.model_name, text, gen.finish_reason, gen.prompt_tokens, gen.completion_tokens)
         return JSONResponse(body)
 
-    def _stream(gen: _Generation, req: Any, make_chunk: Any, rid: str) -> StreamingResponse:
-        object_name = "chat.completion.chunk" if isinstance(req, ChatCompletionRequest) else "text_completion"
-
+    def _stream(
+        gen: _Generation,
+        req: CompletionRequest | ChatCompletionRequest,
+        chunk: Callable[[str, str | None], dict[str, Any]],
+        rid: str,
+        opening: dict[str, Any] | None,
+    ) -> StreamingResponse:
         async def events() -> AsyncIterator[str]:
             try:
-                if isinstance(req, ChatCompletionRequest):
-                    yield _sse(make_chunk("", None))  # announces the assistant role, as OpenAI does
+                if opening is not None:
+                    yield _sse(opening)
                 async for delta in gen.deltas():
-                    yield _sse(make_chunk(delta, None))
-                yield _sse(make_chunk("", gen.finish_reason))
+                    yield _sse(chunk(delta, None))
+                final = chunk("", gen.finish_reason)
+                yield _sse(final)
                 if req.wants_usage_chunk():
                     usage = protocol.usage_chunk(
-                        rid, state.model_name, object_name, gen.prompt_tokens, gen.completion_tokens
+                        rid, state.model_name, final["object"], gen.prompt_tokens, gen.completion_tokens
                     )
                     yield _sse(usage)
             except OpenAIError as exc:
