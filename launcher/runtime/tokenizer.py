@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenizers import Tokenizer as HFTokenizer
 
 from launcher.runtime.errors import RuntimeUsageError
+
+if TYPE_CHECKING:
+    from jinja2 import Template
 
 PLAIN_CHAT_FORMAT = "role: content lines, then 'assistant:'"  # used when the model ships no chat template
 
@@ -63,16 +68,28 @@ class Tokenizer:
 
     def apply_chat_template(self, messages: list[dict]) -> str:
         """The prompt text for a conversation, ending where the assistant's reply starts."""
-        if self.chat_template is None:
+        if self._compiled_chat_template is None:
             lines = [f"{m['role']}: {m['content']}" for m in messages]
             return "\n".join(lines) + "\nassistant:"
+        specials = {k: v for k, v in self.config.items() if k.endswith("_token") and isinstance(v, str)}
+        return self._compiled_chat_template.render(messages=messages, add_generation_prompt=True, **specials)
+
+    def encode_chat(self, messages: list[dict]) -> list[int]:
+        """Token ids of the conversation's prompt. A template writes the special tokens (BOS) itself; the plain format
+        gets them from the tokenizer."""
+        return self.encode(self.apply_chat_template(messages), add_special_tokens=not self.has_chat_template)
+
+    @functools.cached_property
+    def _compiled_chat_template(self) -> Template | None:
+        """The chat template parsed once (the server renders it per request), in jinja2's sandbox."""
+        if self.chat_template is None:
+            return None
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
 
-        def raise_exception(message):
+        def raise_exception(message: str) -> None:
             raise ValueError(message)
 
         env.globals["raise_exception"] = raise_exception
-        specials = {k: v for k, v in self.config.items() if k.endswith("_token") and isinstance(v, str)}
-        return env.from_string(self.chat_template).render(messages=messages, add_generation_prompt=True, **specials)
+        return env.from_string(self.chat_template)
