@@ -146,6 +146,22 @@ def test_demo_tokenizer_bytes_specials_and_chat_template(tmp_path, monkeypatch):
     assert plain.apply_chat_template([{"role": "user", "content": "hi"}]) == "user: hi\nassistant:"
 
 
+def test_encode_chat_adds_special_tokens_only_for_the_plain_format(tmp_path, monkeypatch):
+    from tokenizers.processors import TemplateProcessing
+
+    monkeypatch.setenv("TP_ADVISOR_CACHE", str(tmp_path))
+    bos = 256  # <|endoftext|> in the byte tokenizer, added in front like Llama's BOS
+    messages = [{"role": "user", "content": "hi"}]
+    for name, keep_template in (("templated", True), ("plain", False)):
+        tok = Tokenizer.from_dir(demo.ensure_demo_model())
+        tok.backend.post_processor = TemplateProcessing(single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", bos)])
+        if not keep_template:
+            tok.chat_template = None
+        rendered = tok.apply_chat_template(messages)
+        assert tok.encode_chat(messages) == tok.encode(rendered, add_special_tokens=not keep_template), name
+        assert (tok.encode_chat(messages)[0] == bos) == (not keep_template), name
+
+
 def test_generate_json_and_bench_compare_on_demo(tmp_path, monkeypatch, capsys):
     from launcher.runtime.worker import main
 

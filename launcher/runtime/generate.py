@@ -15,11 +15,7 @@ def run_generate(engine: Engine, tokenizer: Tokenizer, args, ctx) -> int:
     texts = args.prompt or [DEFAULT_PROMPT]
     prompts = []
     for text in texts:
-        if args.chat:
-            rendered = tokenizer.apply_chat_template([{"role": "user", "content": text}])
-            ids = tokenizer.encode(rendered, add_special_tokens=False)
-        else:
-            ids = tokenizer.encode(text)
+        ids = tokenizer.encode_chat([{"role": "user", "content": text}]) if args.chat else tokenizer.encode(text)
         if not ids:
             raise RuntimeUsageError("a --prompt is empty; give it some text")
         if len(ids) + args.max_tokens > engine.max_model_len:

@@ -316,14 +316,11 @@ def _check_model(state: ServeState, model: str | None) -> None:
 def _chat_prompt_ids(state: ServeState, req: ChatCompletionRequest) -> list[int]:
     """The model's chat template when it has one, else the tokenizer's documented plain format
     ("role: content" lines, then "assistant:")."""
-    tokenizer = state.tokenizer
     messages = [{"role": m.role, "content": m.text()} for m in req.messages]
     try:
-        text = tokenizer.apply_chat_template(messages)
+        return list(state.tokenizer.encode_chat(messages))
     except Exception as exc:  # templates reject conversations with raise_exception(...)
         raise OpenAIError(400, f"the chat template rejected the messages: {exc}", param="messages") from None
-    # A template writes the special tokens (BOS) itself; the plain format gets them from the tokenizer.
-    return list(tokenizer.encode(text, add_special_tokens=not tokenizer.has_chat_template))
 
 
 def _prompt_ids(state: ServeState, prompt: str | list[int]) -> list[int]:
