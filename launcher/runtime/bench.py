@@ -88,7 +88,7 @@ def run_bench(engine: Engine, args, ctx) -> int:
     if args.compare and comm.strategy == "torch" and ctx.is_first:
         print(f"note: flashinfer-fusion is not active ({comm.reason}); both columns run torch", flush=True)
     results, logits = {}, {}
-    for name in dict.fromkeys(strategies) if not args.compare else strategies:
+    for name in strategies:
         label = name if name not in results else f"{name} (again)"
         with strategy(comm, name):
             results[label] = measure(engine, prompts, args.output_len)
