@@ -109,7 +109,9 @@ def without_flag(flags: Sequence[str], name: str) -> list[str]:
 # -- bundled runtime --------------------------------------------------------------------------------------------------
 
 
-def _bundled(plan: Plan, *, mode, extra, python, node_rank: int, addr: str) -> list[str]:
+def _bundled(
+    plan: Plan, *, mode: str | None, extra: Sequence[str], python: str | None, node_rank: int, addr: str
+) -> list[str]:
     intent = plan.intent
     tp = max(1, intent.tp)
     nnodes = max(1, intent.nnodes)
@@ -133,7 +135,7 @@ def _bundled(plan: Plan, *, mode, extra, python, node_rank: int, addr: str) -> l
         "--allreduce", allreduce,
         "--mode", mode or intent.mode,
     ]  # fmt: skip
-    return argv + flags + list(intent.overrides) + list(extra)
+    return argv + _tail(plan, flags, extra)
 
 
 def _bundled_model(plan: Plan) -> str:
@@ -146,7 +148,7 @@ def _bundled_model(plan: Plan) -> str:
 # -- SGLang -----------------------------------------------------------------------------------------------------------
 
 
-def _sglang(plan: Plan, *, extra, python, node_rank: int, addr: str) -> list[str]:
+def _sglang(plan: Plan, *, extra: Sequence[str], python: str | None, node_rank: int, addr: str) -> list[str]:
     intent = plan.intent
     argv = [_engine_python(plan, python), "-m", "sglang.launch_server", "--model-path", _served_model(plan, "SGLang")]
     argv += ["--tp-size", str(max(1, intent.tp))]
@@ -160,13 +162,13 @@ def _sglang(plan: Plan, *, extra, python, node_rank: int, addr: str) -> list[str
         argv += ["--moe-a2a-backend", intent.moe_a2a_backend]
     if intent.dtype:
         argv += ["--dtype", intent.dtype]
-    return argv + list(plan.flags) + list(intent.overrides) + list(extra)
+    return argv + _tail(plan, plan.flags, extra)
 
 
 # -- vLLM -------------------------------------------------------------------------------------------------------------
 
 
-def _vllm(plan: Plan, *, extra, python, node_rank: int, addr: str) -> list[str]:
+def _vllm(plan: Plan, *, extra: Sequence[str], python: str | None, node_rank: int, addr: str) -> list[str]:
     intent = plan.intent
     argv = [_engine_python(plan, python), "-m", "vllm.entrypoints.openai.api_server", "--model", _served_model(plan, "vLLM")]
     argv += ["--tensor-parallel-size", str(max(1, intent.tp))]
@@ -180,10 +182,16 @@ def _vllm(plan: Plan, *, extra, python, node_rank: int, addr: str) -> list[str]:
         argv += ["--data-parallel-size", str(intent.dp_size)]
     if intent.dtype:
         argv += ["--dtype", intent.dtype]
-    return argv + list(plan.flags) + list(intent.overrides) + list(extra)
+    return argv + _tail(plan, plan.flags, extra)
 
 
 # -- shared -----------------------------------------------------------------------------------------------------------
+
+
+def _tail(plan: Plan, flags: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """What follows every engine's own arguments, in the order the module docstring gives: the plan's flags, then the
+    user's overrides, then this launch's extra arguments (a later flag wins)."""
+    return [*flags, *plan.intent.overrides, *extra]
 
 
 def _served_model(plan: Plan, engine_name: str) -> str:
