@@ -199,20 +199,11 @@ class Run:
 
     def wait(self, timeout: float | None = None) -> int | None:
         """Wait until the child and every descendant are gone; the exit code, or None on timeout."""
-        # Short slices keep the main thread responsive to signal handlers while it waits.
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._done.wait(0.25):
-            if deadline is not None and time.monotonic() >= deadline:
-                return None
-        return self._returncode
+        return self._returncode if _wait_until(self._done.is_set, self._done, timeout) else None
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until the engine is ready or finished; True only when it is ready."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not (self._ready.is_set() or self._done.is_set()):
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            self._ready.wait(0.25)
+        _wait_until(lambda: self._ready.is_set() or self._done.is_set(), self._ready, timeout)
         return self._ready.is_set()
 
     def stop(self, timeout: float = 10.0, sig: int = signal.SIGTERM, wait: bool = True) -> int | None:
@@ -316,7 +307,6 @@ class Run:
             reader.join(timeout=5)
         with self._lock:
             self._log.close()
-        with self._lock:
             self._returncode = code
         if self._stop_requested:
             final = STOPPED
@@ -454,6 +444,17 @@ def forward_signals(
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
+
+
+def _wait_until(condition: Callable[[], bool], event: threading.Event, timeout: float | None) -> bool:
+    """Wait for ``condition`` (``event`` is set when it may have changed); False when ``timeout`` ran out first.
+    Short slices keep the main thread responsive to signal handlers while it waits."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not condition():
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        event.wait(0.25)
+    return True
 
 
 def _parse_torchrun_summary(text: str, log_dir: Path) -> Failure | None:
