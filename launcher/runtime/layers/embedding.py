@@ -17,8 +17,10 @@ def vocab_shard(vocab: int, rank: int, world: int) -> Shard:
     return Shard(rank * per_rank, (rank + 1) * per_rank, size=per_rank)
 
 
-class VocabParallelEmbedding(nn.Module):
-    def __init__(self, vocab: int, hidden: int, comm: Communicator, dtype, device):
+class _VocabSharded(nn.Module):
+    """This rank's rows of a [vocab, hidden] weight (the embedding and the LM head split it the same way)."""
+
+    def __init__(self, vocab: int, hidden: int, comm: Communicator, dtype: torch.dtype, device: torch.device):
         super().__init__()
         self.vocab, self.hidden, self.comm = vocab, hidden, comm
         self.shard = vocab_shard(vocab, comm.ctx.rank, comm.world_size)
@@ -27,6 +29,8 @@ class VocabParallelEmbedding(nn.Module):
     def load(self, reader: WeightReader, name: str) -> None:
         self.weight.copy_(reader.load(f"{name}.weight", (self.vocab, self.hidden), 0, self.shard))
 
+
+class VocabParallelEmbedding(_VocabSharded):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         if self.comm.world_size == 1:
             return F.embedding(ids, self.weight)
@@ -37,17 +41,8 @@ class VocabParallelEmbedding(nn.Module):
         return self.comm.all_reduce(out)
 
 
-class ParallelLMHead(nn.Module):
+class ParallelLMHead(_VocabSharded):
     """Logits for this rank's vocab rows, all-gathered to the full vocab (float32, padding removed)."""
-
-    def __init__(self, vocab: int, hidden: int, comm: Communicator, dtype, device):
-        super().__init__()
-        self.vocab, self.hidden, self.comm = vocab, hidden, comm
-        self.shard = vocab_shard(vocab, comm.ctx.rank, comm.world_size)
-        self.weight = empty_param(self.shard.size, hidden, dtype=dtype, device=device)
-
-    def load(self, reader: WeightReader, name: str) -> None:
-        self.weight.copy_(reader.load(f"{name}.weight", (self.vocab, self.hidden), 0, self.shard))
 
     def pack_weights(self) -> None:
         self.weight = packed_param(self.weight)
