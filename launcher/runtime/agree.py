@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
 
+if TYPE_CHECKING:
+    from launcher.runtime.dist import ParallelContext
+
 log = logging.getLogger("launcher.runtime")
 
 
-def failed_ranks(failed: bool, ctx) -> list[int]:
+def failed_ranks(failed: bool, ctx: ParallelContext) -> list[int]:
     """Every rank says whether its step failed; all of them learn which ranks did (one all_reduce)."""
     if ctx.world_size == 1 or ctx.group is None:
         return [ctx.rank] if failed else []
@@ -33,7 +36,7 @@ def failed_ranks(failed: bool, ctx) -> list[int]:
     return [rank for rank, flag in enumerate(flags.tolist()) if flag]
 
 
-def _reasons(reason: str | None, failed: list[int], ctx) -> str:
+def _reasons(reason: str | None, failed: list[int], ctx: ParallelContext) -> str:
     """'rank 1: why; rank 3: why' for the failing ranks (an object all_gather, only after a failure was agreed)."""
     if ctx.world_size == 1 or ctx.group is None:
         reasons = [reason]
@@ -44,7 +47,7 @@ def _reasons(reason: str | None, failed: list[int], ctx) -> str:
 
 
 def create_on_all_ranks(
-    ctx,
+    ctx: ParallelContext,
     local_reason: str | None,
     create: Callable[[], Any],
     release: Callable[[Any], None],

@@ -3,14 +3,21 @@ both allreduce strategies side by side with the largest absolute difference of t
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import torch
 
 from launcher.runtime.engine import Engine, SamplingParams
 from launcher.runtime.errors import RuntimeUsageError
+
+if TYPE_CHECKING:
+    from launcher.runtime.communicator import Communicator
+    from launcher.runtime.dist import ParallelContext
 
 
 def _sync(device: torch.device) -> None:
@@ -19,7 +26,7 @@ def _sync(device: torch.device) -> None:
 
 
 @contextmanager
-def strategy(comm, name: str):
+def strategy(comm: Communicator, name: str) -> Iterator[None]:
     """Run with the plain torch path even when a fused one is set up (for --compare)."""
     saved = comm.fusion, comm.fused_norm_tp1
     if name == "torch":
@@ -73,7 +80,7 @@ def prefill_logits(engine: Engine, prompts: list[list[int]]) -> torch.Tensor:
     return engine.model.logits(engine.model(ids, positions, slots))
 
 
-def run_bench(engine: Engine, args, ctx) -> int:
+def run_bench(engine: Engine, args: argparse.Namespace, ctx: ParallelContext) -> int:
     if args.input_len + args.output_len > engine.max_model_len:
         raise RuntimeUsageError("--input-len + --output-len exceed --max-model-len")
     if args.batch_size > engine.max_batch_size or args.batch_size < 1 or args.output_len < 1:

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from launcher.runtime.dist import ParallelContext
 
 SUPPORTED_WORLD_SIZES = (2, 4, 8, 16)
 SUPPORTED_MAJORS = (9, 10, 12)
@@ -90,7 +93,16 @@ def unified_create_kwargs(limits: FusionLimits, rank: int, max_tokens: int, grou
     }
 
 
-def unified_call_kwargs(x, workspace, residual, weight, eps, residual_out, norm_out, world_size) -> dict[str, Any]:
+def unified_call_kwargs(
+    x: torch.Tensor,
+    workspace: Any,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    residual_out: torch.Tensor,
+    norm_out: torch.Tensor,
+    world_size: int,
+) -> dict[str, Any]:
     return {
         "input": x,
         "workspace": workspace,
@@ -118,7 +130,17 @@ def legacy_create_kwargs(limits: FusionLimits, rank: int, max_tokens: int, group
     }
 
 
-def legacy_call_kwargs(x, workspace_ptrs, residual, weight, eps, residual_out, norm_out, rank, world_size):
+def legacy_call_kwargs(
+    x: torch.Tensor,
+    workspace_ptrs: Any,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    residual_out: torch.Tensor,
+    norm_out: torch.Tensor,
+    rank: int,
+    world_size: int,
+) -> dict[str, Any]:
     return {
         "allreduce_in": x,
         "world_size": world_size,
@@ -153,7 +175,7 @@ class FusionWorkspace:
         self.last_fallback: str | None = None
 
     @classmethod
-    def create(cls, limits: FusionLimits, requested_tokens: int, ctx) -> FusionWorkspace:
+    def create(cls, limits: FusionLimits, requested_tokens: int, ctx: ParallelContext) -> FusionWorkspace:
         import flashinfer.comm as comm  # lazily: importing flashinfer costs seconds and needs CUDA to be useful
 
         tokens = limits.workspace_tokens(requested_tokens)
@@ -169,7 +191,9 @@ class FusionWorkspace:
         self.last_fallback = fallback_reason(x, residual, self.max_tokens, self.limits)
         return self.last_fallback is None
 
-    def allreduce_add_rmsnorm(self, x, residual, weight, eps) -> tuple[torch.Tensor, torch.Tensor]:
+    def allreduce_add_rmsnorm(
+        self, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         residual_out, norm_out = torch.empty_like(residual), torch.empty_like(x)
         world = self.limits.world_size
         if self.api == "unified":

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+from typing import TYPE_CHECKING
 
 from launcher.runtime.engine import Engine, SamplingParams
 from launcher.runtime.errors import RuntimeUsageError
 from launcher.runtime.tokenizer import Tokenizer
 
+if TYPE_CHECKING:
+    from launcher.runtime.dist import ParallelContext
+
 DEFAULT_PROMPT = "Tensor parallelism splits every layer across GPUs"
 
 
-def run_generate(engine: Engine, tokenizer: Tokenizer, args, ctx) -> int:
+def run_generate(engine: Engine, tokenizer: Tokenizer, args: argparse.Namespace, ctx: ParallelContext) -> int:
     texts = args.prompt or [DEFAULT_PROMPT]
     prompts = []
     for text in texts:

@@ -10,8 +10,12 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from launcher.runtime.errors import RuntimeUsageError
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger("launcher.runtime")
 DTYPES = ("auto", "bfloat16", "float16", "float32")
@@ -63,7 +67,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def resolve_dtype(name: str, device):
+def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     import torch
 
     if name == "auto":
