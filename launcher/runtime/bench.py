@@ -82,7 +82,10 @@ def prefill_logits(engine: Engine, prompts: list[list[int]]) -> torch.Tensor:
 
 def run_bench(engine: Engine, args: argparse.Namespace, ctx: ParallelContext) -> int:
     if args.input_len + args.output_len > engine.max_model_len:
-        raise RuntimeUsageError("--input-len + --output-len exceed --max-model-len")
+        raise RuntimeUsageError(
+            f"--input-len {args.input_len} + --output-len {args.output_len} exceed --max-model-len "
+            f"{engine.max_model_len}; lower them or raise --max-model-len"
+        )
     if args.batch_size > engine.max_batch_size or args.batch_size < 1 or args.output_len < 1:
         raise RuntimeUsageError("--batch-size must be 1..--max-batch-size and --output-len at least 1")
     comm = engine.model.comm

@@ -17,6 +17,8 @@ DEFAULT_PROMPT = "Tensor parallelism splits every layer across GPUs"
 
 
 def run_generate(engine: Engine, tokenizer: Tokenizer, args: argparse.Namespace, ctx: ParallelContext) -> int:
+    if args.max_tokens < 1:
+        raise RuntimeUsageError("--max-tokens must be at least 1")
     texts = args.prompt or [DEFAULT_PROMPT]
     prompts = []
     for text in texts:
@@ -25,11 +27,10 @@ def run_generate(engine: Engine, tokenizer: Tokenizer, args: argparse.Namespace,
             raise RuntimeUsageError("a --prompt is empty; give it some text")
         if len(ids) + args.max_tokens > engine.max_model_len:
             raise RuntimeUsageError(
-                f"prompt of {len(ids)} tokens + --max-tokens {args.max_tokens} exceeds --max-model-len {engine.max_model_len}"
+                f"prompt of {len(ids)} tokens + --max-tokens {args.max_tokens} exceeds --max-model-len "
+                f"{engine.max_model_len}; shorten the prompt, lower --max-tokens or raise --max-model-len"
             )
         prompts.append(ids)
-    if args.max_tokens < 1:
-        raise RuntimeUsageError("--max-tokens must be at least 1")
     params = SamplingParams(
         max_tokens=args.max_tokens,
         temperature=args.temperature,
