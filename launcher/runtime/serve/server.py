@@ -22,7 +22,7 @@ LOOPBACK_HINT = "use 127.0.0.1, ::1 or localhost"
 
 
 class ServeConfigError(ValueError):
-    pass
+    """A serve option that cannot work (e.g. a non-loopback --host); the message is one line with the fix."""
 
 
 def add_serve_args(parser: argparse.ArgumentParser) -> None:
