@@ -85,7 +85,7 @@ def _engine_version(facts: Facts, intent: Intent, newest: str) -> tuple[str, lis
             "engine_version_unparsed", "warning",
             f"installed {intent.engine} reports version {pkg.version!r}, which is not a release; using the newest modelled rules v{newest}",
             "pass --engine-version X.Y.Z to choose the rules",
-            f"{intent.engine} package metadata (importlib.metadata)",
+            f"{intent.engine} package metadata (importlib.metadata)", (intent.engine,),
         )]  # fmt: skip
     return newest, []
 

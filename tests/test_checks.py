@@ -281,6 +281,39 @@ def test_engine_not_installed():
     assert "torch_not_installed" not in ids(run_checks(live, None, Intent()))
 
 
+def test_problems_say_which_packages_they_are_about():
+    def about(facts, intent, problem_id, model=None):
+        return only(run_checks(facts, model, intent), problem_id).packages
+
+    # flashinfer-jit-cache built for CUDA 13.0 beside a CUDA 12.8 torch; torch vs the driver, down to "cannot check"
+    jit = profile("h100-sxm-8", flashinfer_jit_cache="0.6.6+cu130")
+    assert about(jit, Intent(tp=8), "flashinfer_jit_cache_cuda_mismatch") == ("flashinfer-jit-cache", "torch")
+    assert about(profile("h100-sxm-8", torch="2.11.0+cu130"), Intent(tp=8), "torch_cuda_vs_driver") == ("torch",)
+    facts = profile("h100-sxm-8")
+    unknown = replace(facts, driver=replace(facts.driver, cuda_version=None, unknown={"cuda_version": "NVML: gone"}))
+    assert about(unknown, Intent(tp=8), "torch_cuda_vs_driver") == ("torch",)
+    assert about(profile("a100-sxm-8"), Intent(tp=8), "flashinfer_gpu_arch") == ("flashinfer-python",)
+    # the unofficial wrapper; NVIDIA's nvidia-ml-py only when it is missing too
+    h800 = profile("h800-8")
+    assert about(h800, Intent(tp=8), "unofficial_pynvml") == ("pynvml",)
+    alone = replace(h800, packages=tuple(p for p in h800.packages if p.name != "nvidia-ml-py"))
+    assert about(alone, Intent(tp=8), "unofficial_pynvml") == ("pynvml", "nvidia-ml-py")
+    # the engine that is not installed
+    cpu = profile("cpu-only")
+    assert about(cpu, Intent(engine="sglang"), "sglang_not_installed") == ("sglang",)
+    assert about(replace(cpu, source="live"), Intent(engine="vllm"), "vllm_not_installed") == ("vllm",)
+    assert about(Facts(), Intent(), "torch_not_installed") == ("torch",)
+    # problems about the machine, the layout or the model are about no package
+    for problem in (
+        *run_checks(cpu, None, Intent(tp=2, engine="sglang")),  # no_gpus (its text names sglang)
+        *run_checks(profile("h200-8"), QWEN3_30B, Intent(tp=16)),  # tp_exceeds_gpus
+        *run_checks(profile("h100-sxm-8"), DEEPSEEK_V3, Intent(tp=2)),  # weights_exceed_memory
+        *run_checks(profile("h100-pcie-2-bridge"), LLAMA_8B, Intent(tp=2, engine="sglang")),  # no_multicast_for_fusion
+    ):
+        if problem.id not in ("sglang_not_installed", "flashinfer_gpu_arch"):
+            assert problem.packages == (), problem
+
+
 # -- robustness ------------------------------------------------------------------------------------------------------------
 
 

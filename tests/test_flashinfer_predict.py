@@ -126,6 +126,34 @@ def test_per_arch_jit_cache_provider_must_equal_the_shim():
     assert predict_import(matching).outcome == OK
 
 
+PY, CUBIN, JIT, SM100 = "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "flashinfer-jit-cache-sm100a"
+
+
+@pytest.mark.parametrize(
+    ("facts", "packages"),
+    [
+        (trio("0.6.12", "0.6.11+cu128"), (PY, JIT)),  # the seed case
+        (trio("0.6.12", "0.6.12+cu128", "0.6.11"), (PY, CUBIN)),  # the matching jit-cache is not about it
+        (trio("0.6.12", "0.6.11+cu128", env=BYPASS), (PY, JIT)),
+        (trio("0.6.1", "0.6.10+cu129", "0.6.1"), (PY, JIT)),  # loose prefix match: a warning
+        (trio("0.6.1", "0.6.10+cu129", "0.6.6"), (PY, CUBIN, JIT)),  # the error stands in for the loose warning
+        (trio("0.7.4", "0.7.3+cu130", "0.7.4"), (PY, JIT)),  # ignored with a warning
+        # a provider wheel that differs from the shim; the message names the shim only as the reference
+        (trio("0.7.4", "0.7.4+cu130", "0.7.4", flashinfer_jit_cache_sm100a="0.7.3+cu130"), (PY, SM100)),
+        (trio("0.7.4", None, "0.7.4", flashinfer_jit_cache_sm100a="0.7.4+cu130"), (PY, JIT, SM100)),  # no shim
+    ],
+)
+def test_mismatch_problem_is_about_flashinfer_python_and_the_packages_that_differ(facts, packages):
+    (problem,) = predict_import(facts).problems
+    assert problem.id == "flashinfer_version_mismatch" and problem.packages == packages
+
+
+def test_cpu_import_problem_is_about_flashinfer_python_and_torch():
+    cpu = load_profile("cpu-only").with_packages({"flashinfer-python": "0.7.0", "flashinfer-cubin": "0.7.0"})
+    (problem,) = predict_import(cpu).problems
+    assert problem.id == "flashinfer_cpu_torch_import" and problem.packages == (PY, "torch")
+
+
 def _source_install(metadata_version: str) -> Facts:
     fi = Package(name="flashinfer-python", installed=True, version=metadata_version, module_version="0.0.0+unknown")
     jit = Package(name="flashinfer-jit-cache", installed=True, version="0.6.11+cu128", local_label="cu128",

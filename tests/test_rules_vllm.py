@@ -89,6 +89,10 @@ def test_versions():
     assert vllm.rules_release("0.10.2") == vllm.MODELLED_FROM
     assert [p.id for p in vllm.version_problems("0.10.2")] == ["engine_version_older"]
     assert vllm.version_problems("0.13.0") == []
+    # about the vllm package only when the installed vllm is the release judged (not an --engine-version)
+    assert vllm.version_problems("0.10.2", installed="0.10.2")[0].packages == ("vllm",)
+    assert vllm.version_problems("0.10.2", installed="0.13.0")[0].packages == ()
+    assert vllm.version_problems("0.10.2")[0].packages == ()
     with pytest.raises(vllm.ReleaseError):
         vllm.rules_release("latest")
 

@@ -1,7 +1,7 @@
 """Compatibility checks: what will break (or silently degrade) for this machine, model and intent.
 
-Each check returns Problems (id, severity error|warning|info, message, fix, source). Problem ids are stable (see
-ARCHITECTURE.md, "Contracts"). Every check degrades when the facts it needs are unknown: it skips, or says what it
+Each check returns Problems (id, severity error|warning|info, message, fix, source, and the packages the problem is
+about, which the package table marks). Problem ids are stable (see ARCHITECTURE.md, "Contracts"). Every check degrades when the facts it needs are unknown: it skips, or says what it
 cannot check and why; none of them raises.
 
 Ground truth: /work/shared/reference/flashinfer.md, gpus.md, sglang.md, vllm-nvml-torchrun.md.
@@ -135,14 +135,15 @@ def check_jit_cache_cuda(ctx: _Context) -> list[Problem]:
     jit_cuda = fi.label_cuda(label)
     torch_cuda = parse_cuda(torch.cuda)
     src = "flashinfer-jit-cache local label; flashinfer's installer CLI (reference/flashinfer.md)"
+    about = (fi.JIT_CACHE, "torch")
     if jit_cuda is None:
         return [_cannot("flashinfer_jit_cache_cuda_mismatch", f"the CUDA variant of flashinfer-jit-cache {jit.version}",
-                        "its version has no cuXXX label", src)]  # fmt: skip
+                        "its version has no cuXXX label", src, about)]  # fmt: skip
     if torch_cuda is None:
         if fi.torch_is_cpu_only(ctx.facts):
             return []  # a CPU torch loads no CUDA kernels at all
         return [_cannot("flashinfer_jit_cache_cuda_mismatch", "torch's CUDA version",
-                        torch.unknown.get("cuda", "not probed"), src)]  # fmt: skip
+                        torch.unknown.get("cuda", "not probed"), src, about)]  # fmt: skip
     torch_label = fi.cuda_label(torch.cuda)
     if jit_cuda[0] != torch_cuda[0] or jit_cuda > torch_cuda:
         why = "another CUDA major" if jit_cuda[0] != torch_cuda[0] else "a newer CUDA than torch's runtime"
@@ -161,6 +162,7 @@ def check_jit_cache_cuda(ctx: _Context) -> list[Problem]:
                     " picks the largest label with the same major that is <= torch's CUDA)"
                 ),
                 source=src,
+                packages=about,
             )
         ]
     return []
@@ -175,10 +177,11 @@ def check_torch_cuda_vs_driver(ctx: _Context) -> list[Problem]:
     src = "CUDA driver compatibility (reference/gpus.md); nvmlSystemGetCudaDriverVersion"
     torch_cuda, driver_cuda = parse_cuda(torch.cuda), parse_cuda(driver.cuda_version)
     if torch_cuda is None:
-        return [_cannot("torch_cuda_vs_driver", "torch's CUDA version", torch.unknown.get("cuda", "not probed"), src)]
+        return [_cannot("torch_cuda_vs_driver", "torch's CUDA version", torch.unknown.get("cuda", "not probed"), src,
+                        ("torch",))]  # fmt: skip
     if driver_cuda is None:
         reason = driver.unknown.get("cuda_version", "not probed")
-        return [_cannot("torch_cuda_vs_driver", "the driver's CUDA version", reason, src)]
+        return [_cannot("torch_cuda_vs_driver", "the driver's CUDA version", reason, src, ("torch",))]
     if torch_cuda <= driver_cuda:
         return []
     if torch_cuda[0] > driver_cuda[0]:
@@ -197,6 +200,7 @@ def check_torch_cuda_vs_driver(ctx: _Context) -> list[Problem]:
                     f"cu{driver_cuda[0]}{driver_cuda[1]}`)"
                 ),
                 source=src,
+                packages=("torch",),
             )
         ]
     return [
@@ -210,6 +214,7 @@ def check_torch_cuda_vs_driver(ctx: _Context) -> list[Problem]:
             ),
             fix=f"upgrade the driver to one supporting CUDA {torch.cuda}, or use a torch built for CUDA {driver.cuda_version}",
             source=src,
+            packages=("torch",),
         )
     ]
 
@@ -226,7 +231,7 @@ def check_flashinfer_gpu_arch(ctx: _Context) -> list[Problem]:
     unknown = [g for g in gpus if g.capability is None]
     if unknown:
         return [_cannot("flashinfer_gpu_arch", f"the compute capability of GPU {unknown[0].index}",
-                        unknown[0].unknown.get("capability", "not probed"), src)]  # fmt: skip
+                        unknown[0].unknown.get("capability", "not probed"), src, (fi.PYTHON,))]  # fmt: skip
     majors = sorted({g.capability[0] for g in gpus})
     outside = [m for m in majors if m not in pred.fusion_majors]
     if not outside:
@@ -249,6 +254,7 @@ def check_flashinfer_gpu_arch(ctx: _Context) -> list[Problem]:
             ),
             fix=fix,
             source=src,
+            packages=(fi.PYTHON,),
         )
     ]
 
@@ -466,6 +472,8 @@ def check_pynvml(ctx: _Context) -> list[Problem]:
         return []
     official = ctx.facts.package("nvidia-ml-py")
     beside = f"beside nvidia-ml-py {official.version}" if official.installed else "without nvidia-ml-py"
+    # the wrapper is what is wrong; NVIDIA's nvidia-ml-py is only part of the problem when it is missing
+    about = ("pynvml",) if official.installed else ("pynvml", "nvidia-ml-py")
     return [
         Problem(
             "unofficial_pynvml", WARNING,
@@ -474,6 +482,7 @@ def check_pynvml(ctx: _Context) -> list[Problem]:
             " recent wrappers only warn that they are deprecated",
             "`pip uninstall -y pynvml && pip install -U --force-reinstall nvidia-ml-py`",
             "vLLM / SGLang requirements: nvidia-ml-py (reference/vllm-nvml-torchrun.md)",
+            about,
         )
     ]  # fmt: skip
 
@@ -529,14 +538,14 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
         return []
     if pkg.unknown:
         return [_cannot(f"{name}_not_installed", f"whether {name} is installed", next(iter(pkg.unknown.values())),
-                        "importlib.metadata")]  # fmt: skip
+                        "importlib.metadata", (name,))]  # fmt: skip
     live = ctx.facts.source == "live"
     if engine == "bundled":
         if not live:
             return []
         return [Problem("torch_not_installed", WARNING,
                         "torch is not installed in the probed Python: the bundled runtime cannot start",
-                        "`pip install torch` (a CUDA build on GPU nodes)", "importlib.metadata")]  # fmt: skip
+                        "`pip install torch` (a CUDA build on GPU nodes)", "importlib.metadata", (name,))]  # fmt: skip
     version = ctx.intent.engine_version
     rules = f"version {version}" if version else "the newest modelled release"
     return [
@@ -547,6 +556,7 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
             f"`pip install {name}{'==' + version if version else ''}`, or pass --engine-version to model another"
             " release",
             "importlib.metadata",
+            (name,),
         )
     ]  # fmt: skip
 
@@ -577,8 +587,8 @@ def _vllm_fusion(token: str) -> bool | None:
     return token.rsplit("=", 1)[1].strip().lower() in ("true", "1")
 
 
-def _cannot(problem_id: str, what: str, reason: str, source: str) -> Problem:
-    return Problem(problem_id, INFO, f"cannot check {what}: {reason}", "probe on the target machine", source)
+def _cannot(problem_id: str, what: str, reason: str, source: str, packages: tuple[str, ...] = ()) -> Problem:
+    return Problem(problem_id, INFO, f"cannot check {what}: {reason}", "probe on the target machine", source, packages)
 
 
 def _gib(n: float) -> str:

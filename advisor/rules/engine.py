@@ -74,6 +74,9 @@ class Problem:
     message: str
     fix: str
     source: str | None = None  # what behaviour it predicts ("flashinfer-python 0.6.12, flashinfer/__init__.py")
+    # The normalised distribution names the problem is about ("flashinfer-python", "torch"), set by the check that
+    # raises it; the package table marks these and only these. Empty for problems about the machine, layout or model.
+    packages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -204,7 +204,7 @@ def predict_import(facts: Facts) -> ImportPrediction:
         elif regime == "raise" and rejected:
             outcome, importable = ERROR, False
             reason = "RuntimeError at import: " + "; ".join(m.text for m in rejected)
-            problems.append(_error_problem(facts, rejected, own, src))
+            problems.append(_error_problem(facts, rejected, own, src, loose=accepted_loose))
         elif regime == "ignore" or providers:
             outcome = WARNING
             ignored = tuple(m.package for m in rejected + providers)
@@ -244,6 +244,7 @@ class _Mismatch:
     expected: str
     accepted: bool  # flashinfer's check passes anyway (the loose 0.6.x prefix match)
     text: str
+    also: tuple[str, ...] = ()  # other packages the mismatch is about (the missing jit-cache shim)
 
 
 def _regime(release: str | None) -> str:
@@ -303,7 +304,8 @@ def _provider_mismatches(facts: Facts, release: str | None) -> list[_Mismatch]:
         found = module_version(pkg)
         if shim is None:
             out.append(_Mismatch(pkg.name, found or "?", "a flashinfer-jit-cache shim", False,
-                                 f"{pkg.name} {found} without the flashinfer-jit-cache shim (never discovered)"))  # fmt: skip
+                                 f"{pkg.name} {found} without the flashinfer-jit-cache shim (never discovered)",
+                                 also=(JIT_CACHE,)))  # fmt: skip
         elif found and found != shim:
             out.append(_Mismatch(pkg.name, found, shim, False, f"{pkg.name} {found} != flashinfer-jit-cache {shim}"))
     return out
@@ -365,7 +367,16 @@ def _fix(facts: Facts, mismatches: list[_Mismatch], own: str | None) -> str:
     )
 
 
-def _error_problem(facts: Facts, mismatches: list[_Mismatch], own: str | None, src: str) -> Problem:
+def _mismatch_packages(mismatches: list[_Mismatch]) -> tuple[str, ...]:
+    """flashinfer-python (whose version the others must match) and the kernel packages that do not match it."""
+    named = {name for m in mismatches for name in (m.package, *m.also)}
+    return (PYTHON, *sorted(named - {PYTHON}))
+
+
+def _error_problem(facts: Facts, mismatches: list[_Mismatch], own: str | None, src: str,
+                   loose: list[_Mismatch] | None = None) -> Problem:  # fmt: skip
+    """``loose``: packages accepted only by the loose prefix match; their own warning is not raised beside this error,
+    so this problem is about them too."""
     detail = "; ".join(m.text for m in mismatches)
     return Problem(
         id="flashinfer_version_mismatch",
@@ -376,6 +387,7 @@ def _error_problem(facts: Facts, mismatches: list[_Mismatch], own: str | None, s
         ),
         fix=_fix(facts, mismatches, own),
         source=src,
+        packages=_mismatch_packages(mismatches + (loose or [])),
     )
 
 
@@ -391,6 +403,7 @@ def _bypassed_problem(facts: Facts, mismatches: list[_Mismatch], own: str | None
         ),
         fix=_fix(facts, mismatches, own).split("; or set")[0] + f", then unset {BYPASS_VAR}",
         source=src,
+        packages=_mismatch_packages(mismatches),
     )
 
 
@@ -410,6 +423,7 @@ def _ignored_problem(facts: Facts, mismatches: list[_Mismatch], own: str | None,
         ),
         fix=_fix(facts, mismatches, own).split("; or set")[0] + " or `flashinfer download-kernels`",
         source=src,
+        packages=_mismatch_packages(mismatches),
     )
 
 
@@ -425,6 +439,7 @@ def _loose_problem(facts: Facts, mismatches: list[_Mismatch], own: str | None, s
         ),
         fix=_fix(facts, mismatches, own).split("; or set")[0],
         source=src,
+        packages=_mismatch_packages(mismatches),
     )
 
 
@@ -443,6 +458,7 @@ def _cpu_import_problem(facts: Facts, release: str | None) -> Problem | None:
         ),
         fix="install a CUDA build of torch, or a flashinfer-python release that imports on CPU (0.6.13, 0.7.1, 0.7.2+)",
         source=f"flashinfer-python {release}, flashinfer/__init__.py (reference/flashinfer.md)",
+        packages=(PYTHON, "torch"),
     )
 
 

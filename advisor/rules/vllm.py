@@ -58,15 +58,17 @@ def rules_release(version: str) -> str:
     return release_text(max(release, parse_release(MODELLED_FROM)))
 
 
-def version_problems(version: str) -> list[Problem]:
+def version_problems(version: str, installed: str | None = None) -> list[Problem]:
+    """engine_version_older; it is about the vllm package when ``installed`` (its version) is the release judged."""
     if parse_release(version) >= parse_release(MODELLED_FROM):
         return []
+    about = ("vllm",) if installed is not None and parse_release(installed) == parse_release(version) else ()
     return [Problem(
         "engine_version_older", "warning",
         f"vllm {version} predates the modelled behaviour (v{MODELLED_FROM}+): it spelled the fusion enable_fi_allreduce_fusion"
         " and kept it off by default, so the fusion decision below is likely too optimistic",
         f"upgrade vLLM to v{MODELLED_FROM} or newer, or read the decision as what a current vLLM would do",
-        f"vllm v{MODELLED_FROM}, {CONFIG_FILE}",
+        f"vllm v{MODELLED_FROM}, {CONFIG_FILE}", about,
     )]  # fmt: skip
 
 
@@ -215,4 +217,6 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
 
 
 def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
-    return [fusion_decision(s, version), custom_allreduce_decision(s, version)], version_problems(version)
+    vllm = s.facts.package("vllm")
+    problems = version_problems(version, vllm.version if vllm.installed else None)
+    return [fusion_decision(s, version), custom_allreduce_decision(s, version)], problems
