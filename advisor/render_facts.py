@@ -28,30 +28,9 @@ TOPOLOGY_LEGEND = {
 
 # Package statuses in the package table.
 OK = "ok"
-MISMATCH = "mismatch"  # installed, and a problem names it
-MISSING = "missing"  # not installed, and a problem names it (something needs it)
+MISMATCH = "mismatch"  # installed, and an error or warning is about it (Problem.packages)
+MISSING = "missing"  # not installed, and an error or warning is about it (something needs it)
 ABSENT = "not installed"  # not installed, and nothing needs it
-
-# Problems known to concern packages, beyond the package names their messages mention.
-PROBLEM_PACKAGES = {
-    "flashinfer_version_mismatch": ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache"),
-    "flashinfer_cpu_torch_import": ("flashinfer-python", "torch"),
-    "flashinfer_jit_cache_cuda_mismatch": ("flashinfer-jit-cache", "torch"),
-    "flashinfer_gpu_arch": ("flashinfer-python",),
-    "torch_cuda_vs_driver": ("torch",),
-    "unofficial_pynvml": ("pynvml",),
-    "sglang_not_installed": ("sglang",),
-    "vllm_not_installed": ("vllm",),
-    "torch_not_installed": ("torch",),
-}
-
-
-# Problems about the machine, the layout or the model, never about a package (even when their text names one).
-NOT_ABOUT_PACKAGES = frozenset({
-    "no_gpus", "tp_exceeds_gpus", "tp_not_divisible", "mig_enabled", "weights_exceed_memory", "no_multicast_for_fusion",
-    "no_command", "check_failed", "engine_version_newer",
-})  # fmt: skip
-
 
 def gib(mib: int | None) -> str:
     return "?" if mib is None else f"{mib / 1024:.1f} GiB"
@@ -151,43 +130,34 @@ class PackageRow:
     version: str  # "0.6.11+cu128", or "-" when not installed
     detail: str  # the module __version__ when it differs, torch's CUDA, "overridden", ...
     status: str  # ok | mismatch | missing | not installed
-    problems: tuple[str, ...]  # ids of the problems that name this package
+    problems: tuple[str, ...]  # ids of the errors and warnings about this package
 
 
 def package_rows(facts: Facts, problems: Iterable[Problem] = ()) -> list[PackageRow]:
-    """The package table: every watched package, with a status from the plan's problems (errors and warnings)."""
-    problems = list(problems)
-    packages = list(facts.packages)
-    # a package a problem needs but the probe did not list at all (live probes list installed packages only)
-    known = {p.name for p in packages}
-    for problem in problems:
-        if problem.severity in ("error", "warning"):
-            packages += [facts.package(n) for n in PROBLEM_PACKAGES.get(problem.id, ()) if n not in known]
-            known.update(PROBLEM_PACKAGES.get(problem.id, ()))
-    involved = packages_named_by(problems, [p.name for p in packages])
+    """The package table: every probed package, plus any package an error or warning is about that the probe did not
+    list (live probes list installed packages only); the status comes from the problems' ``packages`` alone."""
+    about = problems_by_package(problems)
+    packages = {p.name: p for p in facts.packages}
+    for name in about:
+        packages.setdefault(name, facts.package(name))
     rows = []
-    for pkg in sorted(packages, key=lambda p: p.name):
-        ids = tuple(involved.get(pkg.name, ()))
+    for pkg in sorted(packages.values(), key=lambda p: p.name):
+        ids = tuple(about.get(pkg.name, ()))
         status = (MISMATCH if ids else OK) if pkg.installed else (MISSING if ids else ABSENT)
         rows.append(PackageRow(pkg.name, pkg.version or "-", _package_detail(pkg), status, ids))
     return rows
 
 
-def packages_named_by(problems: Iterable[Problem], names: list[str]) -> dict[str, list[str]]:
-    """package name -> ids of the error/warning problems concerning it (by id, or by naming it in their message)."""
+def problems_by_package(problems: Iterable[Problem]) -> dict[str, list[str]]:
+    """package name -> ids of the errors and warnings about it (each problem says which packages in ``packages``)."""
     out: dict[str, list[str]] = {}
     for problem in problems:
-        if problem.severity not in ("error", "warning") or problem.id in NOT_ABOUT_PACKAGES:
+        if problem.severity not in ("error", "warning"):
             continue
-        named = set(PROBLEM_PACKAGES.get(problem.id, ()))
-        text = f"{problem.message} {problem.fix}".lower()
-        for name in names:
-            # a package is named when it appears as a word ("torch 2.9", not "torch.distributed" or "flashinfer-python")
-            if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)", text):
-                named.add(name)
-        for name in named:
-            if name in names and problem.id not in out.setdefault(name, []):
-                out[name].append(problem.id)
+        for name in problem.packages:
+            ids = out.setdefault(name, [])
+            if problem.id not in ids:
+                ids.append(problem.id)
     return out
 
 

@@ -74,7 +74,8 @@ def decision_dict(d: Decision) -> dict[str, Any]:
 
 
 def problem_dict(p: Problem) -> dict[str, Any]:
-    return {"id": p.id, "severity": p.severity, "message": p.message, "fix": p.fix, "source": p.source}
+    return {"id": p.id, "severity": p.severity, "message": p.message, "fix": p.fix, "source": p.source,
+            "packages": list(p.packages)}  # fmt: skip
 
 
 def release_dict(r: ReleaseOutcome) -> dict[str, Any]:

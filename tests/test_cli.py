@@ -81,6 +81,8 @@ def test_flashinfer_mismatch_exits_1_with_an_error_problem():
     assert code == 1
     problem = next(p for p in data["problems"] if p["id"] == "flashinfer_version_mismatch")
     assert problem["severity"] == "error"
+    # what the problem is about: flashinfer-python and the kernel packages that differ from it (the b300's cubin 0.7.4)
+    assert problem["packages"] == ["flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache"]
     assert data["summary"]["errors"] >= 1
     packages = {p["name"]: p for p in data["facts"]["packages"]}
     assert packages["flashinfer-python"]["version"] == "0.6.12" and packages["flashinfer-python"]["overridden"]

@@ -9,6 +9,9 @@ from dataclasses import dataclass, replace
 import pytest
 
 from advisor.context import Options, make_plan
+from advisor.facts import Facts, normalize_name
+from advisor.models import resolve_model
+from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import load_profile
 from advisor.render_facts import (
     ABSENT,
@@ -17,7 +20,7 @@ from advisor.render_facts import (
     OK,
     machine_summary,
     package_rows,
-    packages_named_by,
+    problems_by_package,
     topology_legend,
     topology_matrix,
 )
@@ -87,9 +90,10 @@ def test_unknown_links_show_a_question_mark():
 def test_package_statuses_follow_the_problems():
     facts = load_profile("b300-8").with_packages({"flashinfer-python": "0.6.12", "flashinfer-jit-cache": "0.6.11+cu128"})
     problems = [
-        Problem("flashinfer_version_mismatch", "error", "import flashinfer will fail", "install matching versions"),
-        Problem("vllm_not_installed", "warning", "vllm is not installed here", "`pip install vllm`"),
-        Problem("no_gpus", "info", "torch will run on CPU", "nothing"),  # info never marks a package
+        Problem("flashinfer_version_mismatch", "error", "import flashinfer will fail", "install matching versions",
+                packages=("flashinfer-python", "flashinfer-jit-cache")),
+        Problem("vllm_not_installed", "warning", "vllm is not installed here", "`pip install vllm`", packages=("vllm",)),
+        Problem("no_gpus", "info", "torch will run on CPU", "nothing", packages=("torch",)),  # info never marks one
     ]
     vllm = replace(facts.package("sglang"), name="vllm", installed=False, version=None)  # needed, not installed
     unused = replace(facts.package("sglang"), name="sglang-router", installed=False, version=None)
@@ -105,22 +109,132 @@ def test_package_statuses_follow_the_problems():
 
 def test_a_needed_package_the_probe_did_not_list_is_missing():
     facts = load_profile("cpu-only")
-    problems = [Problem("sglang_not_installed", "warning", "sglang is not installed here", "`pip install sglang`")]
+    problems = [Problem("sglang_not_installed", "warning", "sglang is not installed here", "`pip install sglang`",
+                        packages=("sglang",))]
     rows = {r.name: r for r in package_rows(facts, problems)}
     assert rows["sglang"].status == MISSING and rows["sglang"].version == "-"
     assert "sglang" not in {r.name for r in package_rows(facts, [])}
 
 
-def test_packages_named_by_matches_whole_names_only():
-    names = ["torch", "flashinfer-python", "flashinfer-jit-cache", "pynvml", "nvidia-ml-py"]
+def test_the_table_marks_the_problems_packages_and_never_names_in_their_text():
+    facts = load_profile("h800-8")  # pynvml beside nvidia-ml-py, torch, triton, flashinfer trio
     problems = [
-        Problem("x", "warning", "the runtime uses torch.distributed with gloo", "upgrade flashinfer-jit-cache-sm90a"),
-        Problem("y", "error", "the `pynvml` wrapper shadows nvidia-ml-py", "pip uninstall pynvml"),
-    ]
-    problems.append(Problem("no_gpus", "warning", "sglang needs NVIDIA GPUs; torch is a CPU build", "use a GPU node"))
-    named = packages_named_by(problems, names)
-    assert "torch" not in named and "flashinfer-jit-cache" not in named
-    assert named["pynvml"] == ["y"] and named["nvidia-ml-py"] == ["y"]
+        Problem("unofficial_pynvml", "warning", "the `pynvml` wrapper shadows nvidia-ml-py; torch and triton are fine",
+                "pip uninstall pynvml && pip install nvidia-ml-py", packages=("pynvml",)),
+        Problem("tp_exceeds_gpus", "error", "torch needs 16 GPUs for flashinfer-python", "lower --tp"),
+        Problem("flashinfer_gpu_arch", "info", "flashinfer-python builds no kernels for SM80", "nothing",
+                packages=("flashinfer-python",)),
+    ]  # fmt: skip
+    rows = {r.name: r for r in package_rows(facts, problems)}
+    marked = {name for name, row in rows.items() if row.status != OK}
+    assert marked == {"pynvml"} and rows["pynvml"].problems == ("unofficial_pynvml",)
+    assert rows["nvidia-ml-py"].status == OK and rows["torch"].status == OK and rows["triton"].status == OK
+    assert problems_by_package(problems) == {"pynvml": ["unofficial_pynvml"]}
+    # two problems about one package list both ids, in the problems' order, each once
+    twice = [*problems, Problem("other", "error", "x", "y", packages=("pynvml", "pynvml"))]
+    assert problems_by_package(twice) == {"pynvml": ["unofficial_pynvml", "other"]}
+
+
+# Problems that are about packages (Problem.packages set) and problems about the machine, the layout, the model or the
+# advisor's own rules (never about a package, whatever their text says). A new problem id must be put in one of them.
+ABOUT_PACKAGES = {
+    "flashinfer_version_mismatch", "flashinfer_cpu_torch_import", "flashinfer_jit_cache_cuda_mismatch",
+    "flashinfer_gpu_arch", "torch_cuda_vs_driver", "unofficial_pynvml", "sglang_not_installed", "vllm_not_installed",
+    "torch_not_installed", "engine_version_unparsed",
+}  # fmt: skip
+NOT_ABOUT_PACKAGES = {
+    "no_gpus", "tp_exceeds_gpus", "tp_not_divisible", "mig_enabled", "weights_exceed_memory", "no_multicast_for_fusion",
+    "no_command", "check_failed", "engine_version_newer", "fusion_backend_error",
+}  # fmt: skip
+# engine_version_older is about vllm only when the installed vllm is the release judged (not an --engine-version)
+DEPENDS = {"engine_version_older"}
+
+SEED = {"flashinfer-python": "0.6.12", "flashinfer-jit-cache": "0.6.11+cu128"}
+FORCE_FUSION = ("--enable-flashinfer-allreduce-fusion",)
+
+
+def _plan(profile: str | None, model: str | None = "Qwen/Qwen3-30B-A3B", packages: dict[str, str] | None = None,
+          facts: Facts | None = None, **intent):  # fmt: skip
+    facts = facts if facts is not None else load_profile(profile)
+    facts = facts.with_packages(packages) if packages else facts
+    return build_plan(facts, resolve_model(model) if model else None, Intent(model=model, **intent))
+
+
+def _scenarios() -> dict[str, object]:
+    live_cpu = replace(load_profile("cpu-only"), source="live")
+    h100 = load_profile("h100-sxm-8")
+    mig = replace(h100, gpus=(replace(h100.gpus[0], mig_mode="enabled"), *h100.gpus[1:]))
+    return {
+        "seed": _plan("b300-8", packages=SEED, tp=8, engine="sglang"),
+        "seed-h20": _plan("h20-8", packages=SEED, tp=8, engine="sglang"),
+        "pynvml": _plan("h800-8", model=None, tp=8, engine="bundled"),
+        "torch-vs-driver": _plan("h100-sxm-8", model=None, packages={"torch": "2.12.0+cu130"}, tp=8, engine="bundled"),
+        "torch-vs-driver-minor": _plan("h100-sxm-8", packages={"torch": "2.9.1+cu129"}, tp=8, engine="sglang"),
+        "cpu-import": _plan("cpu-only", model=None, packages={"flashinfer-python": "0.7.0"}, tp=2, engine="bundled"),
+        "sglang-missing": _plan(None, facts=live_cpu, tp=2, engine="sglang"),
+        "vllm-missing": _plan(None, facts=live_cpu, tp=2, engine="vllm"),
+        "torch-missing": _plan(None, model=None, facts=Facts(), tp=2, engine="bundled"),
+        "gpu-arch": _plan("a100-sxm-8", tp=8, engine="sglang", overrides=FORCE_FUSION),
+        "unparsed": _plan("b300-8", packages={"sglang": "custom"}, tp=8, engine="sglang"),
+        "newer": _plan("b300-8", packages={"sglang": "0.6.0"}, tp=8, engine="sglang"),
+        "older-rules": _plan("a100-sxm-8", tp=8, engine="vllm", engine_version="0.9.0"),
+        "older-installed": _plan("a100-sxm-8", packages={"vllm": "0.9.0"}, tp=8, engine="vllm"),
+        "multi-node-fusion": _plan("h100-sxm-8", tp=16, nnodes=2, engine="sglang", overrides=FORCE_FUSION),
+        "multicast": _plan("h100-pcie-2-bridge", tp=2, engine="sglang"),
+        "tp-vs-gpus": _plan("h200-8", tp=16, engine="sglang"),
+        "weights": _plan("h100-sxm-8", model="deepseek-ai/DeepSeek-V3", tp=2, engine="sglang"),
+        "mig": _plan(None, facts=mig, tp=8, engine="sglang"),
+        "tp-divisibility": _plan("h100-sxm-8", tp=6, engine="sglang"),
+    }
+
+
+def test_every_problem_about_a_package_says_which_and_the_table_marks_exactly_those():
+    plans = _scenarios()
+    seen = set()
+    for name, plan in plans.items():
+        for problem in plan.problems:
+            seen.add(problem.id)
+            assert problem.id in ABOUT_PACKAGES | NOT_ABOUT_PACKAGES | DEPENDS, (name, problem.id)
+            if problem.id in ABOUT_PACKAGES:
+                assert problem.packages, (name, problem)
+            if problem.id in NOT_ABOUT_PACKAGES:
+                assert problem.packages == (), (name, problem)
+            assert all(p == normalize_name(p) for p in problem.packages), problem
+            assert len(set(problem.packages)) == len(problem.packages), problem
+        # the table: marked rows are exactly the packages of the errors and warnings, each with their ids
+        loud = [p for p in plan.problems if p.severity in ("error", "warning")]
+        rows = {r.name: r for r in package_rows(plan.facts, plan.problems)}
+        assert {n for n, r in rows.items() if r.status in (MISMATCH, MISSING)} == {n for p in loud for n in p.packages}
+        for row in rows.values():
+            assert row.problems == tuple(dict.fromkeys(p.id for p in loud if row.name in p.packages)), (name, row)
+    assert seen >= ABOUT_PACKAGES | DEPENDS, "a scenario for every problem about a package"
+    older = {k: [p.packages for p in plans[k].problems if p.id == "engine_version_older"] for k in plans if "older" in k}
+    assert older == {"older-rules": [()], "older-installed": [("vllm",)]}
+
+
+def test_packages_are_what_the_check_found_not_what_the_text_mentions():
+    plans = _scenarios()
+    statuses = {k: {r.name: r.status for r in package_rows(p.facts, p.problems)} for k, p in plans.items()}
+    # the seed case: flashinfer-python and the jit-cache; the b300's cubin 0.7.4 differs too, the h20's 0.6.12 matches
+    assert statuses["seed"]["flashinfer-python"] == statuses["seed"]["flashinfer-jit-cache"] == MISMATCH
+    assert statuses["seed"]["flashinfer-cubin"] == MISMATCH and statuses["seed-h20"]["flashinfer-cubin"] == OK
+    assert statuses["seed"]["flashinfer-jit-cache-sm100a"] == OK
+    # "beside nvidia-ml-py 13.570.86" / "pip install ... nvidia-ml-py": the wrapper is the problem, not NVIDIA's package
+    pynvml = plans["pynvml"].problems[0]
+    assert "nvidia-ml-py" in pynvml.message + pynvml.fix
+    assert statuses["pynvml"]["pynvml"] == MISMATCH and statuses["pynvml"]["nvidia-ml-py"] == OK
+    # torch_cuda_vs_driver's message names triton (kernels compiled at run time) in passing
+    minor = next(p for p in plans["torch-vs-driver-minor"].problems if p.id == "torch_cuda_vs_driver")
+    assert "triton" in minor.message and minor.packages == ("torch",)
+    assert statuses["torch-vs-driver-minor"]["torch"] == MISMATCH and statuses["torch-vs-driver-minor"]["triton"] == OK
+    # fusion_backend_error says "SGLang v0.5.9: ..." and "use v0.5.14+": about the flag and the layout, not the install
+    backend = next(p for p in plans["multi-node-fusion"].problems if p.id == "fusion_backend_error")
+    assert "sglang" in backend.message.lower() and statuses["multi-node-fusion"]["sglang"] == OK
+    # a flashinfer mismatch names no kernel package that is not installed (the cpu-only profile has no jit-cache)
+    assert "flashinfer-jit-cache" not in statuses["cpu-import"]
+    assert statuses["cpu-import"]["torch"] == MISMATCH and statuses["cpu-import"]["flashinfer-cubin"] == MISMATCH
+    # a needed package the probe did not list shows as missing
+    assert statuses["sglang-missing"]["sglang"] == MISSING and statuses["torch-missing"]["torch"] == MISSING
 
 
 def test_machine_summary_labels_simulated_and_driverless_machines():
