@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from runtime_models import PROMPTS, open_runtime, runtime_logits  # noqa: E402
 
+from launcher.runtime.dist import shutdown_parallel  # noqa: E402
 from launcher.runtime.engine import SamplingParams  # noqa: E402
 from launcher.runtime.layers import moe, onednn  # noqa: E402
 
@@ -43,4 +44,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        # without it gloo's threads can outlive the interpreter: "terminate called without an active exception", SIGABRT
+        shutdown_parallel()

@@ -64,7 +64,7 @@ def load_worker(model_dir: Path, out: Path) -> None:
 
     from launcher.runtime.communicator import Communicator
     from launcher.runtime.config import load_config
-    from launcher.runtime.dist import init_parallel
+    from launcher.runtime.dist import init_parallel, shutdown_parallel
     from launcher.runtime.loader import load_model
 
     ctx = init_parallel(torch.device("cpu"))
@@ -77,6 +77,7 @@ def load_worker(model_dir: Path, out: Path) -> None:
     params_mb = sum(p.numel() * p.element_size() for p in model.parameters()) / 2**20
     result = {"rank": ctx.rank, "before_mb": before, "peak_mb": peak_rss_mb(), "params_mb": params_mb, "load_s": seconds}
     (out / f"load-rank{ctx.rank}.json").write_text(json.dumps(result))
+    shutdown_parallel()  # a gloo group left to interpreter exit can abort the process
 
 
 def measure_loading(model_dir: Path, work: Path) -> dict:
