@@ -17,9 +17,9 @@ from dataclasses import replace
 import click
 
 from advisor.cli import common_options, options_from_context
+from launcher.engines import RUNTIME_MODES
 
 EXIT_ERRORS = 1
-MODES = ("serve", "generate", "bench")
 INSTALL_HINTS = {
     "sglang": "pip install 'sglang[all]' (see https://docs.sglang.ai/get_started/install.html)",
     "vllm": "pip install vllm",
@@ -35,7 +35,7 @@ STATE_MARK = {
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @common_options
-@click.option("--mode", type=click.Choice(MODES), default=None, help="Bundled runtime mode (default: serve).")
+@click.option("--mode", type=click.Choice(RUNTIME_MODES), default=None, help="Bundled runtime mode (default: serve).")
 @click.option("--dry-run", is_flag=True, help="Print the exact command (one per node) and start nothing.")
 @click.option("--force", is_flag=True, help="Start even when the plan has errors.")
 @click.option("--run-dir", metavar="DIR", help="Where the per-rank logs go (default: a new folder under ~/.local/state/tp-advisor/runs).")

@@ -33,6 +33,7 @@ TORCHRUN_MODULE = "torch.distributed.run"
 DEFAULT_RDZV_PORT = 29500
 DEMO_MODEL = "demo"
 ENGINES = ("bundled", "sglang", "vllm")
+RUNTIME_MODES = ("serve", "generate", "bench")  # the bundled runtime's --mode values
 
 
 class EngineCommandError(ValueError):

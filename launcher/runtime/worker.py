@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from launcher.engines import RUNTIME_MODES
 from launcher.runtime.errors import RuntimeUsageError
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-model-len", type=int, default=None, help="tokens per sequence (default min(2048, model))")
     parser.add_argument("--max-batch-size", type=int, default=8, help="sequences in flight (KV-cache slots)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--mode", choices=("generate", "bench", "serve"), default="generate")
+    parser.add_argument("--mode", choices=RUNTIME_MODES, default="generate")
     parser.add_argument("--log-level", default="INFO")
     gen = parser.add_argument_group("generate")
     gen.add_argument("--prompt", action="append", default=None, help="prompt text (repeatable)")

@@ -21,8 +21,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, Log, Select, Static, TabbedContent, TabPane
 
 from advisor.plan import Plan
+from launcher.engines import RUNTIME_MODES
 
-MODES = ("serve", "generate", "bench")
 FLUSH_S = 0.1
 MAX_LOG_LINES = 5000
 
@@ -37,7 +37,7 @@ class LaunchScreen(Screen):
     def __init__(self, plan: Plan) -> None:
         super().__init__()
         self.plan = plan
-        self.mode = plan.intent.mode if plan.intent.mode in MODES else "serve"
+        self.mode = plan.intent.mode if plan.intent.mode in RUNTIME_MODES else "serve"
         self.run: Any = None  # launcher.spawn.Run once started
         self.state = "not started"
         self._lines: deque = deque()
@@ -53,7 +53,7 @@ class LaunchScreen(Screen):
             if self.plan.intent.engine == "bundled":
                 with Horizontal(id="mode-row"):
                     yield Label("Mode ")
-                    yield Select([(m, m) for m in MODES], value=self.mode, allow_blank=False, id="mode", compact=True)
+                    yield Select([(m, m) for m in RUNTIME_MODES], value=self.mode, allow_blank=False, id="mode", compact=True)
             yield Static("", id="launch-command")
             yield Static("", id="launch-state")
         with TabbedContent(id="logs"), TabPane("all", id="log-all"):
