@@ -35,6 +35,11 @@ def device(s: Scenario) -> str:
     return "cpu" if not s.facts.engine_gpus else "cuda"
 
 
+def process_group_backend(s: Scenario) -> str:
+    """The process-group backend launcher/runtime/dist.py picks for that device."""
+    return "nccl" if device(s) == "cuda" else "gloo"
+
+
 def dtype(s: Scenario) -> str:
     """The user's dtype, else what the runtime's ``--dtype auto`` picks: bfloat16 on CUDA, float32 on CPU."""
     if s.intent.dtype and s.intent.dtype != "auto":
@@ -106,21 +111,21 @@ def fusion_decision(s: Scenario) -> Decision:
     requested = s.flag(ALLREDUCE_FLAG)
     state = state_of(results, forced_on=requested == FUSED, forced_off=requested == PLAIN)
     enabled = is_enabled(state)
-    backend = "nccl" if device(s) == "cuda" else "gloo"
+    group_backend = process_group_backend(s)
     hidden_size = s.model.hidden_size if s.model is not None else None
     if enabled:
         value = {"allreduce": FUSED, "backend": "trtllm", "max_tokens": MAX_TOKENS}
         if hidden_size:
             value["workspace_bytes_per_gpu"] = fi.fusion_workspace_bytes(s.tp, hidden_size, MAX_TOKENS)
     else:
-        value = {"allreduce": PLAIN, "backend": backend}
+        value = {"allreduce": PLAIN, "backend": group_backend}
     notes = []
     if enabled:
         notes.append(f"batches over {MAX_TOKENS} tokens fall back to the plain allreduce per call")
     if state == FORCED_ON and any(r.ok is False for r in results):
         notes.append("forced on although a condition fails: the runtime will fail to create the workspace or fall back")
     if not enabled:
-        notes.append(f"torch.distributed allreduce ({backend}) followed by residual add + RMSNorm")
+        notes.append(f"torch.distributed allreduce ({group_backend}) followed by residual add + RMSNorm")
     return Decision(
         id="flashinfer_allreduce_fusion",
         title="FlashInfer fused allreduce + residual + RMSNorm (bundled runtime)",
@@ -135,8 +140,7 @@ def fusion_decision(s: Scenario) -> Decision:
 
 
 def device_decision(s: Scenario) -> Decision:
-    dev = device(s)
-    chosen_dtype = dtype(s)
+    dev, chosen_dtype, group_backend = device(s), dtype(s), process_group_backend(s)
 
     def gpus(s: Scenario):
         n = len(s.facts.engine_gpus)
@@ -147,7 +151,7 @@ def device_decision(s: Scenario) -> Decision:
         Condition("gpus", "CUDA GPUs visible", gpus, "the runtime runs on CPU with gloo when no GPU is visible",
                   "install the NVIDIA driver and a CUDA torch to run on GPUs").evaluate(s),
     )  # fmt: skip
-    notes = [f"process group backend {'nccl' if dev == 'cuda' else 'gloo'}", f"dtype {chosen_dtype}"]
+    notes = [f"process group backend {group_backend}", f"dtype {chosen_dtype}"]
     if not s.intent.dtype and s.model is not None and s.model.dtype and s.model.dtype != chosen_dtype:
         notes.append(f"the {s.model.dtype} checkpoint runs in {chosen_dtype} (--dtype auto); pass --dtype to choose")
     return Decision(
@@ -155,7 +159,7 @@ def device_decision(s: Scenario) -> Decision:
         title="Device, dtype and process-group backend",
         state=AUTO_ENABLED,
         enabled=True,
-        value={"device": dev, "dtype": chosen_dtype, "backend": "nccl" if dev == "cuda" else "gloo"},
+        value={"device": dev, "dtype": chosen_dtype, "backend": group_backend},
         conditions=results,
         flags=(),  # launcher.engines passes --device and --dtype (auto) itself
         source=Source(SOURCE_RELEASE, "launcher/runtime/dist.py"),
