@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from advisor_command import advisor_argv
 
 B300 = ["--profile", "b300-8"]
 VL = ["--model", "Qwen/Qwen3-VL-235B-A22B-Instruct"]
-
-
-def advisor_argv() -> list[str]:
-    """The console script when installed (as a user runs it), else `python -m advisor`."""
-    script = Path(sys.executable).with_name("advisor")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("advisor")
-    return [found] if found else [sys.executable, "-m", "advisor"]
 
 
 @pytest.fixture

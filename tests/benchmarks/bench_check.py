@@ -15,22 +15,16 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from advisor_command import advisor_argv  # noqa: E402
+
 CHECK_ARGS = ["check", "--json", "--profile", "b300-8", "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--tp", "8"]
-
-
-def advisor_argv() -> list[str]:
-    script = Path(sys.executable).with_name("advisor")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("advisor")
-    return [found] if found else [sys.executable, "-m", "advisor"]
 
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
