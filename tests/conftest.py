@@ -9,6 +9,13 @@ import pytest
 
 
 @pytest.fixture
+def empty_hf_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Model lookups see an empty Hugging Face cache, whatever this machine has downloaded."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+
+
+@pytest.fixture
 def fake_nvml() -> Callable:
     """``fake_nvml("h200-8")`` or ``fake_nvml(facts)``: a fake pynvml replaying that machine (see tests/fakes)."""
     from fakes.fake_nvml import FakeNvml

@@ -26,9 +26,7 @@ MISMATCH = ["--with-package", "flashinfer-python==0.6.12", "--with-package", "fl
 
 
 @pytest.fixture(autouse=True)
-def offline(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+def offline(empty_hf_cache, monkeypatch):
     monkeypatch.delenv("FLASHINFER_DISABLE_VERSION_CHECK", raising=False)
 
 

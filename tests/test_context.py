@@ -26,10 +26,7 @@ from advisor.probe.profiles import load_profile
 VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+pytestmark = pytest.mark.usefixtures("empty_hf_cache")
 
 
 def error_of(func, *args) -> AdvisorError:

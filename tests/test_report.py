@@ -30,10 +30,7 @@ from advisor.rules.engine import Problem
 VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+pytestmark = pytest.mark.usefixtures("empty_hf_cache")
 
 
 @dataclass(frozen=True)
