@@ -313,6 +313,16 @@ def _holders(gpu: Gpu) -> str:
     return " held by " + ", ".join(names)
 
 
+def _weights_per_gpu_mib(ctx: _Context) -> float:
+    from advisor.rules.checks import weight_bytes_per_param  # checks.py imports this module
+
+    model = ctx.model
+    if model is None or not model.num_params:
+        return 0.0
+    per_param = weight_bytes_per_param(ctx.dtype, model.quantization)
+    return model.num_params * per_param / max(ctx.intent.tp, 1) / 2**20 if per_param else 0.0
+
+
 def check_gpu_memory(ctx: _Context) -> list[Problem]:
     """gpu_memory_in_use: memory other processes hold on the GPUs, against the engine's memory fraction."""
     engine = ctx.intent.engine
@@ -325,6 +335,7 @@ def check_gpu_memory(ctx: _Context) -> list[Problem]:
         fraction = float(raw) if raw is not None else (VLLM_DEFAULT_UTILIZATION if engine == "vllm" else None)
     except ValueError:
         fraction = None
+    weights = _weights_per_gpu_mib(ctx)  # 0 when the model is unknown: then only the engine's own budget counts
     short, busy = [], []
     for gpu in ctx.gpus_used:
         total, free = gpu.memory_total_mib, gpu.memory_free_mib
@@ -332,24 +343,33 @@ def check_gpu_memory(ctx: _Context) -> list[Problem]:
             reason = _why_unknown(gpu.unknown, "memory_free_mib", "memory_total_mib")
             return [_cannot("gpu_memory_in_use", f"the free memory of GPU {gpu.index}", reason, src)]
         used = total - free
-        if fraction is not None and free < fraction * total:
-            short.append((gpu, used, free, total))
+        if engine == "vllm":
+            need = fraction * total  # type: ignore[operator]  # vLLM checks this at start-up
+        elif fraction is not None:
+            need = weights + (1 - fraction) * total  # SGLang: KV pool = free - weights - total x (1 - fraction) > 0
+        else:
+            need = weights  # SGLang's automatic fraction: at least the weights must fit in what is free
+        if free < need:
+            short.append((gpu, used, free, total, need))
         elif used > IN_USE_REPORT_MIB or (engine == "sglang" and free < SGLANG_BALANCE * total):
             busy.append((gpu, used, free, total))
     setting = f"{flag} {fraction:g}" if fraction is not None else "SGLang's automatic mem_fraction_static"
     if short:
         parts = "; ".join(f"GPU {g.index}: {free / GIB_MIB:.1f} of {total / GIB_MIB:.1f} GiB free,"
-                          f" {used / GIB_MIB:.1f} GiB in use{_holders(g)}" for g, used, free, total in short)  # fmt: skip
-        need = fraction * short[0][3] / GIB_MIB  # type: ignore[operator]
-        crash = ("vLLM refuses to start ('Free memory on device ... is less than desired GPU memory utilization')"
-                 if engine == "vllm" else "SGLang runs out of memory loading the model or sizing the KV cache"
-                 " ('Not enough memory', CUDA out of memory)")  # fmt: skip
+                          f" {used / GIB_MIB:.1f} GiB in use{_holders(g)}" for g, used, free, total, _ in short)  # fmt: skip
+        need = short[0][4] / GIB_MIB
+        if engine == "vllm":
+            crash = (f"{setting} asks for {need:.1f} GiB per GPU as if the GPU were empty, so vLLM refuses to start"
+                     " ('Free memory on device ... on startup is less than desired GPU memory utilization')")
+        else:
+            crash = (f"with {setting} the model's weights and SGLang's reserve need {need:.1f} GiB per GPU, so SGLang runs"
+                     " out of memory loading the weights or sizing the KV cache ('Not enough memory. Please try to"
+                     " increase --mem-fraction-static', CUDA out of memory)")
         return [
             Problem(
-                "gpu_memory_in_use", ERROR,
-                f"{parts}: {setting} asks for {need:.1f} GiB per GPU as if the GPU were empty, so {crash}",
-                f"stop the processes holding GPU memory (`nvidia-smi`), pick idle GPUs with CUDA_VISIBLE_DEVICES, or"
-                f" lower {flag} below the free share",
+                "gpu_memory_in_use", ERROR, f"{parts}: {crash}",
+                "stop the processes holding GPU memory (`nvidia-smi`), pick idle GPUs with CUDA_VISIBLE_DEVICES, or"
+                " use more GPUs (a higher --tp) so each holds less",
                 src,
             )
         ]  # fmt: skip
