@@ -313,7 +313,7 @@ MACHINES = [
         packages=stack("2.10.0+cu128", "0.6.13", vllm="0.16.0", transformers="4.57.6", **{"nvidia-ml-py": "13.570.86"}),
         # a default `docker run`: 64 MB /dev/shm, 8 MiB locked memory; ACS left on in the PCIe switches, the IOMMU
         # translating; someone's NCCL workarounds in the image; GPUs listed pairwise crossed
-        shm_mib=64, memlock=8 * 2**20, iommu="DMA-FQ", acs=lambda i: ("0000:16:00.0", f"0000:17:0{i % 2}.0"),
+        shm_mib=64, memlock=8 * 2**20, iommu="DMA-FQ", acs=lambda i: (f"0000:{0x17 + 2 * (i // 2):02x}:0{i % 2}.0",),  # switch downstream ports
         environment={"CUDA_VISIBLE_DEVICES": "0,2,1,3", "NCCL_P2P_DISABLE": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1"},
         visible=(0, 2, 1, 3),
     ),
