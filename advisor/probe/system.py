@@ -124,12 +124,12 @@ def _gpu_facts(gpu: Gpu, sys_root: Path) -> Gpu:
         reason = unknown.get("pci_bus_id", "no PCI bus id")
         for name in ("numa_node", "iommu", "acs_redirect"):
             unknown[name] = f"PCI bus id unknown ({reason})"
-        return replace(gpu, unknown=unknown)
+        return replace(gpu, numa_node=None, iommu=None, acs_redirect=None, unknown=unknown)
     device = sys_root / "bus" / "pci" / "devices" / bus
     if not device.exists():
         for name in ("numa_node", "iommu", "acs_redirect"):
             unknown[name] = f"{device} does not exist"
-        return replace(gpu, unknown=unknown)
+        return replace(gpu, numa_node=None, iommu=None, acs_redirect=None, unknown=unknown)
     numa = _guard(unknown, "numa_node", lambda: int((device / "numa_node").read_text().strip()))
     iommu = _guard(unknown, "iommu", lambda: iommu_mode(device))
     acs = _guard(unknown, "acs_redirect", lambda: acs_redirect_bridges(device))
