@@ -414,4 +414,10 @@ def test_launch_dry_run_drops_it_when_the_user_disables_custom_allreduce():
 def test_launch_refuses_a_machine_error_without_force():
     args = ["launch", "--profile", "h200-8-fabric-pending", "--engine", "sglang", "--model", QWEN_8B, "--tp", "8"]
     refused = CliRunner().invoke(main, args)
-    assert refused.exit_code == 1 and "fabric" in refused.output
+    assert refused.exit_code == 1 and "fabric registration is 'in progress'" in refused.output
+    assert "not starting: the plan has 1 error(s)" in refused.output
+    forced = CliRunner().invoke(main, [*args, "--force"])  # past the plan check, a simulated machine still cannot start
+    assert "not starting" not in forced.output and "the facts describe another machine" in forced.output
+    # a warning (p2p_unavailable on the RTX 4090 pair) refuses only under --strict
+    strict = CliRunner().invoke(main, ["launch", *RTX, "--strict"])
+    assert strict.exit_code == 1 and "the plan has warnings and --strict is set" in strict.output
