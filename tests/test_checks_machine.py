@@ -421,3 +421,17 @@ def test_launch_refuses_a_machine_error_without_force():
     # a warning (p2p_unavailable on the RTX 4090 pair) refuses only under --strict
     strict = CliRunner().invoke(main, ["launch", *RTX, "--strict"])
     assert strict.exit_code == 1 and "the plan has warnings and --strict is set" in strict.output
+
+
+def test_without_a_plan_the_engine_rule_decides_custom_allreduce():
+    from advisor.rules.checks import run_checks
+
+    rtx, model = load_profile("rtx-4090-2"), resolve_model(QWEN_8B)
+
+    def p2p(**intent):
+        return [p.severity for p in run_checks(rtx, model, Intent(model=QWEN_8B, tp=2, **intent))
+                if p.id == "p2p_unavailable"]  # fmt: skip
+
+    assert p2p(engine="sglang") == ["warning"] and p2p(engine="vllm") == ["info"]
+    assert p2p(engine="sglang", overrides=("--disable-custom-all-reduce",)) == []
+    assert p2p(engine="sglang", overrides=("--enable-deterministic-inference",)) == []  # SGLang turns it off too

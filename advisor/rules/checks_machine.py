@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from advisor.facts import MEMLOCK_UNLIMITED, Gpu, Link
-from advisor.rules.engine import Problem
+from advisor.rules.engine import Problem, Scenario, flag_value, has_flag
+from advisor.rules.sglang import DISABLE_CUSTOM_AR  # the same flag in vLLM
 
 if TYPE_CHECKING:
     from advisor.rules.checks import _Context
@@ -21,10 +22,7 @@ if TYPE_CHECKING:
 ERROR, WARNING, INFO = "error", "warning", "info"
 GIB_MIB = 1024
 
-DISABLE_CUSTOM_AR = "--disable-custom-all-reduce"  # the same flag in SGLang and vLLM
-SGLANG_P2P_CHECK = "--enable-p2p-check"
-SGLANG_DETERMINISTIC = "--enable-deterministic-inference"  # also turns SGLang's custom allreduce off
-CUSTOM_AR_WORLD_SIZES = (2, 4, 6, 8)  # both engines' CustomAllreduce._SUPPORTED_WORLD_SIZES
+SGLANG_P2P_CHECK = "--enable-p2p-check"  # SGLang then runs its real P2P test instead of trusting P2P
 
 NCCL_TROUBLESHOOTING = "NCCL user guide, Troubleshooting (docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html)"
 SHM_MIN_MIB = 1024  # NCCL's troubleshooting guide: run containers with --shm-size=1g --ulimit memlock=-1
@@ -51,17 +49,7 @@ def _multi_gpu(ctx: _Context) -> bool:
 
 
 def _has(ctx: _Context, flag: str) -> bool:
-    return any(o.split("=", 1)[0] == flag for o in ctx.intent.overrides)
-
-
-def _flag_value(ctx: _Context, flag: str) -> str | None:
-    tokens = list(ctx.intent.overrides)
-    for i, token in enumerate(tokens):
-        if token == flag and i + 1 < len(tokens):
-            return tokens[i + 1]
-        if token.startswith(flag + "="):
-            return token.split("=", 1)[1]
-    return None
+    return has_flag(ctx.intent.overrides, flag)
 
 
 def _cannot(problem_id: str, what: str, reason: str, source: str) -> Problem:
@@ -92,16 +80,14 @@ P2P_SOURCE = {
 
 
 def custom_allreduce_on(ctx: _Context) -> bool:
-    """The plan's custom allreduce decision; without a plan, the engines' own conditions (one node, 2/4/6/8 ranks,
-    full NVLink beyond 2 GPUs, not switched off)."""
+    """The plan's custom allreduce decision; without a plan, the engine's own rule at its newest modelled release."""
     if ctx.custom_allreduce is not None:
         return ctx.custom_allreduce
-    if _has(ctx, DISABLE_CUSTOM_AR) or (ctx.intent.engine == "sglang" and _has(ctx, SGLANG_DETERMINISTIC)):
-        return False
-    if ctx.intent.nnodes != 1 or ctx.intent.tp not in CUSTOM_AR_WORLD_SIZES:
-        return False
-    indices = [g.index for g in ctx.gpus_used]
-    return ctx.intent.tp <= 2 or ctx.facts.topology.all_pairs_nvlink_p2p(indices) is True
+    from advisor.rules import sglang, vllm  # the engines' rule tables (imported here: they are not needed otherwise)
+
+    rules = sglang if ctx.intent.engine == "sglang" else vllm
+    scenario = Scenario(ctx.facts, ctx.model, ctx.intent)
+    return rules.custom_allreduce_decision(scenario, ctx.intent.engine_version or rules.NEWEST).enabled
 
 
 def check_p2p(ctx: _Context) -> list[Problem]:
@@ -330,7 +316,7 @@ def check_gpu_memory(ctx: _Context) -> list[Problem]:
         return []
     src = MEMORY_SOURCE[engine]
     flag = "--gpu-memory-utilization" if engine == "vllm" else "--mem-fraction-static"
-    raw = _flag_value(ctx, flag)
+    raw = flag_value(ctx.intent.overrides, flag) or None
     try:
         fraction = float(raw) if raw is not None else (VLLM_DEFAULT_UTILIZATION if engine == "vllm" else None)
     except ValueError:
