@@ -46,6 +46,15 @@ class Driver:
 
 
 @dataclass(frozen=True)
+class GpuProcess:
+    """A process holding memory on a GPU (nvmlDeviceGetComputeRunningProcesses)."""
+
+    pid: int
+    name: str | None = None
+    used_mib: int | None = None  # None when the driver does not say (NVML_VALUE_NOT_AVAILABLE)
+
+
+@dataclass(frozen=True)
 class Gpu:
     index: int  # physical (PCI order), as NVML numbers them; ignores CUDA_VISIBLE_DEVICES
     name: str | None = None
@@ -57,6 +66,11 @@ class Gpu:
     mig_mode: str | None = None  # "enabled" | "disabled" | "not supported"
     nvlinks_active: int | None = None  # links in state up
     unknown: dict[str, str] = field(default_factory=dict)
+    # Launch pitfalls (issue 18). None: not probed (older facts files) or unknown (the reason is in ``unknown``).
+    numa_node: int | None = None  # /sys/bus/pci/devices/<bus>/numa_node; -1 when the platform reports none
+    iommu: str | None = None  # the GPU's IOMMU group type: "off" (no group), "identity" (passthrough), "DMA", "DMA-FQ"
+    acs_redirect: tuple[str, ...] | None = None  # PCIe bridges above the GPU whose ACS redirects peer-to-peer traffic
+    processes: tuple[GpuProcess, ...] | None = None  # compute processes holding memory on it (NVML)
 
     @property
     def capability_text(self) -> str:
@@ -73,6 +87,9 @@ class Link:
     nvlink_p2p: str | None = None  # nvmlDeviceGetP2PStatus(.., NVLINK): "OK" or the status name ("NS", "not supported")
     pcie: str | None = None  # "PIX" | "PXB" | "PHB" | "NODE" | "SYS"
     unknown: dict[str, str] = field(default_factory=dict)
+    # nvmlDeviceGetP2PStatus(.., READ) and (.., WRITE): peer-to-peer over any path (NVLink or PCIe), same names
+    p2p_read: str | None = None
+    p2p_write: str | None = None
 
     @property
     def label(self) -> str:
@@ -131,6 +148,22 @@ class Topology:
 
 
 @dataclass(frozen=True)
+class System:
+    """Operating-system limits and settings a multi-GPU launch depends on (/proc, /sys, resource limits).
+
+    None: not probed (facts files from before these fields) or unknown (the reason is in ``unknown``).
+    """
+
+    shm_mib: int | None = None  # size of /dev/shm
+    memlock_bytes: int | None = None  # soft RLIMIT_MEMLOCK (`ulimit -l`); MEMLOCK_UNLIMITED for unlimited
+    numa_nodes: int | None = None  # /sys/devices/system/node/node*
+    unknown: dict[str, str] = field(default_factory=dict)
+
+
+MEMLOCK_UNLIMITED = -1
+
+
+@dataclass(frozen=True)
 class Package:
     """One installed distribution, learned from its dist-info and package files read as text."""
 
@@ -166,6 +199,7 @@ class Facts:
     # Why CUDA_VISIBLE_DEVICES exposes fewer GPUs than it lists (an invalid entry ends the list), or None.
     visible_gpus_note: str | None = None
     topology: Topology = field(default_factory=Topology)
+    system: System = field(default_factory=System)
     packages: tuple[Package, ...] = ()
     environment: dict[str, str] = field(default_factory=dict)
     python_executable: str | None = None  # the interpreter whose packages were probed
@@ -296,8 +330,10 @@ _NESTED = {
     "driver": Driver,
     "topology": Topology,
     "fabric": Fabric,
+    "system": System,
 }
-_SEQUENCES = {"gpus": Gpu, "links": Link, "packages": Package, "errors": ProbeError}
+_SEQUENCES = {"gpus": Gpu, "links": Link, "packages": Package, "errors": ProbeError, "processes": GpuProcess}
+_NULLABLE = {"processes", "acs_redirect"}  # None means "not probed", which older files say by leaving them out
 
 
 def _build(cls: type, data: dict[str, Any]) -> Any:
@@ -308,7 +344,13 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
         if f.name not in data:
             continue  # defaults fill fields older files lack
         value = data[f.name]
-        if f.name in _NESTED:
+        if f.name in _NULLABLE and value is None:
+            pass
+        elif f.name == "acs_redirect":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise TypeError("acs_redirect must be a list of PCI addresses")
+            value = tuple(value)
+        elif f.name in _NESTED:
             value = _build(_NESTED[f.name], value)
         elif f.name in _SEQUENCES:
             if not isinstance(value, list):

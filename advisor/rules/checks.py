@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from advisor.facts import Facts, Gpu
 from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules import flashinfer as fi
+from advisor.rules.checks_machine import MACHINE_CHECKS
 from advisor.rules.engine import Problem, parse_cuda
 
 if TYPE_CHECKING:  # advisor.plan imports this module
@@ -37,16 +38,18 @@ FP8_BLOCK = 128  # block-quantized fp8 checkpoints (DeepSeek/Qwen style) use 128
 
 
 def run_checks(facts: Facts, model: ModelSpec | None, intent: Intent, *, fusion: bool | None = None,
-               prediction: fi.ImportPrediction | None = None) -> list[Problem]:  # fmt: skip
+               prediction: fi.ImportPrediction | None = None,
+               custom_allreduce: bool | None = None) -> list[Problem]:  # fmt: skip
     """Every compatibility check, in a stable order.
 
     ``fusion`` is the plan's fusion decision when known (enabled or not); None lets the checks estimate whether an engine
     would try FlashInfer's fused allreduce from the GPUs, tp and the installed flashinfer. ``prediction``: the plan's
-    ``predict_import(facts)`` when it already has one.
+    ``predict_import(facts)`` when it already has one. ``custom_allreduce``: the plan's custom allreduce decision
+    (None: the machine checks estimate it).
     """
     if prediction is None:
         prediction = fi.predict_import(facts)
-    context = _Context(facts, model, intent, prediction, fusion)
+    context = _Context(facts, model, intent, prediction, fusion, custom_allreduce)
     problems: list[Problem] = []
     for check in CHECKS:
         try:
@@ -66,8 +69,9 @@ def run_checks(facts: Facts, model: ModelSpec | None, intent: Intent, *, fusion:
 
 class _Context:
     def __init__(self, facts: Facts, model: ModelSpec | None, intent: Intent, prediction: fi.ImportPrediction,
-                 fusion: bool | None) -> None:  # fmt: skip
+                 fusion: bool | None, custom_allreduce: bool | None = None) -> None:  # fmt: skip
         self.facts = facts
+        self.custom_allreduce = custom_allreduce
         self.model = model
         self.intent = intent
         self.prediction = prediction
@@ -574,6 +578,7 @@ CHECKS: tuple[Callable[[_Context], list[Problem]], ...] = (
     check_multicast,
     check_mig,
     check_pynvml,
+    *MACHINE_CHECKS,  # advisor/rules/checks_machine.py: launch pitfalls of the machine itself
 )
 
 

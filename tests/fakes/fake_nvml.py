@@ -6,7 +6,9 @@ probe's ``except`` clauses and struct handling are exercised as they are against
 - NVLinks: on NVSwitch machines every active link ends at an NVSwitch (remote type 2, a switch's bus id); otherwise the
   links recorded for each pair end at the peer GPU; GPUs without NVLink raise NotSupported for every link, and link
   indices past a GPU's links raise InvalidArgument;
-- P2P (NVLINK index only, as a plain int), PCIe common ancestor, fabric info (NotSupported before Hopper).
+- P2P for the READ, WRITE and NVLINK indices (each a plain int), PCIe common ancestor, fabric info (NotSupported before
+  Hopper);
+- the compute processes holding memory on each GPU, and their names (nvmlSystemGetProcessName).
 
     nvml = FakeNvml(load_profile("h200-8"))
     nvml.fail("nvmlDeviceGetMemoryInfo", "NoPermission", device=3)
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import pynvml
@@ -234,9 +237,28 @@ class FakeNvml:
         self._enter("nvmlDeviceGetP2PStatus", h1, h2)
         if type(index) is not int:  # ctypes rejects the tuple constant NVML_P2P_CAPS_INDEX_READ == (0,)
             raise TypeError(f"p2pIndex must be an int, got {index!r}")
-        if index != pynvml.NVML_P2P_CAPS_INDEX_NVLINK:
-            raise pynvml.NVMLError_NotSupported()  # this fake records only the NVLINK index
-        return P2P_CODES[self._pair(h1, h2).nvlink_p2p]
+        pair = self._pair(h1, h2)
+        recorded = {0: pair.p2p_read, 1: pair.p2p_write, pynvml.NVML_P2P_CAPS_INDEX_NVLINK: pair.nvlink_p2p}
+        if recorded.get(index) is None:
+            raise pynvml.NVMLError_NotSupported()  # an index this fake does not replay, or one the facts lack
+        return P2P_CODES[recorded[index]]
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: FakeHandle) -> list:
+        self._enter("nvmlDeviceGetComputeRunningProcesses", handle)
+        processes = self._gpus[handle.index].processes
+        if processes is None:
+            raise pynvml.NVMLError_NotSupported()
+        # nvidia-ml-py hands back friendly objects; usedGpuMemory is None when the driver does not say
+        return [SimpleNamespace(pid=p.pid, usedGpuMemory=None if p.used_mib is None else p.used_mib * 2**20,
+                                gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF) for p in processes]  # fmt: skip
+
+    def nvmlSystemGetProcessName(self, pid: int) -> str:
+        self._enter("nvmlSystemGetProcessName")
+        for gpu in self.facts.gpus:
+            for proc in gpu.processes or ():
+                if proc.pid == pid and proc.name:
+                    return proc.name
+        raise pynvml.NVMLError_NotFound()
 
     def nvmlDeviceGetGpuFabricInfoV(self, handle: FakeHandle, info_ref: Any) -> int:
         self._enter("nvmlDeviceGetGpuFabricInfoV", handle)
