@@ -104,7 +104,7 @@ def resolve_releases(facts: Facts, engine: str, release_from: str | None, releas
     else:
         index = releases.index(to)
         if index == 0:
-            raise usage_error(f"{engine} is not installed here and {to} is the oldest modelled release; pass --from X.Y.Z")
+            raise usage_error(f"{engine} is not installed here and {to} is the oldest modelled release; pass --from")
         start, why = releases[index - 1], f"{engine} not installed: the release before {to}"
     return start, to, why
 

@@ -59,7 +59,7 @@ class Layout:
     weights_gib_per_gpu: float | None
     mem_fraction_static: float | None  # SGLang
     gpu_memory_utilization: float | None  # vLLM
-    kv_cache_tokens: int | None  # one KV pool's capacity, as the engine logs it (max_total_num_tokens / GPU KV cache size)
+    kv_cache_tokens: int | None  # one KV pool's capacity, as the engine logs it (max_total_num_tokens)
     kv_pools: int  # pools of that size: the attention-DP ranks with DP attention, else 1
     max_concurrency: int | None  # sequences of context_len held at once, over all pools
     enabled: tuple[str, ...]
