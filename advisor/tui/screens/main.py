@@ -46,7 +46,7 @@ class MainScreen(Screen):
         Binding("m", "switch_tab('machine')", "Machine", show=False),
         Binding("d", "switch_tab('plan')", "Decisions", show=False),
         Binding("t", "switch_tab('layouts')", "Layouts", show=False),
-        Binding("v", "diff", "Diff release"),
+        Binding("v", "diff", "Diff release", show=False),
     ]
 
     def __init__(self, options: Any, models: list[str], profiles: list[tuple[str, str]]) -> None:
