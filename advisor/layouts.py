@@ -43,7 +43,8 @@ VLLM_DEFAULT_UTILIZATION = 0.9  # vLLM's default --gpu-memory-utilization (vllm/
 VLLM_UTILIZATION_FLAG = "--gpu-memory-utilization"
 # Decisions that pick a setting (a backend, memory sizes) rather than turn an optimization on: left out of `enabled`
 # (`advisor check` shows their values).
-SETTINGS = ("memory_defaults", "attention_backend", "moe_runner_backend")
+NO_GPU = "no GPU"
+SETTINGS = ("memory_defaults", "attention_backend", "moe_runner_backend", "device")
 
 
 @dataclass(frozen=True)
@@ -95,10 +96,14 @@ class LayoutsReport:
 # -- the arithmetic -----------------------------------------------------------------------------------------------------
 
 
-def default_context_len(model: ModelSpec | None) -> int:
-    """The model's context, capped at CONTEXT_CAP (the cap when the model does not say)."""
+def default_context_len(model: ModelSpec | None, engine: str = "sglang") -> int:
+    """The model's context capped at CONTEXT_CAP (the cap when the model does not say); for the bundled runtime its
+    --max-model-len default, the longest sequence it takes."""
+    from launcher.engines import RUNTIME_MAX_MODEL_LEN
+
     length = model.max_position_embeddings if model is not None else None
-    return min(length, CONTEXT_CAP) if length else CONTEXT_CAP
+    cap = RUNTIME_MAX_MODEL_LEN if engine == "bundled" else CONTEXT_CAP
+    return min(length, cap) if length else cap
 
 
 def kv_layers(model: ModelSpec) -> int:
@@ -272,7 +277,7 @@ def size_layout(plan: Plan, context_len: int) -> Layout:
         return row(True, None, weights, tokens, concurrency)
 
     if no_gpu:
-        return row(False, "no GPU", weights, 0, 0)
+        return row(False, NO_GPU, weights, 0, 0)
     smallest = _smallest_gpu_mib(plan)
     if smallest is None or fraction is None:
         return row(None, "GPU memory unknown", weights)
@@ -340,6 +345,8 @@ def recommend(layouts: tuple[Layout, ...], context_len: int) -> tuple[int | None
             return None, "cannot tell which layout fits: " + next(lay.why_not for lay in layouts if lay.fits is None)
         if any(lay.fits for lay in layouts):
             return None, "every layout that fits has errors of its own (see problems); fix them first"
+        if all(lay.why_not == NO_GPU for lay in layouts):
+            return None, "this machine has no GPU: run on a GPU node, or pick a simulated one with --profile NAME"
         return None, ("no layout fits on these GPUs: add nodes (--nnodes), use GPUs with more memory, or a quantized"
                       " checkpoint")  # fmt: skip
     if shared:
@@ -376,7 +383,7 @@ def build_layouts(facts: Facts, model: ModelSpec | None, base: Intent, context_l
     from advisor.context import plan_for, usage_error
 
     if context_len is None:
-        context_len = default_context_len(model)
+        context_len = default_context_len(model, base.engine)
     limit = model.max_position_embeddings if model is not None else None
     if context_len < 1 or (limit and context_len > limit):
         bound = f"1..{limit} (the model's context)" if limit else "at least 1"

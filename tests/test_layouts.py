@@ -168,16 +168,25 @@ def test_vllm_refuses_when_one_sequence_does_not_fit():
 
 
 def test_bundled_runtime_preallocates_slots():
-    data = layouts_json("--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-8B", "--engine", "bundled")
+    """The bundled runtime's cache is --max-batch-size slots of --max-model-len tokens, the default sequence length."""
     from launcher.engines import RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN
 
+    data = layouts_json("--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-8B", "--engine", "bundled")
     r = row(data, 1)
+    assert data["context_len"] == RUNTIME_MAX_MODEL_LEN
     assert r["kv_cache_tokens"] == RUNTIME_MAX_BATCH_SIZE * RUNTIME_MAX_MODEL_LEN
-    assert r["fits"] is True and r["max_concurrency"] == 0  # 32768-token sequences exceed --max-model-len 2048
-    short = layouts_json("--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-8B", "--engine", "bundled",
-                         "--context-len", "2048")  # fmt: skip
-    assert row(short, 1)["max_concurrency"] == RUNTIME_MAX_BATCH_SIZE
-    assert short["layouts"][short["recommended"]]["tp"] == 1
+    assert r["fits"] is True and r["max_concurrency"] == RUNTIME_MAX_BATCH_SIZE
+    assert data["layouts"][data["recommended"]]["tp"] == 1
+    longer = layouts_json("--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-8B", "--engine", "bundled",
+                          "--context-len", "4096")  # fmt: skip
+    assert row(longer, 1)["max_concurrency"] == 0  # longer than --max-model-len: it takes none
+    assert longer["recommended"] is not None and "no layout holds 8 sequences" in longer["reason"]
+
+
+def test_no_gpu_machine_says_so():
+    data = layouts_json("--profile", "cpu-only", "--engine", "sglang", "--model", "Qwen/Qwen3-8B")
+    assert [(r["tp"], r["fits"], r["why_not"]) for r in data["layouts"]] == [(1, False, "no GPU")]
+    assert data["recommended"] is None and data["reason"].startswith("this machine has no GPU")
 
 
 def test_cpu_machine_cannot_tell_for_the_bundled_demo():
