@@ -9,9 +9,10 @@ and off for MoE models) the advisor builds the ordinary plan, then sizes memory 
   layers * kv_bytes``, or for MLA models the compressed latent ``(kv_lora_rank + qk_rope_head_dim) * layers * kv_bytes``.
   With DP attention every attention-DP rank has its own pool. ``mem_fraction_static`` comes from the plan's
   ``memory_defaults`` decision, so it follows the per-release rules.
-- vLLM (``Worker.determine_available_memory``, vllm/v1/worker/gpu_worker.py; ``AttentionSpec.page_size_bytes``,
-  vllm/v1/kv_cache_interface.py): ``total * gpu_memory_utilization - weights`` bytes, in blocks of 16 tokens of
-  ``max(1, kv_heads // tp) * 2 * head_dim * kv_bytes`` per layer (MLA: one latent of kv_lora_rank + qk_rope_head_dim).
+- vLLM (``Worker.determine_available_memory``, vllm/v1/worker/gpu_worker.py; ``FullAttentionSpec`` and
+  ``MLAAttentionSpec.real_page_size_bytes``, vllm/v1/kv_cache_interface.py): ``total * gpu_memory_utilization -
+  weights`` bytes, in blocks of 16 tokens of ``max(1, kv_heads // tp) * (head_size + head_size_v) * kv_bytes`` per
+  layer (MLA: one latent of kv_lora_rank + qk_rope_head_dim).
   vLLM also subtracts the activation peak and non-torch memory it measures at start-up, which cannot be known before
   then, so the figure is an upper bound; it refuses to start when one ``--context-len`` sequence does not fit.
 - The bundled runtime (launcher/runtime/engine.py) preallocates its KV cache: ``--max-batch-size`` slots of
