@@ -156,6 +156,15 @@ def test_vllm_kv_tokens_follow_gpu_memory_utilization(model, tp, per_token_layer
     assert all(not x["dp_attention"] for x in data["layouts"])  # DP attention is SGLang's
 
 
+def test_vllm_mla_block_holds_one_latent_per_token():
+    """MLAAttentionSpec: block_size x 1 x (kv_lora_rank + qk_rope_head_dim) x dtype, no separate K and V."""
+    data = layouts_json("--profile", "h200-8", "--model", "deepseek-ai/DeepSeek-V3", "--engine", "vllm")
+    r = row(data, 8)
+    weights = catalog_spec("deepseek-ai/DeepSeek-V3").num_params * 1.0 / 8  # fp8 checkpoint
+    available = int(smallest_gpu_bytes("h200-8") * 0.9 - weights)
+    assert r["fits"] is True and r["kv_cache_tokens"] == available // (16 * 576 * 2 * 61) * 16
+
+
 def test_vllm_refuses_when_one_sequence_does_not_fit():
     """vLLM will not start unless one max_model_len sequence fits its KV cache: Llama 8B on one 24 GB GPU holds about
     50k tokens, not one 131072-token sequence; over two GPUs it does."""
