@@ -177,7 +177,11 @@ def options_from_context(ctx: click.Context):
 # -- the group ---------------------------------------------------------------------------------------------------------
 
 # Subcommands owned by other modules, imported only when used (keeps `advisor check --json` fast).
-LAZY_COMMANDS = {"launch": ("advisor.launch", "launch")}
+LAZY_COMMANDS = {
+    "launch": ("advisor.launch", "launch"),
+    "layouts": ("advisor.cli_compare", "layouts"),
+    "diff": ("advisor.cli_compare", "diff"),
+}
 
 
 class AdvisorGroup(click.Group):

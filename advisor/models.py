@@ -64,6 +64,13 @@ class ModelSpec:
     origin: str = "catalog"  # "directory" | "hf-cache" | "catalog"
     kv_lora_rank: int | None = None  # set for MLA models (DeepSeek family)
     notes: str | None = None  # catalog remarks (e.g. which facts are assumed)
+    # For KV-cache sizing (advisor/layouts.py):
+    max_position_embeddings: int | None = None  # the model's context length
+    qk_rope_head_dim: int | None = None  # MLA: the rotary part of a key, cached next to the latent
+    v_head_dim: int | None = None  # MLA: value head width (others: head_dim)
+    q_lora_rank: int | None = None  # MLA: the query's low-rank width (None: full-rank query projection)
+    full_attention_interval: int | None = None  # hybrid linear-attention models (Qwen3-Next): every Nth layer has a KV cache
+    sliding_window: int | None = None  # models with sliding-window layers (gpt-oss)
 
     @property
     def is_moe(self) -> bool:
@@ -152,6 +159,12 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         path=path,
         origin=origin,
         kv_lora_rank=_int(merged.get("kv_lora_rank")),
+        max_position_embeddings=_int(merged.get("max_position_embeddings")),
+        qk_rope_head_dim=rope,
+        v_head_dim=_int(merged.get("v_head_dim")),
+        q_lora_rank=_int(merged.get("q_lora_rank")),
+        full_attention_interval=_int(merged.get("full_attention_interval")),
+        sliding_window=_int(merged.get("sliding_window")),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))

@@ -34,6 +34,10 @@ DEFAULT_RDZV_PORT = 29500
 DEMO_MODEL = "demo"
 ENGINES = ("bundled", "sglang", "vllm")
 RUNTIME_MODES = ("serve", "generate", "bench")  # the bundled runtime's --mode values
+# The bundled runtime's KV-cache defaults: --max-batch-size slots of --max-model-len tokens (capped at the model's
+# max_position_embeddings); advisor/layouts.py sizes the cache from them.
+RUNTIME_MAX_BATCH_SIZE = 8
+RUNTIME_MAX_MODEL_LEN = 2048
 
 
 class EngineCommandError(ValueError):

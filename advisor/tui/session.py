@@ -75,6 +75,33 @@ class Session:
             return Evaluation(options, facts, None, f"{type(exc).__name__}: {exc}", generation)
         return Evaluation(options, plan.facts, plan, None, generation)
 
+    def layouts(self, options: Any) -> tuple[Any, str | None]:
+        """(the `advisor layouts` report for these options, None) or (None, a one-line error); never raises."""
+        from advisor import context
+        from advisor.layouts import build_layouts
+
+        try:
+            facts, model, intent = context.resolve(options, facts=self.facts_for(options))
+            return build_layouts(facts, model, intent), None
+        except context.AdvisorError as exc:
+            return None, str(exc)
+        except Exception as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+
+    def diff_lines(self, options: Any, release_from: str, release_to: str) -> list[str]:
+        """What `advisor diff --from --to` prints for these options; an error is one line."""
+        from advisor import context
+        from advisor.diff import build_diff, diff_lines
+
+        try:
+            facts, model, intent = context.resolve(options, facts=self.facts_for(options))
+            return diff_lines(build_diff(facts, model, intent, release_from, release_to),
+                              {True: "✓", False: "✗", None: "?"})  # fmt: skip
+        except context.AdvisorError as exc:
+            return [f"✗ {exc}"]
+        except Exception as exc:
+            return [f"✗ {type(exc).__name__}: {exc}"]
+
     def _plan(self, options: Any, facts: Facts) -> Plan:
         """The CLI's own path (context.resolve + plan_for), with the facts already loaded."""
         from advisor import context

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from launcher.engines import RUNTIME_MODES
+from launcher.engines import RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN, RUNTIME_MODES
 from launcher.runtime.errors import RuntimeUsageError
 
 if TYPE_CHECKING:
@@ -29,8 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dtype", choices=DTYPES, default="auto", help="auto: bfloat16 on CUDA, float32 on CPU")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--allreduce", choices=("torch", "flashinfer-fusion"), default="torch")
-    parser.add_argument("--max-model-len", type=int, default=None, help="tokens per sequence (default min(2048, model))")
-    parser.add_argument("--max-batch-size", type=int, default=8, help="sequences in flight (KV-cache slots)")
+    parser.add_argument("--max-model-len", type=int, default=None,
+                        help=f"tokens per sequence (default min({RUNTIME_MAX_MODEL_LEN}, model))")
+    parser.add_argument("--max-batch-size", type=int, default=RUNTIME_MAX_BATCH_SIZE,
+                        help="sequences in flight (KV-cache slots)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mode", choices=RUNTIME_MODES, default="generate")
     parser.add_argument("--log-level", default="INFO")
@@ -132,7 +134,7 @@ def _run_mode(args, ctx) -> int:
     if config.is_text_backbone_of_vl:
         log.info("%s: running the text backbone only (text prompts; images are not supported)", config.architecture)
     dtype = resolve_dtype(args.dtype, ctx.device)
-    max_len = args.max_model_len or min(2048, config.max_position_embeddings)
+    max_len = args.max_model_len or min(RUNTIME_MAX_MODEL_LEN, config.max_position_embeddings)
     if not 2 <= max_len <= config.max_position_embeddings:
         raise RuntimeUsageError(
             f"--max-model-len {max_len} must be 2..{config.max_position_embeddings} (the model's max_position_embeddings)"
