@@ -236,7 +236,9 @@ def _one_line(message: str) -> str:
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"error: {_one_line(message)}", err=True)
+    from advisor.sanitize import clean
+
+    click.echo(f"error: {clean(_one_line(message), newlines=False)}", err=True)  # file names and texts may hold escapes
     sys.exit(code)
 
 
@@ -367,12 +369,20 @@ def explain(ctx: click.Context, rule: str, as_json: bool, **_params) -> None:
 def probe(ctx: click.Context, as_json: bool, output: str | None, **_params) -> None:
     """Probe this machine (GPUs, topology, driver, packages, environment) and show or save the facts."""
     from advisor.context import AdvisorError, Options, load_facts
+    from launcher.files import FileRefused, output_target
 
     given = options_from_context(ctx)  # also takes --python/--profile/--with-package given before `probe`
+    if output:
+        try:
+            output_target(output, "facts file")  # refuse a FIFO, a device or a directory before the (slow) probe
+        except FileRefused as exc:
+            raise AdvisorError(str(exc)) from None
     facts = load_facts(Options(python=given.python, profile=given.profile, with_package=given.with_package))
     if output:
         try:
             facts.save(output)
+        except FileRefused as exc:
+            raise AdvisorError(str(exc)) from None
         except OSError as exc:
             raise AdvisorError(f"cannot write {output}: {exc.strerror or exc}; choose a writable path") from None
     if as_json:

@@ -253,22 +253,24 @@ class Facts:
     @classmethod
     def load(cls, path: str | Path) -> Facts:
         """Load a saved facts file; its source becomes ``file:<path>``."""
+        from launcher.files import read_text
+
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, "facts file")
         except FileNotFoundError:
             raise FactsError(f"{path}: no such facts file; save one with `advisor probe -o {path}`") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise FactsError(f"{path}: cannot read facts file ({exc.__class__.__name__}: {exc})") from None
+        except OSError as exc:  # launcher.files.FileRefused: not a regular file, too large, unreadable, not UTF-8
+            raise FactsError(str(exc)) from None
         facts = cls.from_json(text, origin=str(path))
         return replace(facts, source=f"file:{path}")
 
     def save(self, path: str | Path) -> None:
-        """Write atomically, so an interrupted save never leaves half a file."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
-        tmp.replace(path)
+        """Write atomically, so an interrupted save never leaves half a file; a path that is not a regular file is
+        refused (launcher.files.FileRefused, an OSError), a symlink written through to its target."""
+        from launcher.files import write_text_atomic
+
+        write_text_atomic(path, self.to_json() + "\n", "facts file")
 
 
 def normalize_name(name: str) -> str:
