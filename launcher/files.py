@@ -58,7 +58,7 @@ def read_text(path: str | os.PathLike[str], what: str = "file", limit: int = MAX
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise FileRefused(f"{path}: cannot read the {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
+        raise FileRefused(f"{path}: cannot read {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -82,13 +82,13 @@ def read_text(path: str | os.PathLike[str], what: str = "file", limit: int = MAX
     except FileRefused:
         raise
     except OSError as exc:
-        raise FileRefused(f"{path}: cannot read the {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
+        raise FileRefused(f"{path}: cannot read {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
     finally:
         os.close(fd)
     try:
         return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise FileRefused(f"{path}: the {what} is not UTF-8 text (byte {exc.start}); pass a text file") from None
+        raise FileRefused(f"{path}: cannot read {what}: not UTF-8 text (byte {exc.start}); pass a text file") from None
 
 
 def output_target(path: str | os.PathLike[str], what: str = "file") -> Path:
@@ -101,13 +101,13 @@ def output_target(path: str | os.PathLike[str], what: str = "file") -> Path:
     except FileNotFoundError:
         info = None
     except OSError as exc:
-        raise FileRefused(f"{path}: cannot write the {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
+        raise FileRefused(f"{path}: cannot write {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
     if info is not None and not stat.S_ISREG(info.st_mode):
         where = f"{path} (a link to {target})" if target != path else str(path)
-        raise FileRefused(f"{where}: the output is {_kind(info.st_mode)}, not a regular file; choose a file path")
+        raise FileRefused(f"{where}: the output is {_kind(info.st_mode)}, not a regular file; choose a writable file path")
     parent = target.parent
     if not parent.is_dir():
-        raise FileRefused(f"{path}: cannot write the {what}: the directory {parent} does not exist; create it first",
+        raise FileRefused(f"{path}: cannot write {what}: the directory {parent} does not exist; create it or choose a writable path",
                           errno.ENOENT)  # fmt: skip
     return target
 
@@ -124,7 +124,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, what: str = "file
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        raise FileRefused(f"{path}: cannot write the {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
+        raise FileRefused(f"{path}: cannot write {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -139,7 +139,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, what: str = "file
         os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise FileRefused(f"{path}: cannot write the {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
+        raise FileRefused(f"{path}: cannot write {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
