@@ -212,6 +212,7 @@ class AdvisorGroup(click.Group):
 
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            sys.stdout.flush()  # a full device or a closed pipe must fail here, not in the interpreter's final flush
         except AdvisorError as exc:
             _fail(exc.message, exc.exit_code)
         except click.UsageError as exc:
@@ -221,14 +222,25 @@ class AdvisorGroup(click.Group):
             _fail(_one_line(exc.format_message()), exc.exit_code)
         except click.Abort:
             _fail("aborted", 130)
-        except BrokenPipeError:
-            # `advisor check | head`: the reader left. Say nothing, and point stdout at /dev/null so that Python's
-            # final flush does not complain either.
-            import os
-
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
+        except OSError as exc:
+            _output_failed(exc)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _output_failed(exc: OSError) -> None:
+    """An OSError that reached the top. From writing stdout (`advisor check | head`: the reader left; `> /dev/full`:
+    no space): say nothing for a closed pipe, one line otherwise, and point stdout at /dev/null so that Python's final
+    flush stays quiet. Anything else: one line naming it."""
+    import errno
+    import os
+
+    writing = exc.filename is None and exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+    if not writing:
+        _fail(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), 1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if exc.errno == errno.EPIPE:
+        sys.exit(1)
+    _fail(f"cannot write the output ({exc.strerror or exc}); free some space or write it elsewhere", 1)
 
 
 def _one_line(message: str) -> str:

@@ -34,6 +34,17 @@ DEFAULT_RDZV_PORT = 29500
 DEMO_MODEL = "demo"
 ENGINES = ("bundled", "sglang", "vllm")
 RUNTIME_MODES = ("serve", "generate", "bench")  # the bundled runtime's --mode values
+# --dtype values each engine accepts. The bundled runtime: launcher.runtime.worker's parser (it imports this).
+# SGLang: python/sglang/srt/server_args.py, `--dtype` choices; vLLM: vllm/config (ModelDType), the same names.
+RUNTIME_DTYPES = ("auto", "bfloat16", "float16", "float32")
+ENGINE_DTYPES = {
+    "bundled": RUNTIME_DTYPES,
+    "sglang": ("auto", "half", "float16", "bfloat16", "float", "float32"),
+    "vllm": ("auto", "half", "float16", "bfloat16", "float", "float32"),
+}
+# SGLang's --moe-a2a-backend names (python/sglang/srt/server_args.py, MOE_A2A_BACKEND_CHOICES, every name up to
+# v0.5.17's list). Anything else is refused before it reaches an engine's command line.
+MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep", "flashinfer", "megamoe")
 
 
 class EngineCommandError(ValueError):

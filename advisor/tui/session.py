@@ -13,11 +13,11 @@ from typing import Any
 
 from advisor.facts import Facts
 from advisor.plan import Plan
+from launcher.engines import MOE_A2A_BACKENDS  # noqa: F401  (the form imports it from here)
 
 LIVE = "live"  # the profile selector's value for "this machine"
 FILE = "file"  # the profile selector's value for "the --facts file given on the command line"
 
-MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "flashinfer")
 
 
 @dataclass(frozen=True)
