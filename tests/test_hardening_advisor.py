@@ -312,3 +312,16 @@ def test_facts_that_contradict_themselves_are_one_line(tmp_path, env):
     one_error(run(["check", *BUNDLED, "--facts", str(twice)], env), 1, "contradictory", "twice")
     stranger = saved_facts(tmp_path, env, visible_gpus=[0, 17])
     one_error(run(["check", *BUNDLED, "--facts", str(stranger)], env), 1, "contradictory", "GPU 17")
+
+
+def test_one_sanitizing_function_for_text_and_json():
+    from advisor.sanitize import clean, clean_json
+
+    plain = "NVIDIA H100 80GB HBM3"
+    assert clean(plain) is plain  # the common case costs nothing
+    assert clean("a\x1b[2Jb\x9bc\u202ed\ne") == "a\\x1b[2Jb\\x9bc\\u202ed\ne"
+    assert clean("a\nb\tc", newlines=False) == "a\\x0ab\\x09c"
+    assert clean("café…漢", ascii_only=True) == "cafe...?"
+    dumped = json.dumps({"name": "x\x1b\x9b\u202e\U000e0001y"}, ensure_ascii=False)
+    safe = clean_json(dumped)
+    assert safe.isascii() and json.loads(safe) == json.loads(dumped)
