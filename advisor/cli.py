@@ -216,6 +216,7 @@ class AdvisorGroup(click.Group):
 
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            sys.stdout.flush()  # a full device or a closed pipe must fail here, not in the interpreter's final flush
         except AdvisorError as exc:
             _fail(exc.message, exc.exit_code)
         except click.UsageError as exc:
@@ -225,14 +226,25 @@ class AdvisorGroup(click.Group):
             _fail(_one_line(exc.format_message()), exc.exit_code)
         except click.Abort:
             _fail("aborted", 130)
-        except BrokenPipeError:
-            # `advisor check | head`: the reader left. Say nothing, and point stdout at /dev/null so that Python's
-            # final flush does not complain either.
-            import os
-
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
+        except OSError as exc:
+            _output_failed(exc)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _output_failed(exc: OSError) -> None:
+    """An OSError that reached the top. From writing stdout (`advisor check | head`: the reader left; `> /dev/full`:
+    no space): say nothing for a closed pipe, one line otherwise, and point stdout at /dev/null so that Python's final
+    flush stays quiet. Anything else: one line naming it."""
+    import errno
+    import os
+
+    writing = exc.filename is None and exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+    if not writing:
+        _fail(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), 1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if exc.errno == errno.EPIPE:
+        sys.exit(1)
+    _fail(f"cannot write the output ({exc.strerror or exc}); free some space or write it elsewhere", 1)
 
 
 def _one_line(message: str) -> str:
@@ -240,7 +252,9 @@ def _one_line(message: str) -> str:
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"error: {_one_line(message)}", err=True)
+    from advisor.sanitize import clean
+
+    click.echo(f"error: {clean(_one_line(message), newlines=False)}", err=True)  # file names and texts may hold escapes
     sys.exit(code)
 
 
@@ -371,12 +385,20 @@ def explain(ctx: click.Context, rule: str, as_json: bool, **_params) -> None:
 def probe(ctx: click.Context, as_json: bool, output: str | None, **_params) -> None:
     """Probe this machine (GPUs, topology, driver, packages, environment) and show or save the facts."""
     from advisor.context import AdvisorError, Options, load_facts
+    from launcher.files import FileRefused, output_target
 
     given = options_from_context(ctx)  # also takes --python/--profile/--with-package given before `probe`
+    if output:
+        try:
+            output_target(output, "facts file")  # refuse a FIFO, a device or a directory before the (slow) probe
+        except FileRefused as exc:
+            raise AdvisorError(str(exc)) from None
     facts = load_facts(Options(python=given.python, profile=given.profile, with_package=given.with_package))
     if output:
         try:
             facts.save(output)
+        except FileRefused as exc:
+            raise AdvisorError(str(exc)) from None
         except OSError as exc:
             raise AdvisorError(f"cannot write {output}: {exc.strerror or exc}; choose a writable path") from None
     if as_json:

@@ -160,7 +160,8 @@ class System:
     unknown: dict[str, str] = field(default_factory=dict)
 
 
-MEMLOCK_UNLIMITED = -1
+# `ulimit -l unlimited` (RLIM_INFINITY), stored as the largest number a facts file may hold.
+MEMLOCK_UNLIMITED = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -269,40 +270,49 @@ class Facts:
                 " upgrade tp-advisor or re-create the file with this version's `advisor probe -o FILE`"
             )
         try:
-            return _build(cls, data)
+            facts = _build(cls, data)
         except (TypeError, ValueError, KeyError) as exc:
             raise FactsError(f"{origin}: malformed facts ({exc}); re-create it with `advisor probe -o FILE`") from None
+        contradiction = _contradiction(facts)
+        if contradiction:
+            raise FactsError(f"{origin}: contradictory facts ({contradiction}); re-create it with `advisor probe -o FILE`")
+        return facts
 
     @classmethod
     def from_json(cls, text: str, origin: str = "facts") -> Facts:
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_constant=_refuse_constant)
         except json.JSONDecodeError as exc:
             raise FactsError(
                 f"{origin}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg});"
                 " re-create it with `advisor probe -o FILE`"
             ) from None
+        except (ValueError, RecursionError) as exc:  # NaN/Infinity, an integer of thousands of digits, deep nesting
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise FactsError(f"{origin}: not usable JSON ({reason}); re-create it with `advisor probe -o FILE`") from None
         return cls.from_dict(data, origin)
 
     @classmethod
     def load(cls, path: str | Path) -> Facts:
         """Load a saved facts file; its source becomes ``file:<path>``."""
+        from launcher.files import read_text
+
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, "facts file")
         except FileNotFoundError:
             raise FactsError(f"{path}: no such facts file; save one with `advisor probe -o {path}`") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise FactsError(f"{path}: cannot read facts file ({exc.__class__.__name__}: {exc})") from None
+        except OSError as exc:  # launcher.files.FileRefused: not a regular file, too large, unreadable, not UTF-8
+            raise FactsError(str(exc)) from None
         facts = cls.from_json(text, origin=str(path))
         return replace(facts, source=f"file:{path}")
 
     def save(self, path: str | Path) -> None:
-        """Write atomically, so an interrupted save never leaves half a file."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
-        tmp.replace(path)
+        """Write atomically, so an interrupted save never leaves half a file; a path that is not a regular file is
+        refused (launcher.files.FileRefused, an OSError), a symlink written through to its target."""
+        from launcher.files import write_text_atomic
+
+        write_text_atomic(path, self.to_json() + "\n", "facts file")
 
 
 def normalize_name(name: str) -> str:
@@ -336,6 +346,60 @@ _SEQUENCES = {"gpus": Gpu, "links": Link, "packages": Package, "errors": ProbeEr
 _NULLABLE = {"processes", "acs_redirect"}  # None means "not probed", which older files say by leaving them out
 
 
+# The largest whole number a facts field may hold (counts, MiB, indices): anything larger is not a real machine.
+MAX_FACT_INT = 2**63 - 1
+
+
+# Fields where the kernel's -1 is a real reading: /sys/bus/pci/devices/<bus>/numa_node says -1 when the platform
+# names no NUMA node for the device.
+_MINUS_ONE_ALLOWED = frozenset({"numa_node"})
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a facts file may hold")
+
+
+def _check_scalar(cls: type, name: str, annotation: str, value: Any) -> None:
+    """Fields typed int, str or bool (optionally | None) must hold exactly that: a whole number 0..MAX_FACT_INT (no
+    bool, no float: NaN, inf and 1.5 MiB are not facts), a string, a boolean."""
+    kinds = {part.strip() for part in str(annotation).split("|")}
+    if value is None and "None" in kinds:
+        return
+    where = f"{cls.__name__}.{name}"
+    if "int" in kinds:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{where} must be a whole number, got {value!r}")
+        lowest = -1 if name in _MINUS_ONE_ALLOWED else 0
+        if not lowest <= value <= MAX_FACT_INT:
+            raise ValueError(f"{where} must be a whole number from 0 to 2**63-1, got {value}")
+    elif "str" in kinds and not isinstance(value, str):
+        raise TypeError(f"{where} must be a string, got {type(value).__name__}")
+    elif "bool" in kinds and not isinstance(value, bool):
+        raise TypeError(f"{where} must be true or false, got {value!r}")
+
+
+def _contradiction(facts: Facts) -> str | None:
+    """What a facts file says that cannot all be true at once, or None."""
+    indices = [g.index for g in facts.gpus]
+    known = set(indices)
+    if len(known) != len(indices):
+        return f"GPU indices {indices} repeat"
+    if facts.visible_gpus is not None:
+        visible = list(facts.visible_gpus)
+        if len(set(visible)) != len(visible):
+            return f"visible_gpus {visible} lists a GPU twice"
+        strangers = [i for i in visible if i not in known]
+        if strangers:
+            return f"visible_gpus names GPU {strangers[0]}, which is not among the GPUs {indices}"
+    for link in facts.topology.links:
+        if link.a == link.b or link.a not in known or link.b not in known:
+            return f"a topology link between GPU {link.a} and GPU {link.b}, but the GPUs are {indices or 'none'}"
+    for gpu in facts.gpus:
+        if gpu.capability is not None and len(gpu.capability) != 2:
+            return f"GPU {gpu.index} capability {list(gpu.capability)} is not [major, minor]"
+    return None
+
+
 def _build(cls: type, data: dict[str, Any]) -> Any:
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
@@ -357,13 +421,17 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
                 raise TypeError(f"{f.name} must be a list")
             value = tuple(_build(_SEQUENCES[f.name], item) for item in value)
         elif f.name in ("capability", "visible_gpus") and value is not None:
-            if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
+            if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
                 raise TypeError(f"{f.name} must be a list of integers")
+            if not all(0 <= v <= MAX_FACT_INT for v in value):
+                raise ValueError(f"{f.name} must hold whole numbers >= 0, got {value}")
             value = tuple(value)
         elif f.name in ("unknown", "environment"):
             if not isinstance(value, dict):
                 raise TypeError(f"{f.name} must be an object")
             value = {str(k): str(v) for k, v in value.items()}
+        else:
+            _check_scalar(cls, f.name, f.type, value)
         kwargs[f.name] = value
     missing = [
         f.name

@@ -17,6 +17,7 @@ from dataclasses import replace
 import click
 
 from advisor.cli import common_options, options_from_context
+from advisor.sanitize import clean
 from launcher.engines import RUNTIME_MODES
 
 EXIT_ERRORS = 1
@@ -87,6 +88,7 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
             " --profile/--facts to launch on this one",
             2,
         )
+    _check_directories(run_dir, plan.intent.engine)
     _check_engine_installed(plan, options.python)
     if nnodes > 1:
         echo(f"multi-node: run on each node the command for its rank (this one starts node {node_rank}):")
@@ -138,6 +140,9 @@ def summary_lines(plan) -> list[str]:
     model = intent.model or "demo"
     if plan.model is not None and plan.model.architecture:
         model += f" ({plan.model.architecture})"
+    if plan.model is not None and plan.model.origin == "hf-cache" and plan.model.notes:
+        model += f", {plan.model.notes}"  # which snapshot, and why
+    model = clean(model, newlines=False)  # ids, architectures and messages come from files: no escapes reach the terminal
     gpus = len(plan.facts.engine_gpus)
     where = (f"{gpus} GPU(s)" + (" per node" if intent.nnodes > 1 else "")) if gpus else "CPU"
     nodes = f", {intent.nnodes} nodes" if intent.nnodes > 1 else ""
@@ -147,10 +152,10 @@ def summary_lines(plan) -> list[str]:
         mark = STATE_MARK.get(decision.state, "   ")
         value = "" if decision.value in (None, "", {}) or isinstance(decision.value, dict) else f" = {decision.value}"
         color = "green" if decision.enabled else None
-        lines.append(f"  {click.style(mark, fg=color)} {decision.title}{value}: {_why(decision)}")
+        lines.append(f"  {click.style(mark, fg=color)} " + clean(f"{decision.title}{value}: {_why(decision)}", newlines=False))
     for problem in plan.problems:
         color = {"error": "red", "warning": "yellow"}.get(problem.severity)
-        lines.append(f"  {click.style(problem.severity, fg=color)}: {problem.message} (fix: {problem.fix})")
+        lines.append(f"  {click.style(problem.severity, fg=color)}: " + clean(f"{problem.message} (fix: {problem.fix})", newlines=False))
     return lines
 
 
@@ -185,6 +190,22 @@ def _commands(plan, python: str | None, dist_init_addr: str | None) -> list[list
         return commands_for_nodes(plan, python=engine_python, dist_init_addr=dist_init_addr)
     except EngineCommandError as exc:
         raise AdvisorError(str(exc), 2) from None
+
+
+def _check_directories(run_dir: str | None, engine: str) -> None:
+    """The run directory and the bundled runtime's cache must be directories (or creatable): one line, not a traceback."""
+    from advisor.context import AdvisorError
+    from launcher.files import FileRefused, check_directory, check_directory_variable
+
+    try:
+        if run_dir:
+            check_directory(run_dir, "--run-dir")
+        else:
+            check_directory_variable("TP_ADVISOR_RUNS")
+        if engine == "bundled":
+            check_directory_variable("TP_ADVISOR_CACHE")
+    except FileRefused as exc:
+        raise AdvisorError(str(exc)) from None
 
 
 def _check_engine_installed(plan, python: str | None) -> None:

@@ -118,7 +118,9 @@ def facts_to_dict(facts: Facts) -> dict[str, Any]:
 
 
 def dumps(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    from advisor.sanitize import clean_json
+
+    return clean_json(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 # -- rich --------------------------------------------------------------------------------------------------------------
@@ -139,7 +141,6 @@ def make_console(file: Any = None, stderr: bool = False) -> Console:
     import os
     import sys
 
-    from rich.console import Console
 
     stream = file or (sys.stderr if stderr else sys.stdout)
     is_tty = hasattr(stream, "isatty") and stream.isatty()
@@ -147,7 +148,7 @@ def make_console(file: Any = None, stderr: bool = False) -> Console:
     if not is_tty:
         width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 120
     # markup and emoji off: values such as PCI bus ids ("00000000:AB:00.0") and "[ids]" must print as they are
-    return Console(
+    return _clean_console_class()(
         file=stream,
         width=width,
         no_color=bool(os.environ.get("NO_COLOR")) or None,
@@ -155,6 +156,26 @@ def make_console(file: Any = None, stderr: bool = False) -> Console:
         markup=False,
         emoji=False,
     )
+
+
+def _clean_console_class() -> type[Console]:
+    """A rich Console whose every rendered text segment goes through advisor.sanitize.clean (ASCII-only off a
+    terminal), so what a machine, a file or a package says never reaches the terminal as escape sequences."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    from advisor.sanitize import clean
+
+    class CleanConsole(Console):
+        def render(self, renderable, options=None):
+            ascii_only = not self.is_terminal
+            for segment in super().render(renderable, options):
+                if segment.control or not segment.text:
+                    yield segment
+                else:
+                    yield Segment(clean(segment.text, ascii_only=ascii_only), segment.style, segment.control)
+
+    return CleanConsole
 
 
 def marks(console: Console) -> dict[object, str]:
@@ -270,6 +291,8 @@ def scenario_renderable(plan: Plan, console: Console, machine: bool = False) -> 
             model.quantization,
         ]
         grid.add_row("model", f"{model.id} ({model.origin})")
+        if model.origin == "hf-cache" and model.notes:
+            grid.add_row("", model.notes)  # which snapshot, and why
         grid.add_row("", ", ".join(s for s in shape if s))
     layout = [f"tp {intent.tp}", f"nnodes {intent.nnodes}"]
     if intent.dp_attention:

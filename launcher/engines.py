@@ -38,6 +38,17 @@ RUNTIME_MODES = ("serve", "generate", "bench")  # the bundled runtime's --mode v
 # max_position_embeddings); advisor/layouts.py sizes the cache from them.
 RUNTIME_MAX_BATCH_SIZE = 8
 RUNTIME_MAX_MODEL_LEN = 2048
+# --dtype values each engine accepts. The bundled runtime: launcher.runtime.worker's parser (it imports this).
+# SGLang: python/sglang/srt/server_args.py, `--dtype` choices; vLLM: vllm/config (ModelDType), the same names.
+RUNTIME_DTYPES = ("auto", "bfloat16", "float16", "float32")
+ENGINE_DTYPES = {
+    "bundled": RUNTIME_DTYPES,
+    "sglang": ("auto", "half", "float16", "bfloat16", "float", "float32"),
+    "vllm": ("auto", "half", "float16", "bfloat16", "float", "float32"),
+}
+# SGLang's --moe-a2a-backend names (python/sglang/srt/server_args.py, MOE_A2A_BACKEND_CHOICES, every name up to
+# v0.5.17's list). Anything else is refused before it reaches an engine's command line.
+MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep", "flashinfer", "megamoe")
 
 
 class EngineCommandError(ValueError):

@@ -277,3 +277,47 @@ def test_without_nvidia_ml_py(monkeypatch):
     facts = probe_live(environ={})
     assert facts.driver.available is False and "pip install nvidia-ml-py" in facts.driver.reason
     assert facts.errors[-1].probe == "nvml.import" and facts.host.hostname
+
+
+# -- what older or stranger bindings return -------------------------------------------------------------------------
+
+UNMAPPED_CODE = 9999  # no NVMLError_* class: pynvml raises a bare NVMLError whose str() would call into the library
+
+
+@pytest.mark.parametrize("name", ["h200-8", "rtx-4090-2", "gb200-nvl72-tray"])
+def test_bytes_names_from_an_older_binding_are_text(name):
+    recorded = load_profile(name)
+    fake = FakeNvml(recorded, bytes_strings=True)
+    fake.nvmlInit()
+    assert isinstance(fake.nvmlDeviceGetName(fake.nvmlDeviceGetHandleByIndex(0)), bytes)  # the fake does send bytes
+    fake.nvmlShutdown()
+    facts = probe(fake)
+    assert facts.gpus == recorded.gpus  # names, UUIDs: str, equal to the recorded ones
+    assert facts.driver.version == recorded.driver.version and isinstance(facts.driver.version, str)
+    assert facts.errors == ()
+
+
+def test_undecodable_bytes_name_is_replaced_not_raised():
+    recorded = load_profile("rtx-4090-2")
+    fake = FakeNvml(recorded, bytes_strings=True)
+    fake.nvmlDeviceGetName = lambda handle: b"NVIDIA \xff\xfe GeForce"
+    facts = probe(fake)
+    assert facts.gpus[0].name == "NVIDIA \ufffd\ufffd GeForce" and facts.errors == ()
+
+
+def test_a_bare_nvml_error_with_an_unmapped_code_is_an_unknown_field():
+    error = pynvml.NVMLError(UNMAPPED_CODE)
+    assert type(error) is pynvml.NVMLError  # the real module's behaviour the fake relies on
+    fake = FakeNvml(load_profile("h200-8")).fail("nvmlDeviceGetMemoryInfo", UNMAPPED_CODE, device=3)
+    facts = probe(fake)
+    assert facts.gpus[3].unknown["memory_total_mib"] == f"NVML error {UNMAPPED_CODE}"
+    assert facts.gpus[3].memory_total_mib is None and facts.gpus[2].memory_total_mib == 143771
+    assert any(f"NVML error {UNMAPPED_CODE}" in e.message for e in facts.errors)
+    assert fake.initialised == 0
+
+
+def test_a_bare_nvml_error_at_init_says_nvml_could_not_start():
+    facts = probe(FakeNvml(load_profile("h200-8")).fail("nvmlInit", UNMAPPED_CODE))
+    assert facts.driver.available is False and facts.gpus == ()
+    assert facts.driver.reason.startswith(f"NVML could not start (NVML error {UNMAPPED_CODE})")
+    assert facts.errors[0].probe == "nvml.init"

@@ -13,11 +13,11 @@ from typing import Any
 
 from advisor.facts import Facts
 from advisor.plan import Plan
+from launcher.engines import MOE_A2A_BACKENDS  # noqa: F401  (the form imports it from here)
 
 LIVE = "live"  # the profile selector's value for "this machine"
 FILE = "file"  # the profile selector's value for "the --facts file given on the command line"
 
-MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "flashinfer")
 
 
 @dataclass(frozen=True)
@@ -141,11 +141,12 @@ def releases_for(engine: str) -> list[str]:
 def model_suggestions() -> list[str]:
     """Model ids to complete in the form: the bundled catalog, then the local Hugging Face cache."""
     from advisor.models import catalog_ids, hf_cache_ids
+    from advisor.sanitize import clean
 
     ids: list[str] = []
     for source in (catalog_ids, hf_cache_ids):
-        try:
-            ids.extend(i for i in source() if i not in ids)
+        try:  # a cache directory named with control characters is no id to suggest (nor to show)
+            ids.extend(i for i in source() if i not in ids and clean(i, newlines=False) == i)
         except Exception:  # an unreadable cache must not stop the app
             continue
     return ids

@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from launcher.engines import RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN, RUNTIME_MODES
+from launcher.engines import RUNTIME_DTYPES, RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN, RUNTIME_MODES
 from launcher.runtime.errors import RuntimeUsageError
 
 if TYPE_CHECKING:
     import torch
 
 log = logging.getLogger("launcher.runtime")
-DTYPES = ("auto", "bfloat16", "float16", "float32")
+DTYPES = RUNTIME_DTYPES
 
 
 def build_parser() -> argparse.ArgumentParser:

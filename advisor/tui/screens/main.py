@@ -21,6 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from advisor.plan import Plan
+from advisor.sanitize import clean
 from advisor.tui.messages import PlanEvaluated
 from advisor.tui.render import source_label
 from advisor.tui.session import Evaluation, apply_profile_choice
@@ -133,7 +134,7 @@ class MainScreen(Screen):
         self.evaluation = evaluation
         facts, plan = evaluation.facts, evaluation.plan
         if facts is not None:
-            host = facts.host.hostname or "unknown host"
+            host = clean(facts.host.hostname or "unknown host", newlines=False)
             self.app.sub_title = f"{host} · {source_label(facts)}"
         status = self.query_one("#status", Static)
         table = self.query_one(DecisionTable)
@@ -310,7 +311,7 @@ class MainScreen(Screen):
 
 
 def _error_line(evaluation: Evaluation) -> Text:
-    text = Text(f"✗ {evaluation.error}", style="bold red")
+    text = Text(f"✗ {clean(evaluation.error or '')}", style="bold red")
     if evaluation.options.model is None and "needs a model" in (evaluation.error or ""):
         text.append("\nf: type a model in the form, or set Engine to bundled for the demo model", style="dim")
     return text
@@ -324,7 +325,7 @@ def _status_line(plan, facts) -> Text:
     text.append(engine.get("name", "?"), style="bold")
     text.append(f" {version}" + (f" (rules {rules})" if rules and rules != version else ""))
     model = plan.model.id if plan.model else "demo model"
-    text.append(f" · tp {plan.intent.tp} · {model}")
+    text.append(f" · tp {plan.intent.tp} · {clean(model, newlines=False)}")
     errors = sum(p.severity == "error" for p in plan.problems)
     warnings = sum(p.severity == "warning" for p in plan.problems)
     if errors:

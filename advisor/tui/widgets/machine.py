@@ -19,6 +19,7 @@ from advisor.facts import MEMLOCK_UNLIMITED, Facts
 from advisor.plan import Plan
 from advisor.render_facts import ABSENT, MISMATCH, MISSING, OK, gpu_rows, package_rows
 from advisor.rules.engine import Problem
+from advisor.sanitize import clean
 from advisor.tui.render import (
     SEVERITY_ICON,
     problems_list,
@@ -68,7 +69,7 @@ class MachinePanel(VerticalScroll):
 
     def show(self, facts: Facts | None, plan: Plan | None, error: str | None = None) -> None:
         if facts is None:  # the machine itself could not be loaded (unknown profile, unreadable facts file...)
-            self.query_one("#machine-summary", Static).update(Text(f"✗ {error or 'no facts'}", style="bold red"))
+            self.query_one("#machine-summary", Static).update(Text(f"✗ {clean(error or 'no facts')}", style="bold red"))
             return
         self.query_one("#machine-summary", Static).update(_summary(facts))
         has_driver = bool(facts.driver.available)
@@ -81,7 +82,7 @@ class MachinePanel(VerticalScroll):
             no_driver.update(
                 Text.assemble(
                     ("No NVIDIA driver on this machine", "bold"),
-                    f" ({reason})" if reason else "",
+                    f" ({clean(reason)})" if reason else "",
                     ". The advisor can still explain what an engine would do on a simulated machine:"
                     " pick one below (or press p).",
                 )
@@ -105,7 +106,7 @@ class MachinePanel(VerticalScroll):
         for gpu, row in zip(facts.gpus, gpu_rows(facts), strict=True):
             # GPU, name, cc, memory, MIG, NVLinks (free memory and the PCI bus id do not fit 80 columns)
             index = Text(row[0], style="" if gpu.index in visible else "dim strike")
-            table.add_row(index, row[1], row[2], row[3], row[5], row[6])
+            table.add_row(index, *(Text(clean(row[i], newlines=False)) for i in (1, 2, 3, 5, 6)))
 
     def _fill_packages(self, facts: Facts, plan: Plan | None) -> None:
         table = self.query_one("#packages", DataTable)
@@ -113,7 +114,8 @@ class MachinePanel(VerticalScroll):
         for row in package_rows(facts, plan.problems if plan is not None else ()):
             icon, style = STATUS_ICONS.get(row.status, ("·", ""))
             note = ", ".join(b for b in (row.detail, " ".join(row.problems)) if b)
-            table.add_row(Text(icon, style=style), row.name, row.version, note)
+            cells = (Text(clean(cell, newlines=False)) for cell in (row.name, row.version, note))
+            table.add_row(Text(icon, style=style), *cells)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -124,15 +126,15 @@ class MachinePanel(VerticalScroll):
 def _summary(facts: Facts) -> Text:
     host, driver = facts.host, facts.driver
     text = Text()
-    text.append(host.hostname or "unknown host", style="bold")
+    text.append(clean(host.hostname or "unknown host", newlines=False), style="bold")
     bits = [b for b in (host.os, f"Python {host.python}" if host.python else None) if b]
     if host.cpu_count:
         bits.append(f"{host.cpu_count} CPUs")
     if bits:
-        text.append("  " + " · ".join(bits))
+        text.append("  " + clean(" · ".join(bits), newlines=False))
     text.append("\n")
     if driver.available:
-        text.append(f"driver {driver.version or '?'} (CUDA {driver.cuda_version or '?'})")
+        text.append(clean(f"driver {driver.version or '?'} (CUDA {driver.cuda_version or '?'})", newlines=False))
         count = len(facts.gpus)
         text.append(f" · {count} GPU{'s' if count != 1 else ''}")
         if facts.visible_gpus is not None and len(facts.visible_gpus) != count:
@@ -141,7 +143,7 @@ def _summary(facts: Facts) -> Text:
         text.append("no NVIDIA driver", style="yellow")
     text.append(f" · source: {source_label(facts)}", style="dim")
     for error in facts.errors[:3]:
-        text.append(f"\n! {error.probe}: {error.message}", style="yellow")
+        text.append("\n! " + clean(f"{error.probe}: {error.message}", newlines=False), style="yellow")
     return text
 
 
@@ -211,7 +213,7 @@ def pitfalls_text(facts: Facts, problems: tuple[Problem, ...]) -> Text:
     text = Text()
     for label, value, found in pitfall_rows(facts, problems):
         text.append(f"{label:<16}", style="bold")
-        text.append(value)
+        text.append(clean(value, newlines=False))
         real = [p for p in found if not p.message.startswith("cannot check")]
         for problem_id in dict.fromkeys(p.id for p in real):
             worst = min((p for p in real if p.id == problem_id), key=lambda p: ("error", "warning", "info").index(
