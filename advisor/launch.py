@@ -20,10 +20,6 @@ from advisor.cli import common_options, options_from_context
 from launcher.engines import RUNTIME_MODES
 
 EXIT_ERRORS = 1
-INSTALL_HINTS = {
-    "sglang": "pip install 'sglang[all]' (see https://docs.sglang.ai/get_started/install.html)",
-    "vllm": "pip install vllm",
-}
 STATE_MARK = {
     "auto-enabled": "on ",
     "forced-on": "on ",
@@ -87,7 +83,7 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
             " --profile/--facts to launch on this one",
             2,
         )
-    _check_engine_installed(plan, options.python)
+    _check_engine_installed(plan, options.python, options.mode)
     if nnodes > 1:
         echo(f"multi-node: run on each node the command for its rank (this one starts node {node_rank}):")
         for rank, argv in enumerate(commands):
@@ -187,16 +183,25 @@ def _commands(plan, python: str | None, dist_init_addr: str | None) -> list[list
         raise AdvisorError(str(exc), 2) from None
 
 
-def _check_engine_installed(plan, python: str | None) -> None:
+def _check_engine_installed(plan, python: str | None, mode: str | None) -> None:
     from advisor.context import AdvisorError
+    from launcher.engines import install_command, missing_runtime_modules
 
     engine = plan.intent.engine
-    if engine == "bundled" or plan.facts.package(engine).installed:
+    if engine == "bundled":  # it runs in this interpreter, whatever --python says
+        missing = missing_runtime_modules(mode)
+        if missing:
+            raise AdvisorError(
+                f"the bundled runtime needs {', '.join(missing)}, not installed in this Python environment:"
+                f" {install_command('bundled')}"
+            )
+        return
+    if plan.facts.package(engine).installed:
         return
     where = f"the interpreter {python}" if python else "this Python environment"
     raise AdvisorError(
-        f"{engine} is not installed in {where}: {INSTALL_HINTS[engine]}; or pass --python PATH of an environment that"
-        f" has it, or --engine bundled"
+        f"{engine} is not installed in {where}: {install_command(engine, plan.intent.engine_version)}; or pass"
+        " --python PATH of an environment that has it, or --engine bundled"
     )
 
 

@@ -539,13 +539,16 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
     if pkg.unknown:
         return [_cannot(f"{name}_not_installed", f"whether {name} is installed", next(iter(pkg.unknown.values())),
                         "importlib.metadata", (name,))]  # fmt: skip
+    from launcher.engines import install_command  # one home for install hints (`advisor launch` names the same)
+
     live = ctx.facts.source == "live"
     if engine == "bundled":
         if not live:
             return []
         return [Problem("torch_not_installed", WARNING,
                         "torch is not installed in the probed Python: the bundled runtime cannot start",
-                        "`pip install torch` (a CUDA build on GPU nodes)", "importlib.metadata", (name,))]  # fmt: skip
+                        f"`{install_command('bundled')}` (installs a CUDA torch on GPU nodes)", "importlib.metadata",
+                        (name,))]  # fmt: skip
     version = ctx.intent.engine_version
     rules = f"version {version}" if version else "the newest modelled release"
     return [
@@ -553,7 +556,7 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
             f"{name}_not_installed", WARNING if live else INFO,
             f"{name} is not installed {'here' if live else 'in these facts'}: the plan follows {rules}"
             + ("; `advisor launch` cannot start it" if live else ""),
-            f"`pip install {name}{'==' + version if version else ''}`, or pass --engine-version to model another"
+            f"`{install_command(engine, version)}`, or pass --engine-version to model another"
             " release",
             "importlib.metadata",
             (name,),
