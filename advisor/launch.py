@@ -161,6 +161,8 @@ def _why(decision) -> str:
         return f"{decision.state}: {shown}{more}"
     if unknown:
         return f"{decision.state}: unknown {', '.join(c.text for c in unknown[:2])}"
+    if len(decision.conditions) == 1:
+        return f"{decision.state}: its condition holds"
     if decision.conditions:
         return f"{decision.state}: all {len(decision.conditions)} conditions hold"
     return decision.state

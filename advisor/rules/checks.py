@@ -497,7 +497,7 @@ def check_no_gpus(ctx: _Context) -> list[Problem]:
         return [
             Problem(
                 "no_gpus", INFO,
-                f"no NVIDIA GPU ({reason}): the bundled runtime will run on CPU with torch.distributed gloo"
+                f"{reason}, so no GPU: the bundled runtime will run on CPU with torch.distributed gloo"
                 " (no NCCL, no FlashInfer fusion)",
                 "nothing to fix to try it here; run on a GPU node for real speed", "advisor probe (NVML)",
             )
@@ -505,7 +505,7 @@ def check_no_gpus(ctx: _Context) -> list[Problem]:
     return [
         Problem(
             "no_gpus", WARNING,
-            f"no NVIDIA GPU ({reason}): {ctx.intent.engine} needs CUDA GPUs, so the plan only explains what it would do",
+            f"{reason}, so no GPU: {ctx.intent.engine} needs CUDA GPUs; the plan only explains what it would do",
             "run on a GPU node, or use --engine bundled to try the runtime on CPU", "advisor probe (NVML)",
         )
     ]  # fmt: skip
