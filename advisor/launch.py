@@ -121,8 +121,13 @@ def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run
     return code or 0
 
 
-def summary_lines(plan) -> list[str]:
-    """What will run, each decision (on/off and why), and the problems: a few lines, not the full `check` report."""
+def summary_lines(plan, width: int | None = None) -> list[str]:
+    """What will run, each decision (on/off and why), and the problems: a few lines, not the full `check` report,
+    wrapped to ``width`` (default: stderr's, see advisor.report.output_width) with hanging indents."""
+    if width is None:
+        from advisor.report import output_width
+
+        width = output_width(sys.stderr)
     intent = plan.intent
     engine = plan.engine or {}
     name = {"bundled": "bundled runtime"}.get(intent.engine, intent.engine)
@@ -138,16 +143,30 @@ def summary_lines(plan) -> list[str]:
     where = (f"{gpus} GPU(s)" + (" per node" if intent.nnodes > 1 else "")) if gpus else "CPU"
     nodes = f", {intent.nnodes} nodes" if intent.nnodes > 1 else ""
     mode = f", mode {intent.mode}" if intent.engine == "bundled" else ""
-    lines = [click.style(f"{name}{release}: {model}, tp {intent.tp}{nodes} on {where}{mode}", bold=True)]
+    lines = _wrap("", f"{name}{release}: {model}, tp {intent.tp}{nodes} on {where}{mode}", width, bold=True)
     for decision in plan.decisions:
         mark = STATE_MARK.get(decision.state, "   ")
         value = "" if decision.value in (None, "", {}) or isinstance(decision.value, dict) else f" = {decision.value}"
         color = "green" if decision.enabled else None
-        lines.append(f"  {click.style(mark, fg=color)} {decision.title}{value}: {_why(decision)}")
+        lines += _wrap(f"  {mark} ", f"{decision.title}{value}: {_why(decision)}", width, fg=color)
     for problem in plan.problems:
         color = {"error": "red", "warning": "yellow"}.get(problem.severity)
-        lines.append(f"  {click.style(problem.severity, fg=color)}: {problem.message} (fix: {problem.fix})")
+        lines += _wrap(f"  {problem.severity}: ", f"{problem.message} (fix: {problem.fix})", width, fg=color)
     return lines
+
+
+def _wrap(head: str, body: str, width: int, **style) -> list[str]:
+    """``head`` (styled, without its padding) then ``body`` wrapped to ``width``, continuation lines indented under the
+    body's start. Words are never broken: a path or flag longer than the line stays whole."""
+    import textwrap
+
+    indent = len(head)
+    chunks = textwrap.wrap(body, max(20, width - indent), break_long_words=False, break_on_hyphens=False) or [""]
+    if style.get("bold"):
+        chunks[0] = click.style(chunks[0], bold=True)
+    label = head.strip()
+    styled_head = head.replace(label, click.style(label, fg=style.get("fg")), 1) if label else head
+    return [styled_head + chunks[0]] + [" " * indent + chunk for chunk in chunks[1:]]
 
 
 def _why(decision) -> str:

@@ -111,7 +111,11 @@ def test_advisor_alone_runs_check_without_torch(dists: dict[str, Path], tmp_path
     assert check.returncode == 0, check.stderr
     plan = json.loads(check.stdout)
     assert plan["engine"]["name"] == "sglang" and plan["intent"]["tp"] == 8
-    assert run("check", "--json").returncode in (0, 1)  # the live probe of this machine, whatever it holds
+    live = run("check")  # the live probe of this machine, whatever it holds
+    assert live.returncode in (0, 1), live.stderr
+    if "GPUs         none" in live.stdout:  # a machine without GPUs: next steps, the runtime's install first
+        steps = live.stdout.split("Next steps (no GPU here)", 1)[1]
+        assert "pip install 'tp-advisor[runtime]'\n  advisor launch --mode generate" in steps
 
     launch = run("launch", "--mode", "generate")
     assert launch.returncode == 1
