@@ -269,14 +269,18 @@ def _fail(message: str, code: int) -> None:
 def main(ctx: click.Context, **_params) -> None:
     """Explain what a tensor-parallel LLM engine will auto-enable on this machine, and launch it.
 
-    Without a command, opens the interactive app with these options. Options given here also apply to the command
-    that follows (`advisor --profile b300-8 check`).
+    Without a command, opens the interactive app with these options; when stdout is not a terminal (a pipe, a file)
+    it prints the `advisor check` report instead. Options given here also apply to the command that follows
+    (`advisor --profile b300-8 check`).
 
     Exit codes: 0 no errors, 1 errors found (or warnings with --strict) or an input that could not be read, 2 usage error.
     """
     if ctx.invoked_subcommand is not None:
         return
     options = options_from_context(ctx)
+    if not _stdout_is_terminal():
+        # The app would write escape codes into the pipe and wait for keys: print what `advisor check` prints instead.
+        ctx.exit(_check_report(options, as_json=False))
     try:
         from advisor.tui.app import run_app
     except ModuleNotFoundError as exc:
@@ -304,9 +308,17 @@ def check(ctx: click.Context, as_json: bool, **_params) -> None:
 
     Exit codes: 0 no errors, 1 errors found (or warnings with --strict) or an input that could not be read, 2 usage error.
     """
+    ctx.exit(_check_report(options_from_context(ctx), as_json))
+
+
+def _stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def _check_report(options, as_json: bool) -> int:
+    """Print `advisor check`'s report (or its JSON object); the exit code."""
     from advisor.context import exit_code_for, make_plan
 
-    options = options_from_context(ctx)
     plan = make_plan(options)
     if as_json:
         from advisor.report import dumps, plan_to_dict
@@ -316,7 +328,7 @@ def check(ctx: click.Context, as_json: bool, **_params) -> None:
         from advisor.report import make_console, print_plan
 
         print_plan(plan, make_console(), strict=options.strict)
-    ctx.exit(exit_code_for(plan, options.strict))
+    return exit_code_for(plan, options.strict)
 
 
 # -- explain -----------------------------------------------------------------------------------------------------------

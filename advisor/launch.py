@@ -21,10 +21,6 @@ from advisor.sanitize import clean
 from launcher.engines import RUNTIME_MODES
 
 EXIT_ERRORS = 1
-INSTALL_HINTS = {
-    "sglang": "pip install 'sglang[all]' (see https://docs.sglang.ai/get_started/install.html)",
-    "vllm": "pip install vllm",
-}
 STATE_MARK = {
     "auto-enabled": "on ",
     "forced-on": "on ",
@@ -89,7 +85,7 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
             2,
         )
     _check_directories(run_dir, plan.intent.engine)
-    _check_engine_installed(plan, options.python)
+    _check_engine_installed(plan, options.python, options.mode)
     if nnodes > 1:
         echo(f"multi-node: run on each node the command for its rank (this one starts node {node_rank}):")
         for rank, argv in enumerate(commands):
@@ -127,8 +123,13 @@ def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run
     return code or 0
 
 
-def summary_lines(plan) -> list[str]:
-    """What will run, each decision (on/off and why), and the problems: a few lines, not the full `check` report."""
+def summary_lines(plan, width: int | None = None) -> list[str]:
+    """What will run, each decision (on/off and why), and the problems: a few lines, not the full `check` report,
+    wrapped to ``width`` (default: stderr's, see advisor.report.output_width) with hanging indents."""
+    if width is None:
+        from advisor.report import output_width
+
+        width = output_width(sys.stderr)
     intent = plan.intent
     engine = plan.engine or {}
     name = {"bundled": "bundled runtime"}.get(intent.engine, intent.engine)
@@ -147,16 +148,30 @@ def summary_lines(plan) -> list[str]:
     where = (f"{gpus} GPU(s)" + (" per node" if intent.nnodes > 1 else "")) if gpus else "CPU"
     nodes = f", {intent.nnodes} nodes" if intent.nnodes > 1 else ""
     mode = f", mode {intent.mode}" if intent.engine == "bundled" else ""
-    lines = [click.style(f"{name}{release}: {model}, tp {intent.tp}{nodes} on {where}{mode}", bold=True)]
+    lines = _wrap("", f"{name}{release}: {model}, tp {intent.tp}{nodes} on {where}{mode}", width, bold=True)
     for decision in plan.decisions:
         mark = STATE_MARK.get(decision.state, "   ")
         value = "" if decision.value in (None, "", {}) or isinstance(decision.value, dict) else f" = {decision.value}"
         color = "green" if decision.enabled else None
-        lines.append(f"  {click.style(mark, fg=color)} " + clean(f"{decision.title}{value}: {_why(decision)}", newlines=False))
+        lines += _wrap(f"  {mark} ", f"{decision.title}{value}: {_why(decision)}", width, fg=color)
     for problem in plan.problems:
         color = {"error": "red", "warning": "yellow"}.get(problem.severity)
-        lines.append(f"  {click.style(problem.severity, fg=color)}: " + clean(f"{problem.message} (fix: {problem.fix})", newlines=False))
+        lines += _wrap(f"  {problem.severity}: ", f"{problem.message} (fix: {problem.fix})", width, fg=color)
     return lines
+
+
+def _wrap(head: str, body: str, width: int, **style) -> list[str]:
+    """``head`` (styled, without its padding) then ``body`` wrapped to ``width``, continuation lines indented under the
+    body's start. Words are never broken: a path or flag longer than the line stays whole."""
+    import textwrap
+
+    indent = len(head)
+    chunks = textwrap.wrap(clean(body, newlines=False), max(20, width - indent), break_long_words=False, break_on_hyphens=False) or [""]
+    if style.get("bold"):
+        chunks[0] = click.style(chunks[0], bold=True)
+    label = head.strip()
+    styled_head = head.replace(label, click.style(label, fg=style.get("fg")), 1) if label else head
+    return [styled_head + chunks[0]] + [" " * indent + chunk for chunk in chunks[1:]]
 
 
 def _why(decision) -> str:
@@ -170,6 +185,8 @@ def _why(decision) -> str:
         return f"{decision.state}: {shown}{more}"
     if unknown:
         return f"{decision.state}: unknown {', '.join(c.text for c in unknown[:2])}"
+    if len(decision.conditions) == 1:
+        return f"{decision.state}: its condition holds"
     if decision.conditions:
         return f"{decision.state}: all {len(decision.conditions)} conditions hold"
     return decision.state
@@ -208,16 +225,25 @@ def _check_directories(run_dir: str | None, engine: str) -> None:
         raise AdvisorError(str(exc)) from None
 
 
-def _check_engine_installed(plan, python: str | None) -> None:
+def _check_engine_installed(plan, python: str | None, mode: str | None) -> None:
     from advisor.context import AdvisorError
+    from launcher.engines import install_command, missing_runtime_modules
 
     engine = plan.intent.engine
-    if engine == "bundled" or plan.facts.package(engine).installed:
+    if engine == "bundled":  # it runs in this interpreter, whatever --python says
+        missing = missing_runtime_modules(mode)
+        if missing:
+            raise AdvisorError(
+                f"the bundled runtime needs {', '.join(missing)}, not installed in this Python environment:"
+                f" {install_command('bundled')}"
+            )
+        return
+    if plan.facts.package(engine).installed:
         return
     where = f"the interpreter {python}" if python else "this Python environment"
     raise AdvisorError(
-        f"{engine} is not installed in {where}: {INSTALL_HINTS[engine]}; or pass --python PATH of an environment that"
-        f" has it, or --engine bundled"
+        f"{engine} is not installed in {where}: {install_command(engine, plan.intent.engine_version)}; or pass"
+        " --python PATH of an environment that has it, or --engine bundled"
     )
 
 

@@ -50,6 +50,32 @@ ENGINE_DTYPES = {
 # v0.5.17's list). Anything else is refused before it reaches an engine's command line.
 MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep", "flashinfer", "megamoe")
 
+# What installs each engine: one home for the hint in `advisor check`'s warning and in `advisor launch`'s refusal.
+RUNTIME_EXTRA = "tp-advisor[runtime]"
+# The modules the bundled runtime imports (the `runtime` extra of pyproject.toml); the server adds SERVE_MODULES.
+RUNTIME_MODULES = ("torch", "safetensors", "tokenizers")
+SERVE_MODULES = ("fastapi", "uvicorn", "jinja2")
+
+
+def install_command(engine: str, version: str | None = None) -> str:
+    """The pip command that installs ``engine`` ("bundled", "sglang", "vllm"), pinned to ``version`` when given.
+
+    SGLang's and vLLM's install pages (docs/get_started/install.md in each repository) install the plain package
+    name; the bundled runtime's dependencies are the ``runtime`` extra of tp-advisor."""
+    if engine == "bundled":
+        return f"pip install '{RUNTIME_EXTRA}'"
+    return f"pip install '{engine}=={version}'" if version else f"pip install {engine}"
+
+
+def missing_runtime_modules(mode: str | None = None) -> list[str]:
+    """The bundled runtime's modules that this interpreter (the one it runs in) cannot import; [] when it can start.
+
+    find_spec only locates them: `advisor launch` must not pay for importing torch."""
+    import importlib.util
+
+    wanted = RUNTIME_MODULES + (SERVE_MODULES if (mode or "serve") == "serve" else ())
+    return [name for name in wanted if importlib.util.find_spec(name) is None]
+
 
 class EngineCommandError(ValueError):
     """The plan cannot be turned into a command line; the message is one line naming the fix."""

@@ -267,6 +267,7 @@ def test_no_gpus():
     cpu = profile("cpu-only")
     problem = only(run_checks(cpu, None, Intent(tp=2)), "no_gpus")
     assert problem.severity == "info" and "gloo" in problem.message
+    assert problem.message.startswith(f"{cpu.driver.reason}, so no GPU: ")  # the reason once, not nested in another
     assert only(run_checks(cpu, None, Intent(tp=2, engine="sglang")), "no_gpus").severity == "warning"
     assert_absent("no_gpus", run_checks(profile("h200-8"), None, Intent(tp=8)))
 

@@ -501,7 +501,7 @@ def check_no_gpus(ctx: _Context) -> list[Problem]:
         return [
             Problem(
                 "no_gpus", INFO,
-                f"no NVIDIA GPU ({reason}): the bundled runtime will run on CPU with torch.distributed gloo"
+                f"{reason}, so no GPU: the bundled runtime will run on CPU with torch.distributed gloo"
                 " (no NCCL, no FlashInfer fusion)",
                 "nothing to fix to try it here; run on a GPU node for real speed", "advisor probe (NVML)",
             )
@@ -509,7 +509,7 @@ def check_no_gpus(ctx: _Context) -> list[Problem]:
     return [
         Problem(
             "no_gpus", WARNING,
-            f"no NVIDIA GPU ({reason}): {ctx.intent.engine} needs CUDA GPUs, so the plan only explains what it would do",
+            f"{reason}, so no GPU: {ctx.intent.engine} needs CUDA GPUs; the plan only explains what it would do",
             "run on a GPU node, or use --engine bundled to try the runtime on CPU", "advisor probe (NVML)",
         )
     ]  # fmt: skip
@@ -543,13 +543,16 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
     if pkg.unknown:
         return [_cannot(f"{name}_not_installed", f"whether {name} is installed", next(iter(pkg.unknown.values())),
                         "importlib.metadata", (name,))]  # fmt: skip
+    from launcher.engines import install_command  # one home for install hints (`advisor launch` names the same)
+
     live = ctx.facts.source == "live"
     if engine == "bundled":
         if not live:
             return []
         return [Problem("torch_not_installed", WARNING,
                         "torch is not installed in the probed Python: the bundled runtime cannot start",
-                        "`pip install torch` (a CUDA build on GPU nodes)", "importlib.metadata", (name,))]  # fmt: skip
+                        f"`{install_command('bundled')}` (installs a CUDA torch on GPU nodes)", "importlib.metadata",
+                        (name,))]  # fmt: skip
     version = ctx.intent.engine_version
     rules = f"version {version}" if version else "the newest modelled release"
     return [
@@ -557,7 +560,7 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
             f"{name}_not_installed", WARNING if live else INFO,
             f"{name} is not installed {'here' if live else 'in these facts'}: the plan follows {rules}"
             + ("; `advisor launch` cannot start it" if live else ""),
-            f"`pip install {name}{'==' + version if version else ''}`, or pass --engine-version to model another"
+            f"`{install_command(engine, version)}`, or pass --engine-version to model another"
             " release",
             "importlib.metadata",
             (name,),

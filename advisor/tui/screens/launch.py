@@ -142,6 +142,14 @@ class LaunchScreen(Screen):
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
+        if self.plan.intent.engine == "bundled":
+            from launcher.engines import install_command, missing_runtime_modules
+
+            missing = missing_runtime_modules(self.mode)
+            if missing:
+                self.notify(f"The bundled runtime needs {', '.join(missing)}: {install_command('bundled')}",
+                            severity="error")  # fmt: skip
+                return
         self.state = "starting"
         self._show_state()
         if self.query("#mode"):
