@@ -27,11 +27,14 @@ def recorded() -> dict[str, str]:
 
 @pytest.fixture
 def facts() -> dict:
-    """The probe's facts for GPUs 0 and 1 of the simulated h200-8 machine (the recorded output's GPUs)."""
-    data = load_profile("h200-8").to_dict()
-    data["gpus"] = data["gpus"][:2]
-    data["topology"]["links"] = [link for link in data["topology"]["links"] if (link["a"], link["b"]) == (0, 1)]
-    return data
+    """`advisor probe --json` for the recorded machine: GPUs 0 and 1 of the simulated h200-8 profile."""
+    return json.loads((DATA / "h200-2.probe.json").read_text())
+
+
+def test_the_recorded_probe_is_the_h200_profiles_first_two_gpus(facts):
+    profile = load_profile("h200-8").to_dict()
+    assert facts["gpus"] == profile["gpus"][:2] and facts["driver"] == profile["driver"]
+    assert facts["topology"]["links"] == [profile["topology"]["links"][0]]
 
 
 def test_parsers_read_the_documented_formats():
