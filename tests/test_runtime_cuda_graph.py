@@ -163,3 +163,47 @@ def test_static_decode_under_torchrun_tp2(model_dirs, tmp_path):
     for name, result in ranks[0].items():
         assert result["static"] == result["eager"], name
         assert result["replays"] > 20, name
+
+
+# ops that make the host wait for the device: `int(t)` / `.item()` and `bool(t)` (seen as item / is_nonzero under
+# inference mode, _local_scalar_dense outside it), and ops that size their output from the data. None may run inside a
+# CUDA-graph capture. (`.tolist()` is not dispatched at all, so this cannot see it: cuda_graph.py's step has none.)
+HOST_SYNC_OPS = ("item", "is_nonzero", "_local_scalar_dense", "nonzero", "masked_select", "unique", "bincount",
+                 "repeat_interleave")
+
+
+def ops_run(fn) -> set[str]:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names: set[str] = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.add(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Record() as record:
+        fn()
+    return record.names
+
+
+@pytest.mark.parametrize("kind", ["qwen3", "qwen3_moe"])
+def test_the_static_step_never_waits_for_the_device(kind, model_dirs):
+    """What a capture would reject; the ordinary decode step does wait (so the detector can fail)."""
+    engine = open_runtime(model_dirs[kind], max_batch_size=4, max_model_len=32, cuda_graphs=True)
+    graphs = engine.graphs
+    graphs.fill(2, [0, 1], [5, 6], [3, 4])
+    for batch in (1, 2, 4):  # MoE: 1 token takes the gathered path, 2 and 4 the dense one (4 experts, top 2)
+        with cuda_graph.sync_free_moe(engine.model):
+            ops = ops_run(lambda b=batch: graphs.static_step(b, 16))
+        assert ops.isdisjoint(HOST_SYNC_OPS), (batch, ops & set(HOST_SYNC_OPS))
+        assert "index_put_" in ops or "index_put" in ops  # the KV-cache write did run through the recorder
+    if kind == "qwen3_moe":  # outside sync_free_moe one token takes the grouped path, sized on the host
+        assert "bincount" in ops_run(lambda: graphs.static_step(1, 16))
+    engine.graphs = None
+    engine.add_request(0, [5, 6, 7], SamplingParams(max_tokens=4, ignore_eos=True))
+    engine.step()
+    eager = ops_run(lambda: engine._decode_logits(list(engine.running.values())))
+    assert not eager.isdisjoint(HOST_SYNC_OPS)

@@ -127,7 +127,8 @@ class MoE(nn.Module):
         host sync, and only the routed experts' weights are read; for the few tokens of a decode step."""
         tokens, pairs = x.shape[0], experts.numel()
         flat = experts.flatten()
-        xs = x.repeat_interleave(self.top_k, dim=0).unsqueeze(-1)  # [pairs, hidden, 1], pair = token * top_k + k
+        # [pairs, hidden, 1], pair = token * top_k + k (expand, not repeat_interleave: its output size is never in doubt)
+        xs = x.unsqueeze(1).expand(tokens, self.top_k, self.hidden).reshape(pairs, self.hidden, 1)
         gate, up = torch.bmm(self.gate_up[flat], xs).squeeze(-1).chunk(2, dim=-1)
         down = self.down[:, flat].transpose(0, 1)  # [pairs, hidden, local]
         y = torch.bmm(down, (F.silu(gate) * up).unsqueeze(-1)).view(pairs, self.hidden)
