@@ -17,9 +17,10 @@ python=${PYTHON:-python3}
 wheels=tests/gpu/wheels
 if [ "${DRY_RUN:-0}" = "0" ] && compgen -G "$wheels/*.whl" >/dev/null; then
     echo "installing the travelled wheels from $wheels (offline)" | tee -a "$out/log.txt"
-    # --no-deps: exactly these wheels (flashinfer's CuTe-DSL requirements stay behind, see fetch_wheels.sh)
+    # --no-deps: exactly these wheels (flashinfer's CuTe-DSL requirements stay behind, see fetch_wheels.sh);
+    # PIP_BREAK_SYSTEM_PACKAGES: the machine's interpreter may be marked externally managed (older pips ignore it)
     # shellcheck disable=SC2046
-    "$python" -m pip install -q --no-index --no-deps $(ls "$wheels"/*.whl) >>"$out/log.txt" 2>&1 ||
+    PIP_BREAK_SYSTEM_PACKAGES=1 "$python" -m pip install -q --no-index --no-deps $(ls "$wheels"/*.whl) >>"$out/log.txt" 2>&1 ||
         echo "warning: installing the wheels failed (see log.txt); steps needing them will fail" | tee -a "$out/log.txt"
 fi
 dry=()
