@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-batch-size", type=int, default=RUNTIME_MAX_BATCH_SIZE,
                         help="sequences in flight (KV-cache slots)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--disable-cuda-graph",
+        action="store_true",
+        help="run decode steps eagerly on CUDA (by default they replay CUDA graphs; always eager on CPU)",
+    )
     parser.add_argument("--mode", choices=RUNTIME_MODES, default="generate")
     parser.add_argument("--log-level", default="INFO")
     gen = parser.add_argument_group("generate")
@@ -122,6 +127,7 @@ def _serve_preflight(args: argparse.Namespace) -> None:
 def _run_mode(args, ctx) -> int:
     from launcher.runtime.communicator import Communicator
     from launcher.runtime.config import load_config
+    from launcher.runtime.cuda_graph import cuda_graph_off_reason
     from launcher.runtime.demo import ensure_demo_model
     from launcher.runtime.engine import Engine
     from launcher.runtime.loader import load_model
@@ -148,7 +154,10 @@ def _run_mode(args, ctx) -> int:
         if ctx.is_first:
             log.info("model %s (%s), tp %d, %s on %s", model_dir, config.architecture, ctx.world_size, dtype, ctx.device)
         model = load_model(model_dir, config, comm, dtype, max_len, show_progress=ctx.is_first and sys.stderr.isatty())
-        engine = Engine(model, batch, max_len, tokenizer.eos_token_ids, seed=args.seed)
+        graphs_off = cuda_graph_off_reason(ctx.device, args.disable_cuda_graph)
+        if ctx.is_first:
+            log.info("cuda graphs for decode: %s", "on" if graphs_off is None else f"off ({graphs_off})")
+        engine = Engine(model, batch, max_len, tokenizer.eos_token_ids, seed=args.seed, cuda_graphs=graphs_off is None)
         if args.mode == "generate":
             from launcher.runtime.generate import run_generate
 
