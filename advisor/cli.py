@@ -1,6 +1,6 @@
 """The `advisor` command line. Imports stay lazy: `advisor check --json` must not pay for rich, torch or textual.
 
-Exit codes (ARCHITECTURE.md, "Contracts"): 0 no errors, 1 errors found (or warnings with --strict) or an input that could
+Exit codes (docs/architecture.md, "Contracts"): 0 no errors, 1 errors found (or warnings with --strict) or an input that could
 not be read, 2 usage error. Every error is one line on stderr, `error: ...`, never a traceback.
 """
 
@@ -82,7 +82,7 @@ class PositiveInt(click.ParamType):
 
 POSITIVE = PositiveInt()
 
-# Options shared by the TUI (bare `advisor`), `check`, `explain` and `launch` (ARCHITECTURE.md, "Contracts").
+# Options shared by the TUI (bare `advisor`), `check`, `explain` and `launch` (docs/architecture.md, "Contracts").
 COMMON_OPTIONS = [
     click.option(
         "--model",

@@ -47,7 +47,7 @@ def usage_error(message: str) -> AdvisorError:
 
 @dataclass(frozen=True)
 class Options:
-    """The common options of the TUI, `check`, `explain` and `launch` (ARCHITECTURE.md, "Contracts").
+    """The common options of the TUI, `check`, `explain` and `launch` (docs/architecture.md, "Contracts").
 
     ``None`` means "not given": the defaults are resolved from the facts (see :func:`resolve`)."""
 

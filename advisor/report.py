@@ -1,7 +1,7 @@
 """A Plan as the stable JSON object of `advisor check --json` and as rich renderables for people.
 
 The JSON half is cheap to import (only json and dataclasses): `advisor check --json` must stay fast. rich is imported
-inside the rendering functions. The object's shape is the ARCHITECTURE.md "Contracts" section and
+inside the rendering functions. The object's shape is the docs/architecture.md "Contracts" section and
 advisor/schema/plan.schema.json: extend it, never rename a key.
 """
 
@@ -96,7 +96,7 @@ def summary(plan: Plan) -> dict[str, int]:
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
-    """The `advisor check --json` object (ARCHITECTURE.md, "Contracts")."""
+    """The `advisor check --json` object (docs/architecture.md, "Contracts")."""
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
         "facts": facts_to_dict(plan.facts),

@@ -1,6 +1,6 @@
 """predict_import: what `import flashinfer` does with the installed flashinfer-python / -cubin / -jit-cache trio.
 
-The table follows reference/flashinfer.md; the last test checks the 0.7.x rows against the flashinfer 0.7.4 installed in
+The table follows docs/flashinfer.md; the last test checks the 0.7.x rows against the flashinfer 0.7.4 installed in
 the project venv (its real version checks, run in a subprocess over fake kernel packages).
 """
 

@@ -11,7 +11,7 @@ import pytest
 from advisor import models
 from advisor.models import ModelError, ModelSpec, catalog_ids, dtype_bytes, hf_cache_ids, load_config_dir, resolve_model
 
-# reference/gpus.md, "Popular model configs": id -> (architectures[0], hidden, layers, heads, kv heads, experts, top-k)
+# the models' published config.json: id -> (architectures[0], hidden, layers, heads, kv heads, experts, top-k)
 REFERENCE = {
     "Qwen/Qwen3-30B-A3B": ("Qwen3MoeForCausalLM", 2048, 48, 32, 4, 128, 8),
     "Qwen/Qwen3-235B-A22B": ("Qwen3MoeForCausalLM", 4096, 94, 64, 4, 128, 8),

@@ -1,4 +1,4 @@
-"""The simulated machines: hardware as shared/reference/gpus.md lists it, a plausible software stack each."""
+"""The simulated machines: hardware as NVIDIA's datasheets and NVML report it, a plausible software stack each."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ def test_b300_tp8_fuses_with_workspace_size():
 
 
 def test_workspace_formula_matches_reference_example():
-    # reference/flashinfer.md: TP8, 2048 tokens, hidden 7168, bf16: about 235 MB + 704 MB.
+    # docs/flashinfer.md: TP8, 2048 tokens, hidden 7168, bf16: about 235 MB + 704 MB.
     assert fusion_workspace_bytes(8, 7168) == 234_881_024 + 704_643_072
     assert fusion_workspace_bytes(16, 16384) == 16 * 2048 * 16384 * 2 + (2 << 30)  # Lamport part capped
 

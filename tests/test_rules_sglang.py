@@ -1,4 +1,4 @@
-"""SGLang rules, table-driven: every release row and every condition of reference/sglang.md, each both ways."""
+"""SGLang rules, table-driven: every release row and every condition of docs/sglang.md, each both ways."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Generate the simulated machines in advisor/probe/profiles/*.json.
 
 Run ``python -m advisor.probe.make_profiles`` after editing a machine below; the JSON files are what ships, and a test
-checks they equal what this script produces. Hardware facts follow shared/reference/gpus.md (names exactly as NVML
+checks they equal what this script produces. Hardware facts follow NVIDIA's datasheets (names exactly as NVML
 reports them); the software stacks are plausible late-2026 installs, varied on purpose so the rules see different cases.
 """
 

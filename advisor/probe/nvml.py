@@ -4,7 +4,7 @@ One failing call leaves one field unknown with the reason ("NVML NotSupported");
 (LibraryNotFound or DriverNotLoaded at nvmlInit) is a fact: ``Driver(available=False, reason="no NVIDIA driver (...)")``.
 The module object is passed in, so tests replay recorded machines through this same code with a fake NVML.
 
-NVML semantics relied on (shared/reference/vllm-nvml-torchrun.md):
+NVML semantics relied on (docs/nvml-and-torchrun.md):
 - nvmlDeviceGetNvLinkState raises NotSupported on GPUs without NVLink, and NotSupported/InvalidArgument for link indices
   a GPU does not have; nvmlDeviceGetMigMode raises NotSupported on GPUs without MIG; both are facts, not failures.
 - P2P status index 2 is NVLINK, passed as a plain int (NVML_P2P_CAPS_INDEX_READ is a tuple in nvidia-ml-py 13.615.71).

@@ -1,7 +1,7 @@
 """The bundled runtime's own rules: which allreduce it uses, on which device, in which dtype.
 
 FlashInfer's fused allreduce + residual + RMSNorm (trtllm backend, one node) when every limit of the kernel holds
-(reference/flashinfer.md, "Limits of the trtllm backend"); otherwise torch.distributed's allreduce followed by residual
+(docs/flashinfer.md, "Limits of the trtllm backend"); otherwise torch.distributed's allreduce followed by residual
 add + RMSNorm: NCCL on GPUs, gloo on CPU. The runtime receives the outcome as the flag ``--allreduce``; device and dtype
 follow the runtime's own ``auto`` choices (bfloat16 on CUDA, float32 on CPU) unless the user picks a dtype.
 """

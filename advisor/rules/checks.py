@@ -1,10 +1,10 @@
 """Compatibility checks: what will break (or silently degrade) for this machine, model and intent.
 
 Each check returns Problems (id, severity error|warning|info, message, fix, source, and the packages the problem is
-about, which the package table marks). Problem ids are stable (see ARCHITECTURE.md, "Contracts"). Every check degrades when the facts it needs are unknown: it skips, or says what it
+about, which the package table marks). Problem ids are stable (see docs/architecture.md, "Contracts"). Every check degrades when the facts it needs are unknown: it skips, or says what it
 cannot check and why; none of them raises.
 
-Ground truth: /work/shared/reference/flashinfer.md, gpus.md, sglang.md, vllm-nvml-torchrun.md.
+Ground truth: /work/shared/docs/flashinfer.md, gpus.md, sglang.md, vllm-nvml-torchrun.md.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def check_jit_cache_cuda(ctx: _Context) -> list[Problem]:
     label = jit.local_label or (jit.version.split("+", 1)[1] if jit.version and "+" in jit.version else None)
     jit_cuda = fi.label_cuda(label)
     torch_cuda = parse_cuda(torch.cuda)
-    src = "flashinfer-jit-cache local label; flashinfer's installer CLI (reference/flashinfer.md)"
+    src = "flashinfer-jit-cache local label; flashinfer's installer CLI (docs/flashinfer.md)"
     about = (fi.JIT_CACHE, "torch")
     if jit_cuda is None:
         return [_cannot("flashinfer_jit_cache_cuda_mismatch", f"the CUDA variant of flashinfer-jit-cache {jit.version}",
@@ -178,7 +178,7 @@ def check_torch_cuda_vs_driver(ctx: _Context) -> list[Problem]:
     driver = ctx.facts.driver
     if not driver.available or not torch.installed or fi.torch_is_cpu_only(ctx.facts):
         return []
-    src = "CUDA driver compatibility (reference/gpus.md); nvmlSystemGetCudaDriverVersion"
+    src = "CUDA driver compatibility (NVIDIA CUDA Compatibility guide: a toolkit needs a driver of at least its version); nvmlSystemGetCudaDriverVersion"
     torch_cuda, driver_cuda = parse_cuda(torch.cuda), parse_cuda(driver.cuda_version)
     if torch_cuda is None:
         return [_cannot("torch_cuda_vs_driver", "torch's CUDA version", torch.unknown.get("cuda", "not probed"), src,
@@ -231,7 +231,7 @@ def check_flashinfer_gpu_arch(ctx: _Context) -> list[Problem]:
     gpus = ctx.gpus_used
     if not gpus:
         return []
-    src = f"flashinfer-python {pred.version}: trtllm allreduce fusion kernels (reference/flashinfer.md)"
+    src = f"flashinfer-python {pred.version}: trtllm allreduce fusion kernels (docs/flashinfer.md)"
     unknown = [g for g in gpus if g.capability is None]
     if unknown:
         return [_cannot("flashinfer_gpu_arch", f"the compute capability of GPU {unknown[0].index}",
@@ -392,7 +392,7 @@ def check_weights_fit(ctx: _Context) -> list[Problem]:
     model, intent = ctx.model, ctx.intent
     if model is None or not ctx.facts.driver.available or not ctx.gpus_used:
         return []
-    src = "estimate: num_params x bytes per param / tp (+ FlashInfer fusion workspace, reference/flashinfer.md)"
+    src = "estimate: num_params x bytes per param / tp (+ FlashInfer fusion workspace, docs/flashinfer.md)"
     if not model.num_params:
         return [_cannot("weights_exceed_memory", f"whether {model.id} fits", "its parameter count is unknown", src)]
     per_param = weight_bytes_per_param(ctx.dtype, model.quantization)
@@ -448,7 +448,7 @@ def check_multicast(ctx: _Context) -> list[Problem]:
     if ctx.fusion() is not True or ctx.prediction.importable is False:
         return []  # no fusion attempted, or flashinfer never imports (reported by flashinfer_version_mismatch)
     topo = ctx.facts.topology
-    src = "flashinfer create_allreduce_fusion_workspace; SGLang/vLLM fall back on failure (reference/gpus.md)"
+    src = "flashinfer create_allreduce_fusion_workspace; SGLang/vLLM fall back on failure (docs/flashinfer.md)"
     if topo.nvswitch is None:
         return [_cannot("no_multicast_for_fusion", "whether NVSwitch multicast is available",
                         topo.unknown.get("nvswitch", "NVLink remote device types not probed"), src)]  # fmt: skip
@@ -485,7 +485,7 @@ def check_pynvml(ctx: _Context) -> list[Problem]:
             " module, and the wrapper's old copies shadow NVIDIA's bindings (missing newer calls such as fabric info);"
             " recent wrappers only warn that they are deprecated",
             "`pip uninstall -y pynvml && pip install -U --force-reinstall nvidia-ml-py`",
-            "vLLM / SGLang requirements: nvidia-ml-py (reference/vllm-nvml-torchrun.md)",
+            "vLLM / SGLang requirements: nvidia-ml-py (docs/nvml-and-torchrun.md)",
             about,
         )
     ]  # fmt: skip
@@ -526,7 +526,7 @@ def check_mig(ctx: _Context) -> list[Problem]:
             f"MIG is enabled on GPU {', '.join(str(g.index) for g in mig)}: CUDA sees MIG instances, not whole GPUs,"
             " and tensor parallelism across them gets no NVLink P2P, custom allreduce or FlashInfer fusion",
             "disable MIG (`sudo nvidia-smi -i <index> -mig 0`, then reset the GPU) for tensor-parallel serving",
-            "nvmlDeviceGetMigMode (reference/vllm-nvml-torchrun.md)",
+            "nvmlDeviceGetMigMode (docs/nvml-and-torchrun.md)",
         )
     ]  # fmt: skip
 

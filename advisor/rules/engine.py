@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-# Decision states (ARCHITECTURE.md, "Contracts").
+# Decision states (docs/architecture.md, "Contracts").
 AUTO_ENABLED = "auto-enabled"
 NOT_ENABLED = "not-enabled"
 FORCED_ON = "forced-on"
@@ -89,7 +89,7 @@ class ReleaseOutcome:
 
 
 # -- rules as data ------------------------------------------------------------------------------------------------------
-# (Added by issue 3; everything above is the shared vocabulary.)
+# (Everything above is the shared vocabulary.)
 
 _RELEASE_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.\-+]?(?:post|rc|a|b|dev)?\d*)*(?:\+[A-Za-z0-9.]+)?\s*$")
 

@@ -1,7 +1,7 @@
 """Predict what ``import flashinfer`` will do with the installed flashinfer-python / -cubin / -jit-cache trio.
 
 Nothing here imports flashinfer (that costs seconds and may itself fail): the prediction models the version checks that
-each flashinfer-python release runs at import time, from reference/flashinfer.md and flashinfer/jit/env.py:
+each flashinfer-python release runs at import time, from docs/flashinfer.md and flashinfer/jit/env.py:
 
 - <= 0.3.x: the kernel packages did not exist; nothing is compared.
 - 0.4.0 to 0.6.18.post1: a differing flashinfer-cubin or flashinfer-jit-cache raises RuntimeError during the import. The
@@ -40,7 +40,7 @@ UNKNOWN = "unknown"
 
 ENV_SOURCE = "flashinfer/jit/env.py"
 
-# Releases whose import fails on a CPU-only torch (reference/flashinfer.md).
+# Releases whose import fails on a CPU-only torch (docs/flashinfer.md).
 CPU_IMPORT_FAILS = frozenset({"0.6.8.post1", "0.6.16.post4", "0.6.17", "0.6.18.post1", "0.7.0"})
 
 
@@ -136,7 +136,7 @@ LAMPORT_CAP_BYTES = 2 << 30
 
 def fusion_workspace_bytes(world: int, hidden: int, max_tokens: int = 2048, elem_bytes: int = 2) -> int:
     """Per-GPU bytes of the trtllm fusion workspace: world x tokens x hidden x 2, plus 3x that (capped near 2 GiB) for
-    the Lamport buffers (reference/flashinfer.md, "Limits of the trtllm backend")."""
+    the Lamport buffers (docs/flashinfer.md, "Limits of the trtllm backend")."""
     base = world * max_tokens * hidden * elem_bytes
     return base + min(3 * base, LAMPORT_CAP_BYTES)
 
@@ -457,7 +457,7 @@ def _cpu_import_problem(facts: Facts, release: str | None) -> Problem | None:
             f" {torch.version} is a CPU-only build (the bundled runtime uses torch.distributed with gloo here)"
         ),
         fix="install a CUDA build of torch, or a flashinfer-python release that imports on CPU (0.6.13, 0.7.1, 0.7.2+)",
-        source=f"flashinfer-python {release}, flashinfer/__init__.py (reference/flashinfer.md)",
+        source=f"flashinfer-python {release}, flashinfer/__init__.py (docs/flashinfer.md)",
         packages=(PYTHON, "torch"),
     )
 

@@ -1,6 +1,6 @@
 """The inference engine: preallocated KV cache slots, batched prefill and decode, sampling.
 
-CONTRACT (implemented by issue 6, used by `--mode generate|bench` and by the server of issue 8):
+CONTRACT (used by `--mode generate|bench` and by the server):
 
     @dataclass(frozen=True)
     class SamplingParams:

@@ -1,6 +1,6 @@
 """FlashInfer's fused allreduce + residual add + RMSNorm (trtllm backend): limits, workspace, calls.
 
-Facts modelled here (flashinfer-python 0.6.x-0.7.4, see shared/reference/flashinfer.md): unified API
+Facts modelled here (flashinfer-python 0.6.x-0.7.4, see docs/flashinfer.md): unified API
 `create_allreduce_fusion_workspace` / `allreduce_fusion` from 0.6.0, legacy `trtllm_*` functions before; trtllm kernels for
 GPU major 9 and 10 (12 from 0.6.17), world size 2, 4, 8 or 16, fp16/bf16/fp32, hidden a multiple of 8 (4 for fp32),
 two-shot only when tokens > world size. flashinfer is imported lazily, only on CUDA.
