@@ -6,6 +6,7 @@ Run by torchrun (`python -m torch.distributed.run ... -m launcher.runtime ...`),
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -171,7 +172,25 @@ def _setup_logging(level: str, rank: int, world: int) -> None:
         logging.getLogger("launcher.runtime").setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
+def die_with_torchrun_agent() -> None:
+    """Under torchrun, ask Linux to SIGKILL this rank when its parent (the agent) dies, however it dies: a killed agent
+    must not leave ranks serving with no one to stop them. The agent starts ranks from its main thread, which lives as
+    long as it does (the signal follows the thread that forked)."""
+    if not sys.platform.startswith("linux") or "TORCHELASTIC_RUN_ID" not in os.environ:
+        return
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if parent == 1 or os.getppid() != parent:  # the agent died before the request took effect
+        os._exit(128 + signal.SIGKILL)
+
+
 def main(argv: list[str] | None = None) -> int:
+    die_with_torchrun_agent()
     args = parse_args(argv)
     try:
         return run(args)
