@@ -93,6 +93,20 @@ def load_config(model_dir: Path) -> ModelConfig:
         raw = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise RuntimeUsageError(f"cannot read {path}: {err}") from None
+    gen_eos = None
+    gen_path = model_dir / "generation_config.json"
+    if gen_path.is_file():
+        try:
+            gen_eos = json.loads(gen_path.read_text()).get("eos_token_id")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, AttributeError):
+            gen_eos = None
+    return config_from_dict(raw, where=str(path), name=str(model_dir), gen_eos=gen_eos)
+
+
+def config_from_dict(raw: object, *, where: str, name: str, gen_eos: object = None) -> ModelConfig:
+    """The checks and fields of ``load_config`` for a config.json already decoded (``where`` names it in messages,
+    ``name`` the model); `advisor check --engine bundled` runs them on catalog entries too."""
+    path = where
     if not isinstance(raw, dict):
         raise RuntimeUsageError(f"{path} holds {_json_kind(raw)}, not a JSON object; pass a Hugging Face model directory")
     architectures = raw.get("architectures") or []
@@ -109,14 +123,7 @@ def load_config(model_dir: Path) -> ModelConfig:
     if not isinstance(text, dict):
         raise RuntimeUsageError(f"{path}: text_config holds {_json_kind(text)}, not a JSON object")
     if raw.get("quantization_config") or text.get("quantization_config"):
-        raise RuntimeUsageError(f"{model_dir} is quantized; the bundled runtime loads unquantized weights only")
-    gen_eos = None
-    gen_path = model_dir / "generation_config.json"
-    if gen_path.is_file():
-        try:
-            gen_eos = json.loads(gen_path.read_text()).get("eos_token_id")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, AttributeError):
-            gen_eos = None
+        raise RuntimeUsageError(f"{name} is quantized; the bundled runtime loads unquantized weights only")
     try:
         heads = _positive(text, "num_attention_heads")
         hidden = _positive(text, "hidden_size")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from tokenizers import Tokenizer as HFTokenizer
 
 from launcher.runtime.errors import RuntimeUsageError
+from launcher.runtime.modeldir import no_tokenizer_message
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -29,7 +30,7 @@ class Tokenizer:
         path = Path(path)
         file = path / "tokenizer.json"
         if not file.is_file():
-            raise RuntimeUsageError(f"{path} has no tokenizer.json (the bundled runtime reads only that format)")
+            raise RuntimeUsageError(no_tokenizer_message(path))
         try:
             backend = HFTokenizer.from_file(str(file))
         except Exception as err:

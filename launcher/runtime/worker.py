@@ -159,16 +159,14 @@ def _run_mode(args, ctx) -> int:
     import torch
 
     from launcher.runtime.communicator import Communicator
-    from launcher.runtime.config import load_config
     from launcher.runtime.demo import ensure_demo_model
     from launcher.runtime.engine import Engine
     from launcher.runtime.loader import load_model
+    from launcher.runtime.modeldir import check_model_dir
     from launcher.runtime.tokenizer import Tokenizer
 
     model_dir = ensure_demo_model() if args.model == "demo" else Path(args.model).expanduser()
-    if not model_dir.is_dir():
-        raise RuntimeUsageError(f"model directory {model_dir} does not exist; pass a local HF model directory or demo")
-    config = load_config(model_dir)
+    config = check_model_dir(model_dir)  # the same checks `advisor check --engine bundled` reports
     if config.is_text_backbone_of_vl:
         log.info("%s: running the text backbone only (text prompts; images are not supported)", config.architecture)
     dtype = resolve_dtype(args.dtype, ctx.device)
