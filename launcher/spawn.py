@@ -180,6 +180,7 @@ class Run:
         self._stop_requested = False
         self._stopper: threading.Thread | None = None
         self._failure_seen_at: float | None = None
+        self._killed_by_us = False  # the fail-fast teardown SIGKILLed the tree: a rank failed first
         self._tracked: dict[int, psutil.Process] = {}
         self.survivors: list[int] = []
         self.lines: deque[LogLine] = deque(maxlen=500)
@@ -355,6 +356,7 @@ class Run:
                 last_scan = now
             if self._failure_seen_at is not None and now - self._failure_seen_at > FAIL_FAST_S:
                 # torchrun saw a rank die but is still waiting on the others: do not wait for it.
+                self._killed_by_us = True
                 self._kill_all(signal.SIGKILL)
                 self._failure_seen_at = float("inf")
         self._reap_leftovers()
@@ -433,7 +435,7 @@ class Run:
             failure = _parse_torchrun_summary(text, self.run_dir / "logs")
             if failure is not None:
                 return failure
-            if code < 0:
+            if code < 0 and not self._killed_by_us:
                 # The agent itself was killed (no rank failed first, or it would have printed its summary): say so,
                 # rather than blame whichever rank printed last.
                 return Failure(

@@ -3,8 +3,9 @@
     python tests/benchmarks/bench_check.py [--repeat N]
 
 Goal (issue 4): under 6x `python -c pass` and under 0.1x `python -c "import torch"`. Each command runs N times
-(interleaved, so machine noise hits all of them alike); the median is reported, for wall time (what the goal is about)
-and for the children's CPU time (user + sys, which a busy shared machine distorts less).
+(interleaved, so machine noise hits all of them alike) after one untimed warm-up run each (`import torch` included); the
+median is reported, for wall time (what the goal is about) and for the children's CPU time (user + sys, which a busy
+shared machine distorts less).
 
 Bytecode: the commands run with PYTHONDONTWRITEBYTECODE unset, so the warm-up run writes the .pyc files that an installed
 package has (pip compiles them at install time); otherwise every run would recompile advisor's modules from source.
@@ -55,7 +56,7 @@ def main() -> None:
         "advisor " + " ".join(CHECK_ARGS): [*advisor_argv(), *CHECK_ARGS],
     }
     torch_cmd = [sys.executable, "-c", "import torch"]
-    for argv in commands.values():  # warm the page cache and .pyc files
+    for argv in [*commands.values(), torch_cmd]:  # warm the page cache and .pyc files, torch's too: never time a cold run
         timed(argv)
     torch_name = "python -c 'import torch'"
     wall: dict[str, list[float]] = {name: [] for name in [*commands, torch_name]}
