@@ -296,6 +296,10 @@ class Run:
                 start_new_session=True,  # a closed terminal's SIGHUP must not reach it
                 close_fds=True,
             )
+        except BaseException:
+            os.close(self._lifeline_fd)
+            self._lifeline_fd = None
+            raise
         finally:
             os.close(read_end)
 
