@@ -442,70 +442,6 @@ def test_port_in_use_and_non_loopback_host_are_one_line_errors(tp1: Server) -> N
     assert httpx.get(f"{tp1.url}/health").status_code == 200
 
 
-def test_sigterm_shuts_down_gracefully(tp1: Server) -> None:
-    # Runs last for this server (module order): stops it.
-    tp1.proc.send_signal(signal.SIGTERM)
-    assert tp1.wait_exit(timeout=60) == 0, tp1.output()[-2000:]
-    assert "Traceback" not in tp1.output()
-
-
-# --- tp 2 under torchrun -------------------------------------------------------------------------------------------
-
-
-def test_tp2_completions_and_chat_equal_generate_mode(tp2: Server) -> None:
-    generated = run_generate("--prompt", "Tensor parallelism", "--max-tokens", "8", tp=2)
-    api = client(tp2.url)
-    done = api.completions.create(model=MODEL, prompt="Tensor parallelism", max_tokens=8, temperature=0)
-    streamed = api.completions.create(
-        model=MODEL, prompt="Tensor parallelism", max_tokens=8, temperature=0, stream=True
-    )
-    assert "".join(c.choices[0].text for c in streamed) == done.choices[0].text
-    (expected,) = generate_results(generated)
-    assert done.choices[0].text == expected["text"]
-    chat = api.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=6)
-    chunks = api.chat.completions.create(
-        model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=6, stream=True
-    )
-    assert chat.usage.completion_tokens >= 1
-    assert [c.choices[0].finish_reason for c in chunks][-1] in ("length", "stop")
-    assert "tp_runtime_tensor_parallel_size 2" in httpx.get(f"{tp2.url}/metrics").text
-
-
-def test_tp2_full_queue_answers_503_with_retry_after_then_recovers(tp2: Server) -> None:
-    url = tp2.url
-    body = {"model": MODEL, "prompt": "busy", "max_tokens": 40, "ignore_eos": True}
-
-    async def burst() -> list[httpx.Response]:
-        async with httpx.AsyncClient(timeout=120) as http:
-            return await asyncio.gather(*(http.post(f"{url}/v1/completions", json=body) for _ in range(16)))
-
-    responses = asyncio.run(burst())
-    statuses = sorted(r.status_code for r in responses)
-    assert set(statuses) == {200, 503}, statuses
-    # At least the queue's two places are accepted; how many the batch took before the burst ended depends on timing.
-    assert statuses.count(200) >= 2
-    for response in responses:
-        if response.status_code == 503:
-            assert response.headers["retry-after"] == "1"
-            assert response.json()["error"]["code"] == "queue_full"
-        else:
-            assert response.json()["usage"]["completion_tokens"] == 40
-    assert metric(url, 'tp_runtime_requests_total{endpoint="/v1/completions",status="503"}') == statuses.count(503)
-    bad = httpx.post(f"{url}/v1/completions", json={"prompt": "x", "max_tokens": -1})
-    assert bad.status_code == 422
-    assert client(url).completions.create(model=MODEL, prompt="after the burst", max_tokens=3).choices
-
-
-def test_tp2_sigterm_stops_every_rank(tp2: Server) -> None:
-    workers = psutil.Process(tp2.proc.pid).children(recursive=True)
-    assert len(workers) >= 2
-    tp2.proc.send_signal(signal.SIGTERM)  # torchrun forwards it to the workers
-    tp2.wait_exit(timeout=90)
-    gone, alive = psutil.wait_procs(workers, timeout=30)
-    assert not alive
-    assert "lost contact with rank 0" not in tp2.output() and "error:" not in tp2.output()
-
-
 # --- limits: a large or broken request never stalls or crashes the server -------------------------------------------
 
 DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024
@@ -597,3 +533,67 @@ def test_a_body_half_sent_then_closed_is_no_500_and_no_traceback(tp1: Server) ->
     time.sleep(0.5)
     new = "\n".join(tp1.lines[lines_before:])
     assert "Traceback" not in new and "Exception" not in new, new
+
+
+def test_sigterm_shuts_down_gracefully(tp1: Server) -> None:
+    # Runs last for this server (module order): stops it.
+    tp1.proc.send_signal(signal.SIGTERM)
+    assert tp1.wait_exit(timeout=60) == 0, tp1.output()[-2000:]
+    assert "Traceback" not in tp1.output()
+
+
+# --- tp 2 under torchrun -------------------------------------------------------------------------------------------
+
+
+def test_tp2_completions_and_chat_equal_generate_mode(tp2: Server) -> None:
+    generated = run_generate("--prompt", "Tensor parallelism", "--max-tokens", "8", tp=2)
+    api = client(tp2.url)
+    done = api.completions.create(model=MODEL, prompt="Tensor parallelism", max_tokens=8, temperature=0)
+    streamed = api.completions.create(
+        model=MODEL, prompt="Tensor parallelism", max_tokens=8, temperature=0, stream=True
+    )
+    assert "".join(c.choices[0].text for c in streamed) == done.choices[0].text
+    (expected,) = generate_results(generated)
+    assert done.choices[0].text == expected["text"]
+    chat = api.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=6)
+    chunks = api.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=6, stream=True
+    )
+    assert chat.usage.completion_tokens >= 1
+    assert [c.choices[0].finish_reason for c in chunks][-1] in ("length", "stop")
+    assert "tp_runtime_tensor_parallel_size 2" in httpx.get(f"{tp2.url}/metrics").text
+
+
+def test_tp2_full_queue_answers_503_with_retry_after_then_recovers(tp2: Server) -> None:
+    url = tp2.url
+    body = {"model": MODEL, "prompt": "busy", "max_tokens": 40, "ignore_eos": True}
+
+    async def burst() -> list[httpx.Response]:
+        async with httpx.AsyncClient(timeout=120) as http:
+            return await asyncio.gather(*(http.post(f"{url}/v1/completions", json=body) for _ in range(16)))
+
+    responses = asyncio.run(burst())
+    statuses = sorted(r.status_code for r in responses)
+    assert set(statuses) == {200, 503}, statuses
+    # At least the queue's two places are accepted; how many the batch took before the burst ended depends on timing.
+    assert statuses.count(200) >= 2
+    for response in responses:
+        if response.status_code == 503:
+            assert response.headers["retry-after"] == "1"
+            assert response.json()["error"]["code"] == "queue_full"
+        else:
+            assert response.json()["usage"]["completion_tokens"] == 40
+    assert metric(url, 'tp_runtime_requests_total{endpoint="/v1/completions",status="503"}') == statuses.count(503)
+    bad = httpx.post(f"{url}/v1/completions", json={"prompt": "x", "max_tokens": -1})
+    assert bad.status_code == 422
+    assert client(url).completions.create(model=MODEL, prompt="after the burst", max_tokens=3).choices
+
+
+def test_tp2_sigterm_stops_every_rank(tp2: Server) -> None:
+    workers = psutil.Process(tp2.proc.pid).children(recursive=True)
+    assert len(workers) >= 2
+    tp2.proc.send_signal(signal.SIGTERM)  # torchrun forwards it to the workers
+    tp2.wait_exit(timeout=90)
+    gone, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive
+    assert "lost contact with rank 0" not in tp2.output() and "error:" not in tp2.output()
