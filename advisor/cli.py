@@ -177,7 +177,11 @@ def options_from_context(ctx: click.Context):
 # -- the group ---------------------------------------------------------------------------------------------------------
 
 # Subcommands owned by other modules, imported only when used (keeps `advisor check --json` fast).
-LAZY_COMMANDS = {"launch": ("advisor.launch", "launch")}
+LAZY_COMMANDS = {
+    "launch": ("advisor.launch", "launch"),
+    "layouts": ("advisor.cli_compare", "layouts"),
+    "diff": ("advisor.cli_compare", "diff"),
+}
 
 
 class AdvisorGroup(click.Group):
@@ -212,6 +216,7 @@ class AdvisorGroup(click.Group):
 
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            sys.stdout.flush()  # a full device or a closed pipe must fail here, not in the interpreter's final flush
         except AdvisorError as exc:
             _fail(exc.message, exc.exit_code)
         except click.UsageError as exc:
@@ -221,14 +226,25 @@ class AdvisorGroup(click.Group):
             _fail(_one_line(exc.format_message()), exc.exit_code)
         except click.Abort:
             _fail("aborted", 130)
-        except BrokenPipeError:
-            # `advisor check | head`: the reader left. Say nothing, and point stdout at /dev/null so that Python's
-            # final flush does not complain either.
-            import os
-
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
+        except OSError as exc:
+            _output_failed(exc)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _output_failed(exc: OSError) -> None:
+    """An OSError that reached the top. From writing stdout (`advisor check | head`: the reader left; `> /dev/full`:
+    no space): say nothing for a closed pipe, one line otherwise, and point stdout at /dev/null so that Python's final
+    flush stays quiet. Anything else: one line naming it."""
+    import errno
+    import os
+
+    writing = exc.filename is None and exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+    if not writing:
+        _fail(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), 1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if exc.errno == errno.EPIPE:
+        sys.exit(1)
+    _fail(f"cannot write the output ({exc.strerror or exc}); free some space or write it elsewhere", 1)
 
 
 def _one_line(message: str) -> str:
@@ -236,7 +252,9 @@ def _one_line(message: str) -> str:
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"error: {_one_line(message)}", err=True)
+    from advisor.sanitize import clean
+
+    click.echo(f"error: {clean(_one_line(message), newlines=False)}", err=True)  # file names and texts may hold escapes
     sys.exit(code)
 
 
@@ -251,14 +269,18 @@ def _fail(message: str, code: int) -> None:
 def main(ctx: click.Context, **_params) -> None:
     """Explain what a tensor-parallel LLM engine will auto-enable on this machine, and launch it.
 
-    Without a command, opens the interactive app with these options. Options given here also apply to the command
-    that follows (`advisor --profile b300-8 check`).
+    Without a command, opens the interactive app with these options; when stdout is not a terminal (a pipe, a file)
+    it prints the `advisor check` report instead. Options given here also apply to the command that follows
+    (`advisor --profile b300-8 check`).
 
     Exit codes: 0 no errors, 1 errors found (or warnings with --strict) or an input that could not be read, 2 usage error.
     """
     if ctx.invoked_subcommand is not None:
         return
     options = options_from_context(ctx)
+    if not _stdout_is_terminal():
+        # The app would write escape codes into the pipe and wait for keys: print what `advisor check` prints instead.
+        ctx.exit(_check_report(options, as_json=False))
     try:
         from advisor.tui.app import run_app
     except ModuleNotFoundError as exc:
@@ -286,9 +308,17 @@ def check(ctx: click.Context, as_json: bool, **_params) -> None:
 
     Exit codes: 0 no errors, 1 errors found (or warnings with --strict) or an input that could not be read, 2 usage error.
     """
+    ctx.exit(_check_report(options_from_context(ctx), as_json))
+
+
+def _stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def _check_report(options, as_json: bool) -> int:
+    """Print `advisor check`'s report (or its JSON object); the exit code."""
     from advisor.context import exit_code_for, make_plan
 
-    options = options_from_context(ctx)
     plan = make_plan(options)
     if as_json:
         from advisor.report import dumps, plan_to_dict
@@ -298,7 +328,7 @@ def check(ctx: click.Context, as_json: bool, **_params) -> None:
         from advisor.report import make_console, print_plan
 
         print_plan(plan, make_console(), strict=options.strict)
-    ctx.exit(exit_code_for(plan, options.strict))
+    return exit_code_for(plan, options.strict)
 
 
 # -- explain -----------------------------------------------------------------------------------------------------------
@@ -367,12 +397,20 @@ def explain(ctx: click.Context, rule: str, as_json: bool, **_params) -> None:
 def probe(ctx: click.Context, as_json: bool, output: str | None, **_params) -> None:
     """Probe this machine (GPUs, topology, driver, packages, environment) and show or save the facts."""
     from advisor.context import AdvisorError, Options, load_facts
+    from launcher.files import FileRefused, output_target
 
     given = options_from_context(ctx)  # also takes --python/--profile/--with-package given before `probe`
+    if output:
+        try:
+            output_target(output, "facts file")  # refuse a FIFO, a device or a directory before the (slow) probe
+        except FileRefused as exc:
+            raise AdvisorError(str(exc)) from None
     facts = load_facts(Options(python=given.python, profile=given.profile, with_package=given.with_package))
     if output:
         try:
             facts.save(output)
+        except FileRefused as exc:
+            raise AdvisorError(str(exc)) from None
         except OSError as exc:
             raise AdvisorError(f"cannot write {output}: {exc.strerror or exc}; choose a writable path") from None
     if as_json:

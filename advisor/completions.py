@@ -42,11 +42,13 @@ def script(shell: str) -> str:
 
 
 def write_all(directory: Path) -> list[Path]:
+    from launcher.files import write_text_atomic
+
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for shell, name in FILES.items():
         path = directory / name
-        path.write_text(script(shell), encoding="utf-8")
+        write_text_atomic(path, script(shell), "completion script")
         written.append(path)
     return written
 

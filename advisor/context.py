@@ -83,6 +83,15 @@ class Options:
 # -- facts ---------------------------------------------------------------------------------------------------------------
 
 
+# A distribution name (PEP 508) and a version as PEP 440 writes them: 0.6.12, 2.9.1+cu128, 1.0rc1, 0.5.4.post2, 1!2.0.dev3.
+PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+PACKAGE_VERSION_RE = re.compile(
+    r"v?(\d+!)?\d+(\.\d+)*([-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?([-_.]?(post|rev|r)[-_.]?\d*)?"
+    r"([-_.]?dev[-_.]?\d*)?(\+[A-Za-z0-9]+([-_.][A-Za-z0-9]+)*)?",
+    re.IGNORECASE,
+)
+
+
 def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
     """``("flashinfer-python==0.6.12", ...)`` -> ``{"flashinfer-python": "0.6.12"}``; a malformed spec is a usage error."""
     versions: dict[str, str] = {}
@@ -92,6 +101,13 @@ def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
         if not sep or not name or not version or "=" in version or any(c.isspace() for c in name + version):
             raise usage_error(
                 f"--with-package expects NAME==VERSION (for example flashinfer-python==0.6.12), got {spec!r}"
+            )
+        if not PACKAGE_NAME_RE.fullmatch(name):
+            raise usage_error(f"--with-package {spec!r}: {name!r} is not a package name; pass NAME==VERSION")
+        if not PACKAGE_VERSION_RE.fullmatch(version):
+            raise usage_error(
+                f"--with-package {spec!r}: {version!r} is not a version (PEP 440: 0.6.12, 2.9.1+cu128, 1.0rc1);"
+                " pass NAME==VERSION"
             )
         versions[name] = version
     return versions
@@ -131,12 +147,23 @@ def _check_python_path(python: str) -> None:
 
 
 def _load_profile(name: str) -> Facts:
+    """The simulated machine, seen through this shell's CUDA_VISIBLE_DEVICES as the live probe sees a real one (an
+    engine started with it set would see only those GPUs)."""
+    from dataclasses import replace
+
+    from advisor.probe.environment import visible_gpus
     from advisor.probe.profiles import ProfileError, load_profile
 
     try:
-        return load_profile(name)
+        facts = load_profile(name)
     except ProfileError as exc:
         raise usage_error(str(exc)) from None
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return facts
+    visible, note = visible_gpus(value, facts.gpus)
+    environment = {**facts.environment, "CUDA_VISIBLE_DEVICES": value}
+    return replace(facts, visible_gpus=visible, visible_gpus_note=note, environment=environment)
 
 
 def _load_file(path: str) -> Facts:
@@ -210,9 +237,18 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
         raise usage_error(
             f"--engine-version {options.engine_version!r} is not a release number; pass X.Y.Z, e.g. 0.5.14"
         )
+    from launcher.engines import ENGINE_DTYPES, MOE_A2A_BACKENDS
+
+    backend = options.moe_a2a_backend
+    if backend is not None and backend not in MOE_A2A_BACKENDS:
+        raise usage_error(f"--moe-a2a-backend {backend!r} is not a backend SGLang knows; choose one of {', '.join(MOE_A2A_BACKENDS)}")
     if facts is None:
         facts = load_facts(options)
     engine = options.engine or default_engine(facts)
+    if options.dtype is not None and options.dtype not in ENGINE_DTYPES[engine]:
+        raise usage_error(
+            f"--dtype {options.dtype!r} is not a dtype {engine} accepts; choose one of {', '.join(ENGINE_DTYPES[engine])}"
+        )
     model = _resolve_model(options.model, engine)
     tp = options.tp if options.tp is not None else default_tp(facts, engine, options.model)
     intent = Intent(

@@ -46,6 +46,15 @@ class Driver:
 
 
 @dataclass(frozen=True)
+class GpuProcess:
+    """A process holding memory on a GPU (nvmlDeviceGetComputeRunningProcesses)."""
+
+    pid: int
+    name: str | None = None
+    used_mib: int | None = None  # None when the driver does not say (NVML_VALUE_NOT_AVAILABLE)
+
+
+@dataclass(frozen=True)
 class Gpu:
     index: int  # physical (PCI order), as NVML numbers them; ignores CUDA_VISIBLE_DEVICES
     name: str | None = None
@@ -57,6 +66,11 @@ class Gpu:
     mig_mode: str | None = None  # "enabled" | "disabled" | "not supported"
     nvlinks_active: int | None = None  # links in state up
     unknown: dict[str, str] = field(default_factory=dict)
+    # Launch pitfalls (issue 18). None: not probed (older facts files) or unknown (the reason is in ``unknown``).
+    numa_node: int | None = None  # /sys/bus/pci/devices/<bus>/numa_node; -1 when the platform reports none
+    iommu: str | None = None  # the GPU's IOMMU group type: "off" (no group), "identity" (passthrough), "DMA", "DMA-FQ"
+    acs_redirect: tuple[str, ...] | None = None  # PCIe bridges above the GPU whose ACS redirects peer-to-peer traffic
+    processes: tuple[GpuProcess, ...] | None = None  # compute processes holding memory on it (NVML)
 
     @property
     def capability_text(self) -> str:
@@ -73,6 +87,9 @@ class Link:
     nvlink_p2p: str | None = None  # nvmlDeviceGetP2PStatus(.., NVLINK): "OK" or the status name ("NS", "not supported")
     pcie: str | None = None  # "PIX" | "PXB" | "PHB" | "NODE" | "SYS"
     unknown: dict[str, str] = field(default_factory=dict)
+    # nvmlDeviceGetP2PStatus(.., READ) and (.., WRITE): peer-to-peer over any path (NVLink or PCIe), same names
+    p2p_read: str | None = None
+    p2p_write: str | None = None
 
     @property
     def label(self) -> str:
@@ -131,6 +148,23 @@ class Topology:
 
 
 @dataclass(frozen=True)
+class System:
+    """Operating-system limits and settings a multi-GPU launch depends on (/proc, /sys, resource limits).
+
+    None: not probed (facts files from before these fields) or unknown (the reason is in ``unknown``).
+    """
+
+    shm_mib: int | None = None  # size of /dev/shm
+    memlock_bytes: int | None = None  # soft RLIMIT_MEMLOCK (`ulimit -l`); MEMLOCK_UNLIMITED for unlimited
+    numa_nodes: int | None = None  # /sys/devices/system/node/node*
+    unknown: dict[str, str] = field(default_factory=dict)
+
+
+# `ulimit -l unlimited` (RLIM_INFINITY), stored as the largest number a facts file may hold.
+MEMLOCK_UNLIMITED = 2**63 - 1
+
+
+@dataclass(frozen=True)
 class Package:
     """One installed distribution, learned from its dist-info and package files read as text."""
 
@@ -166,6 +200,7 @@ class Facts:
     # Why CUDA_VISIBLE_DEVICES exposes fewer GPUs than it lists (an invalid entry ends the list), or None.
     visible_gpus_note: str | None = None
     topology: Topology = field(default_factory=Topology)
+    system: System = field(default_factory=System)
     packages: tuple[Package, ...] = ()
     environment: dict[str, str] = field(default_factory=dict)
     python_executable: str | None = None  # the interpreter whose packages were probed
@@ -235,40 +270,49 @@ class Facts:
                 " upgrade tp-advisor or re-create the file with this version's `advisor probe -o FILE`"
             )
         try:
-            return _build(cls, data)
+            facts = _build(cls, data)
         except (TypeError, ValueError, KeyError) as exc:
             raise FactsError(f"{origin}: malformed facts ({exc}); re-create it with `advisor probe -o FILE`") from None
+        contradiction = _contradiction(facts)
+        if contradiction:
+            raise FactsError(f"{origin}: contradictory facts ({contradiction}); re-create it with `advisor probe -o FILE`")
+        return facts
 
     @classmethod
     def from_json(cls, text: str, origin: str = "facts") -> Facts:
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_constant=_refuse_constant)
         except json.JSONDecodeError as exc:
             raise FactsError(
                 f"{origin}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg});"
                 " re-create it with `advisor probe -o FILE`"
             ) from None
+        except (ValueError, RecursionError) as exc:  # NaN/Infinity, an integer of thousands of digits, deep nesting
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise FactsError(f"{origin}: not usable JSON ({reason}); re-create it with `advisor probe -o FILE`") from None
         return cls.from_dict(data, origin)
 
     @classmethod
     def load(cls, path: str | Path) -> Facts:
         """Load a saved facts file; its source becomes ``file:<path>``."""
+        from launcher.files import read_text
+
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path, "facts file")
         except FileNotFoundError:
             raise FactsError(f"{path}: no such facts file; save one with `advisor probe -o {path}`") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise FactsError(f"{path}: cannot read facts file ({exc.__class__.__name__}: {exc})") from None
+        except OSError as exc:  # launcher.files.FileRefused: not a regular file, too large, unreadable, not UTF-8
+            raise FactsError(str(exc)) from None
         facts = cls.from_json(text, origin=str(path))
         return replace(facts, source=f"file:{path}")
 
     def save(self, path: str | Path) -> None:
-        """Write atomically, so an interrupted save never leaves half a file."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
-        tmp.replace(path)
+        """Write atomically, so an interrupted save never leaves half a file; a path that is not a regular file is
+        refused (launcher.files.FileRefused, an OSError), a symlink written through to its target."""
+        from launcher.files import write_text_atomic
+
+        write_text_atomic(path, self.to_json() + "\n", "facts file")
 
 
 def normalize_name(name: str) -> str:
@@ -296,8 +340,64 @@ _NESTED = {
     "driver": Driver,
     "topology": Topology,
     "fabric": Fabric,
+    "system": System,
 }
-_SEQUENCES = {"gpus": Gpu, "links": Link, "packages": Package, "errors": ProbeError}
+_SEQUENCES = {"gpus": Gpu, "links": Link, "packages": Package, "errors": ProbeError, "processes": GpuProcess}
+_NULLABLE = {"processes", "acs_redirect"}  # None means "not probed", which older files say by leaving them out
+
+
+# The largest whole number a facts field may hold (counts, MiB, indices): anything larger is not a real machine.
+MAX_FACT_INT = 2**63 - 1
+
+
+# Fields where the kernel's -1 is a real reading: /sys/bus/pci/devices/<bus>/numa_node says -1 when the platform
+# names no NUMA node for the device.
+_MINUS_ONE_ALLOWED = frozenset({"numa_node"})
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a facts file may hold")
+
+
+def _check_scalar(cls: type, name: str, annotation: str, value: Any) -> None:
+    """Fields typed int, str or bool (optionally | None) must hold exactly that: a whole number 0..MAX_FACT_INT (no
+    bool, no float: NaN, inf and 1.5 MiB are not facts), a string, a boolean."""
+    kinds = {part.strip() for part in str(annotation).split("|")}
+    if value is None and "None" in kinds:
+        return
+    where = f"{cls.__name__}.{name}"
+    if "int" in kinds:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{where} must be a whole number, got {value!r}")
+        lowest = -1 if name in _MINUS_ONE_ALLOWED else 0
+        if not lowest <= value <= MAX_FACT_INT:
+            raise ValueError(f"{where} must be a whole number from 0 to 2**63-1, got {value}")
+    elif "str" in kinds and not isinstance(value, str):
+        raise TypeError(f"{where} must be a string, got {type(value).__name__}")
+    elif "bool" in kinds and not isinstance(value, bool):
+        raise TypeError(f"{where} must be true or false, got {value!r}")
+
+
+def _contradiction(facts: Facts) -> str | None:
+    """What a facts file says that cannot all be true at once, or None."""
+    indices = [g.index for g in facts.gpus]
+    known = set(indices)
+    if len(known) != len(indices):
+        return f"GPU indices {indices} repeat"
+    if facts.visible_gpus is not None:
+        visible = list(facts.visible_gpus)
+        if len(set(visible)) != len(visible):
+            return f"visible_gpus {visible} lists a GPU twice"
+        strangers = [i for i in visible if i not in known]
+        if strangers:
+            return f"visible_gpus names GPU {strangers[0]}, which is not among the GPUs {indices}"
+    for link in facts.topology.links:
+        if link.a == link.b or link.a not in known or link.b not in known:
+            return f"a topology link between GPU {link.a} and GPU {link.b}, but the GPUs are {indices or 'none'}"
+    for gpu in facts.gpus:
+        if gpu.capability is not None and len(gpu.capability) != 2:
+            return f"GPU {gpu.index} capability {list(gpu.capability)} is not [major, minor]"
+    return None
 
 
 def _build(cls: type, data: dict[str, Any]) -> Any:
@@ -308,20 +408,30 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
         if f.name not in data:
             continue  # defaults fill fields older files lack
         value = data[f.name]
-        if f.name in _NESTED:
+        if f.name in _NULLABLE and value is None:
+            pass
+        elif f.name == "acs_redirect":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise TypeError("acs_redirect must be a list of PCI addresses")
+            value = tuple(value)
+        elif f.name in _NESTED:
             value = _build(_NESTED[f.name], value)
         elif f.name in _SEQUENCES:
             if not isinstance(value, list):
                 raise TypeError(f"{f.name} must be a list")
             value = tuple(_build(_SEQUENCES[f.name], item) for item in value)
         elif f.name in ("capability", "visible_gpus") and value is not None:
-            if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
+            if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
                 raise TypeError(f"{f.name} must be a list of integers")
+            if not all(0 <= v <= MAX_FACT_INT for v in value):
+                raise ValueError(f"{f.name} must hold whole numbers >= 0, got {value}")
             value = tuple(value)
         elif f.name in ("unknown", "environment"):
             if not isinstance(value, dict):
                 raise TypeError(f"{f.name} must be an object")
             value = {str(k): str(v) for k, v in value.items()}
+        else:
+            _check_scalar(cls, f.name, f.type, value)
         kwargs[f.name] = value
     missing = [
         f.name

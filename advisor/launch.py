@@ -18,13 +18,10 @@ from dataclasses import replace
 import click
 
 from advisor.cli import common_options, options_from_context
+from advisor.sanitize import clean
 from launcher.engines import RUNTIME_MODES
 
 EXIT_ERRORS = 1
-INSTALL_HINTS = {
-    "sglang": "pip install 'sglang[all]' (see https://docs.sglang.ai/get_started/install.html)",
-    "vllm": "pip install vllm",
-}
 STATE_MARK = {
     "auto-enabled": "on ",
     "forced-on": "on ",
@@ -89,7 +86,8 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
             " --profile/--facts to launch on this one",
             2,
         )
-    _check_engine_installed(plan, options.python)
+    _check_directories(run_dir, plan.intent.engine)
+    _check_engine_installed(plan, options.python, options.mode)
     if nnodes > 1:
         echo(f"multi-node: run on each node the command for its rank (this one starts node {node_rank}):")
         for rank, argv in enumerate(commands):
@@ -145,8 +143,13 @@ def _report_end(run, code: int | None, received: list[int]) -> int:
     return _exit_code(run, code, received)
 
 
-def summary_lines(plan) -> list[str]:
-    """What will run, each decision (on/off and why), and the problems: a few lines, not the full `check` report."""
+def summary_lines(plan, width: int | None = None) -> list[str]:
+    """What will run, each decision (on/off and why), and the problems: a few lines, not the full `check` report,
+    wrapped to ``width`` (default: stderr's, see advisor.report.output_width) with hanging indents."""
+    if width is None:
+        from advisor.report import output_width
+
+        width = output_width(sys.stderr)
     intent = plan.intent
     engine = plan.engine or {}
     name = {"bundled": "bundled runtime"}.get(intent.engine, intent.engine)
@@ -158,20 +161,37 @@ def summary_lines(plan) -> list[str]:
     model = intent.model or "demo"
     if plan.model is not None and plan.model.architecture:
         model += f" ({plan.model.architecture})"
+    if plan.model is not None and plan.model.origin == "hf-cache" and plan.model.notes:
+        model += f", {plan.model.notes}"  # which snapshot, and why
+    model = clean(model, newlines=False)  # ids, architectures and messages come from files: no escapes reach the terminal
     gpus = len(plan.facts.engine_gpus)
     where = (f"{gpus} GPU(s)" + (" per node" if intent.nnodes > 1 else "")) if gpus else "CPU"
     nodes = f", {intent.nnodes} nodes" if intent.nnodes > 1 else ""
     mode = f", mode {intent.mode}" if intent.engine == "bundled" else ""
-    lines = [click.style(f"{name}{release}: {model}, tp {intent.tp}{nodes} on {where}{mode}", bold=True)]
+    lines = _wrap("", f"{name}{release}: {model}, tp {intent.tp}{nodes} on {where}{mode}", width, bold=True)
     for decision in plan.decisions:
         mark = STATE_MARK.get(decision.state, "   ")
         value = "" if decision.value in (None, "", {}) or isinstance(decision.value, dict) else f" = {decision.value}"
         color = "green" if decision.enabled else None
-        lines.append(f"  {click.style(mark, fg=color)} {decision.title}{value}: {_why(decision)}")
+        lines += _wrap(f"  {mark} ", f"{decision.title}{value}: {_why(decision)}", width, fg=color)
     for problem in plan.problems:
         color = {"error": "red", "warning": "yellow"}.get(problem.severity)
-        lines.append(f"  {click.style(problem.severity, fg=color)}: {problem.message} (fix: {problem.fix})")
+        lines += _wrap(f"  {problem.severity}: ", f"{problem.message} (fix: {problem.fix})", width, fg=color)
     return lines
+
+
+def _wrap(head: str, body: str, width: int, **style) -> list[str]:
+    """``head`` (styled, without its padding) then ``body`` wrapped to ``width``, continuation lines indented under the
+    body's start. Words are never broken: a path or flag longer than the line stays whole."""
+    import textwrap
+
+    indent = len(head)
+    chunks = textwrap.wrap(clean(body, newlines=False), max(20, width - indent), break_long_words=False, break_on_hyphens=False) or [""]
+    if style.get("bold"):
+        chunks[0] = click.style(chunks[0], bold=True)
+    label = head.strip()
+    styled_head = head.replace(label, click.style(label, fg=style.get("fg")), 1) if label else head
+    return [styled_head + chunks[0]] + [" " * indent + chunk for chunk in chunks[1:]]
 
 
 def _why(decision) -> str:
@@ -185,6 +205,8 @@ def _why(decision) -> str:
         return f"{decision.state}: {shown}{more}"
     if unknown:
         return f"{decision.state}: unknown {', '.join(c.text for c in unknown[:2])}"
+    if len(decision.conditions) == 1:
+        return f"{decision.state}: its condition holds"
     if decision.conditions:
         return f"{decision.state}: all {len(decision.conditions)} conditions hold"
     return decision.state
@@ -207,16 +229,41 @@ def _commands(plan, python: str | None, dist_init_addr: str | None) -> list[list
         raise AdvisorError(str(exc), 2) from None
 
 
-def _check_engine_installed(plan, python: str | None) -> None:
+def _check_directories(run_dir: str | None, engine: str) -> None:
+    """The run directory and the bundled runtime's cache must be directories (or creatable): one line, not a traceback."""
     from advisor.context import AdvisorError
+    from launcher.files import FileRefused, check_directory, check_directory_variable
+
+    try:
+        if run_dir:
+            check_directory(run_dir, "--run-dir")
+        else:
+            check_directory_variable("TP_ADVISOR_RUNS")
+        if engine == "bundled":
+            check_directory_variable("TP_ADVISOR_CACHE")
+    except FileRefused as exc:
+        raise AdvisorError(str(exc)) from None
+
+
+def _check_engine_installed(plan, python: str | None, mode: str | None) -> None:
+    from advisor.context import AdvisorError
+    from launcher.engines import install_command, missing_runtime_modules
 
     engine = plan.intent.engine
-    if engine == "bundled" or plan.facts.package(engine).installed:
+    if engine == "bundled":  # it runs in this interpreter, whatever --python says
+        missing = missing_runtime_modules(mode)
+        if missing:
+            raise AdvisorError(
+                f"the bundled runtime needs {', '.join(missing)}, not installed in this Python environment:"
+                f" {install_command('bundled')}"
+            )
+        return
+    if plan.facts.package(engine).installed:
         return
     where = f"the interpreter {python}" if python else "this Python environment"
     raise AdvisorError(
-        f"{engine} is not installed in {where}: {INSTALL_HINTS[engine]}; or pass --python PATH of an environment that"
-        f" has it, or --engine bundled"
+        f"{engine} is not installed in {where}: {install_command(engine, plan.intent.engine_version)}; or pass"
+        " --python PATH of an environment that has it, or --engine bundled"
     )
 
 

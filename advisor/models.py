@@ -64,6 +64,13 @@ class ModelSpec:
     origin: str = "catalog"  # "directory" | "hf-cache" | "catalog"
     kv_lora_rank: int | None = None  # set for MLA models (DeepSeek family)
     notes: str | None = None  # catalog remarks (e.g. which facts are assumed)
+    # For KV-cache sizing (advisor/layouts.py):
+    max_position_embeddings: int | None = None  # the model's context length
+    qk_rope_head_dim: int | None = None  # MLA: the rotary part of a key, cached next to the latent
+    v_head_dim: int | None = None  # MLA: value head width (others: head_dim)
+    q_lora_rank: int | None = None  # MLA: the query's low-rank width (None: full-rank query projection)
+    full_attention_interval: int | None = None  # hybrid linear-attention models (Qwen3-Next): every Nth layer has a KV cache
+    sliding_window: int | None = None  # models with sliding-window layers (gpt-oss)
 
     @property
     def is_moe(self) -> bool:
@@ -152,6 +159,12 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         path=path,
         origin=origin,
         kv_lora_rank=_int(merged.get("kv_lora_rank")),
+        max_position_embeddings=_int(merged.get("max_position_embeddings")),
+        qk_rope_head_dim=rope,
+        v_head_dim=_int(merged.get("v_head_dim")),
+        q_lora_rank=_int(merged.get("q_lora_rank")),
+        full_attention_interval=_int(merged.get("full_attention_interval")),
+        sliding_window=_int(merged.get("sliding_window")),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))
@@ -180,13 +193,17 @@ def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None
     directory = Path(path).expanduser()
     if not directory.is_dir():
         raise ModelError(f"{directory}: no such model directory; pass a directory holding config.json or a model id")
+    from launcher.files import read_text
+
     config_file = directory / "config.json"
     try:
-        text = config_file.read_text(encoding="utf-8")
+        text = read_text(config_file, "config.json")
     except FileNotFoundError:
+        if config_file.is_symlink():
+            raise ModelError(f"{config_file}: a broken link (its target is missing); re-download the model") from None
         raise ModelError(f"{directory}: no config.json in this directory; pass the model's root directory") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{config_file}: cannot read ({exc.__class__.__name__}); check the file's permissions") from None
+    except OSError as exc:  # launcher.files.FileRefused: not a regular file, too large, unreadable, not UTF-8
+        raise ModelError(str(exc)) from None
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -211,24 +228,37 @@ def hf_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return base / ".cache" / "huggingface" / "hub"
 
 
-def _snapshot_dir(repo_dir: Path) -> Path | None:
-    """The snapshot refs/main points at, else the newest snapshot that has a config.json."""
+def _snapshot_dir(repo_dir: Path, model_id: str) -> tuple[Path, str] | None:
+    """The snapshot to read and why: the one refs/main names (as huggingface_hub resolves the id), else, when there is
+    no refs/main, the newest snapshot holding a config.json. A refs/main whose snapshot has no readable config.json is a
+    ModelError: silently reading another revision could describe another model."""
     snapshots = repo_dir / "snapshots"
+    ref_file = repo_dir / "refs" / "main"
     try:
-        ref = (repo_dir / "refs" / "main").read_text(encoding="utf-8").strip()
-    except OSError:
+        ref = ref_file.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
         ref = ""
-    if ref and (snapshots / ref / "config.json").is_file():
-        return snapshots / ref
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{ref_file}: cannot read ({exc.__class__.__name__}); fix its permissions or re-download {model_id}") from None
+    if ref:
+        if "/" in ref or ref in (".", "..") or not (snapshots / ref).is_dir():
+            raise ModelError(
+                f"{model_id}: the Hugging Face cache's refs/main names snapshot {ref!r}, which is not in {snapshots};"
+                f" re-download it (`huggingface-cli download {model_id} config.json`)"
+            )
+        return snapshots / ref, "refs/main"
     try:
         candidates = [d for d in snapshots.iterdir() if (d / "config.json").is_file()]
     except OSError:
         return None
-    return max(candidates, key=lambda d: (d / "config.json").stat().st_mtime, default=None)
+    newest = max(candidates, key=lambda d: (d / "config.json").stat().st_mtime, default=None)
+    if newest is None:
+        return None
+    return newest, "no refs/main: the newest snapshot with a config.json"
 
 
 def hf_cache_ids(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Model ids with a config.json in the local Hugging Face cache, sorted."""
+    """Model ids with a snapshot in the local Hugging Face cache, sorted (a broken one is listed: choosing it says why)."""
     root = hf_cache_dir(environ)
     try:
         entries = list(root.iterdir())
@@ -236,17 +266,29 @@ def hf_cache_ids(environ: Mapping[str, str] | None = None) -> list[str]:
         return []
     ids = []
     for entry in entries:
-        if entry.name.startswith("models--") and _snapshot_dir(entry) is not None:
-            ids.append(entry.name[len("models--") :].replace("--", "/", 1))
+        if not entry.name.startswith("models--"):
+            continue
+        model_id = entry.name[len("models--") :].replace("--", "/", 1)
+        try:
+            found = _snapshot_dir(entry, model_id) is not None
+        except ModelError:
+            found = True
+        if found:
+            ids.append(model_id)
     return sorted(ids)
 
 
 def _from_hf_cache(model_id: str, environ: Mapping[str, str] | None) -> ModelSpec | None:
     repo_dir = hf_cache_dir(environ) / ("models--" + model_id.replace("/", "--"))
-    snapshot = _snapshot_dir(repo_dir) if repo_dir.is_dir() else None
-    if snapshot is None:
+    found = _snapshot_dir(repo_dir, model_id) if repo_dir.is_dir() else None
+    if found is None:
         return None
-    return load_config_dir(snapshot, model_id=model_id, origin="hf-cache")
+    snapshot, why = found
+    try:
+        spec = load_config_dir(snapshot, model_id=model_id, origin="hf-cache")
+    except ModelError as exc:
+        raise ModelError(f"{exc} (Hugging Face cache snapshot {snapshot.name}, {why}; no other revision is used)") from None
+    return replace(spec, notes=f"Hugging Face cache snapshot {snapshot.name} ({why})")
 
 
 # -- the bundled catalog ----------------------------------------------------------------------------------------------

@@ -149,7 +149,9 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     from advisor.rules.checks import run_checks
 
     fusion = next((d.enabled for d in decisions if d.id == "flashinfer_allreduce_fusion"), None)
-    problems = list(run_checks(facts, model, intent, fusion=fusion, prediction=scenario.flashinfer)) + problems
+    custom_ar = next((d.enabled for d in decisions if d.id == "custom_allreduce"), None)
+    problems = list(run_checks(facts, model, intent, fusion=fusion, prediction=scenario.flashinfer,
+                               custom_allreduce=custom_ar)) + problems  # fmt: skip
     plan = Plan(
         intent=intent,
         facts=facts,

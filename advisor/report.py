@@ -118,7 +118,9 @@ def facts_to_dict(facts: Facts) -> dict[str, Any]:
 
 
 def dumps(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    from advisor.sanitize import clean_json
+
+    return clean_json(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 # -- rich --------------------------------------------------------------------------------------------------------------
@@ -134,20 +136,40 @@ SEVERITY_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 STATUS_STYLES = {"ok": "green", "mismatch": "bold red", "missing": "bold red", "not installed": "dim"}
 
 
-def make_console(file: Any = None, stderr: bool = False) -> Console:
-    """A console that honours NO_COLOR and, off a terminal, writes plain text (no colours, ASCII marks) 120 wide."""
+# Columns for output that reaches no terminal and has no COLUMNS to follow (a log file, CI).
+FALLBACK_WIDTH = 120
+
+
+def output_width(stream: Any) -> int:
+    """The columns to lay out output for ``stream``: COLUMNS when set, else the width of the terminal it writes to,
+    else of the terminal the user watches through stderr or stdin (`advisor check | less`), else FALLBACK_WIDTH."""
     import os
     import sys
 
-    from rich.console import Console
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    for candidate in (stream, sys.stderr, sys.stdin):
+        try:
+            if candidate is not None and candidate.isatty():
+                return os.get_terminal_size(candidate.fileno()).columns
+        except (AttributeError, OSError, ValueError):
+            continue
+    return FALLBACK_WIDTH
+
+
+def make_console(file: Any = None, stderr: bool = False) -> Console:
+    """A console that honours NO_COLOR and, off a terminal, writes plain text (no colours, ASCII marks) as wide as
+    :func:`output_width` says."""
+    import os
+    import sys
+
 
     stream = file or (sys.stderr if stderr else sys.stdout)
     is_tty = hasattr(stream, "isatty") and stream.isatty()
-    width = None
-    if not is_tty:
-        width = int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 120
+    width = None if is_tty else output_width(stream)
     # markup and emoji off: values such as PCI bus ids ("00000000:AB:00.0") and "[ids]" must print as they are
-    return Console(
+    return _clean_console_class()(
         file=stream,
         width=width,
         no_color=bool(os.environ.get("NO_COLOR")) or None,
@@ -155,6 +177,26 @@ def make_console(file: Any = None, stderr: bool = False) -> Console:
         markup=False,
         emoji=False,
     )
+
+
+def _clean_console_class() -> type[Console]:
+    """A rich Console whose every rendered text segment goes through advisor.sanitize.clean (ASCII-only off a
+    terminal), so what a machine, a file or a package says never reaches the terminal as escape sequences."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    from advisor.sanitize import clean
+
+    class CleanConsole(Console):
+        def render(self, renderable, options=None):
+            ascii_only = not self.is_terminal
+            for segment in super().render(renderable, options):
+                if segment.control or not segment.text:
+                    yield segment
+                else:
+                    yield Segment(clean(segment.text, ascii_only=ascii_only), segment.style, segment.control)
+
+    return CleanConsole
 
 
 def marks(console: Console) -> dict[object, str]:
@@ -182,10 +224,15 @@ def machine_renderable(facts: Facts, console: Console) -> RenderableType:
         grid.add_row(label, value)
     if not facts.gpus:
         return _section("Machine", grid, console)
+    columns, rows = list(GPU_COLUMNS), gpu_rows(facts)
+    natural = sum(max(len(c) for c in column) for column in zip(columns, *rows, strict=True)) + 3 * (len(columns) - 1)
+    if natural > console.width and len({row[1] for row in rows}) == 1:
+        # Narrow: the name would wrap onto several lines per GPU, and the GPUs line above already names the model.
+        columns, rows = columns[:1] + columns[2:], [row[:1] + row[2:] for row in rows]
     table = Table(box=_box(console), show_edge=False, pad_edge=False)
-    for col in GPU_COLUMNS:
-        table.add_column(col)
-    for row in gpu_rows(facts):
+    for col in columns:
+        table.add_column(col, no_wrap=col in ("GPU", "PCI bus"))  # a bus id cut to "00000000…" says nothing
+    for row in rows:
         table.add_row(*row)
     from rich.console import Group
 
@@ -270,6 +317,8 @@ def scenario_renderable(plan: Plan, console: Console, machine: bool = False) -> 
             model.quantization,
         ]
         grid.add_row("model", f"{model.id} ({model.origin})")
+        if model.origin == "hf-cache" and model.notes:
+            grid.add_row("", model.notes)  # which snapshot, and why
         grid.add_row("", ", ".join(s for s in shape if s))
     layout = [f"tp {intent.tp}", f"nnodes {intent.nnodes}"]
     if intent.dp_attention:
@@ -301,7 +350,7 @@ def decision_renderable(
     parts: list[Any] = [head]
     checklist = Table.grid(padding=(0, 1))
     checklist.add_column(no_wrap=True)
-    checklist.add_column()
+    checklist.add_column(overflow="fold")  # a long path or value folds; it is never cut
     for cond in decision.conditions:
         style = {True: "green", False: "bold red", None: "yellow"}[cond.ok]
         observed, expected = _value_text(cond.observed), _value_text(cond.expected)
@@ -319,7 +368,7 @@ def decision_renderable(
         parts.append(checklist)
     extra = Table.grid(padding=(0, 1))
     extra.add_column(no_wrap=True)
-    extra.add_column()
+    extra.add_column(overflow="fold")
     if decision.flags:
         extra.add_row("  flags:", Text(shlex.join(decision.flags)))
     for note in decision.notes:
@@ -364,7 +413,7 @@ def problems_renderable(problems: tuple[Problem, ...], console: Console) -> Rend
         return _section("Problems", Text("none", style="green"), console)
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
-    grid.add_column()
+    grid.add_column(overflow="fold")
     for problem in sorted(problems, key=lambda p: SEVERITIES.index(p.severity) if p.severity in SEVERITIES else 9):
         message = Text(problem.message)
         message.append(f"  [{problem.id}]", style="dim")
@@ -434,6 +483,48 @@ def print_plan(plan: Plan, console: Console, strict: bool = False) -> None:
     print_command(plan, console)
     console.print()
     emit(console, summary_text(plan, strict))
+    steps = next_steps(plan)
+    if steps:
+        console.print()
+        print_next_steps(steps, console)
+
+
+# The example in the next steps: an MoE model on a modelled SGLang machine shows every decision at work.
+EXAMPLE_PROFILE, EXAMPLE_MODEL = "h100-sxm-8", "Qwen/Qwen3-30B-A3B"
+
+
+def next_steps(plan: Plan) -> list[tuple[str, list[str]]]:
+    """(what, commands) to try next when this machine has no GPU: the report alone shows only the bundled runtime on
+    CPU. Empty on a GPU machine and for simulated or saved facts."""
+    facts = plan.facts
+    if facts.source != "live" or facts.gpus:
+        return []
+    from launcher.engines import install_command, missing_runtime_modules
+
+    engine = plan.intent.engine if plan.intent.engine != "bundled" else "sglang"
+    model = plan.intent.model or EXAMPLE_MODEL
+    what_if = f"--engine {engine} --model {shlex.quote(model)}"
+    launch = ["advisor launch --mode generate"]
+    if missing_runtime_modules("generate"):
+        launch.insert(0, install_command("bundled"))
+    return [
+        ("See what an engine would do on a GPU machine (the simulated ones, then one of them):",
+         ["advisor profiles", f"advisor check --profile {EXAMPLE_PROFILE} {what_if}"]),
+        ("Check the real GPU node: save its facts there, then read them here:",
+         ["advisor probe -o gpu-node.json", f"advisor check --facts gpu-node.json {what_if}"]),
+        ("Try the bundled runtime here, on CPU (the demo model, tp 2):", launch),
+    ]  # fmt: skip
+
+
+def print_next_steps(steps: list[tuple[str, list[str]]], console: Console) -> None:
+    """Each step's sentence, then its commands one per line, unbroken (soft wrap) so they can be copied."""
+    from rich.text import Text
+
+    emit(console, _section("Next steps (no GPU here)", Text(""), console).renderables[0])
+    for what, commands in steps:
+        console.print(Text(what))
+        for command in commands:
+            console.print(Text(f"  {command}", style="bold"), soft_wrap=True)
 
 
 def print_facts(facts: Facts, console: Console) -> None:

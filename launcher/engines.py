@@ -34,6 +34,47 @@ DEFAULT_RDZV_PORT = 29500
 DEMO_MODEL = "demo"
 ENGINES = ("bundled", "sglang", "vllm")
 RUNTIME_MODES = ("serve", "generate", "bench")  # the bundled runtime's --mode values
+# The bundled runtime's KV-cache defaults: --max-batch-size slots of --max-model-len tokens (capped at the model's
+# max_position_embeddings); advisor/layouts.py sizes the cache from them.
+RUNTIME_MAX_BATCH_SIZE = 8
+RUNTIME_MAX_MODEL_LEN = 2048
+# --dtype values each engine accepts. The bundled runtime: launcher.runtime.worker's parser (it imports this).
+# SGLang: python/sglang/srt/server_args.py, `--dtype` choices; vLLM: vllm/config (ModelDType), the same names.
+RUNTIME_DTYPES = ("auto", "bfloat16", "float16", "float32")
+ENGINE_DTYPES = {
+    "bundled": RUNTIME_DTYPES,
+    "sglang": ("auto", "half", "float16", "bfloat16", "float", "float32"),
+    "vllm": ("auto", "half", "float16", "bfloat16", "float", "float32"),
+}
+# SGLang's --moe-a2a-backend names (python/sglang/srt/server_args.py, MOE_A2A_BACKEND_CHOICES, every name up to
+# v0.5.17's list). Anything else is refused before it reaches an engine's command line.
+MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep", "flashinfer", "megamoe")
+
+# What installs each engine: one home for the hint in `advisor check`'s warning and in `advisor launch`'s refusal.
+RUNTIME_EXTRA = "tp-advisor[runtime]"
+# The modules the bundled runtime imports (the `runtime` extra of pyproject.toml); the server adds SERVE_MODULES.
+RUNTIME_MODULES = ("torch", "safetensors", "tokenizers")
+SERVE_MODULES = ("fastapi", "uvicorn", "jinja2")
+
+
+def install_command(engine: str, version: str | None = None) -> str:
+    """The pip command that installs ``engine`` ("bundled", "sglang", "vllm"), pinned to ``version`` when given.
+
+    SGLang's and vLLM's install pages (docs/get_started/install.md in each repository) install the plain package
+    name; the bundled runtime's dependencies are the ``runtime`` extra of tp-advisor."""
+    if engine == "bundled":
+        return f"pip install '{RUNTIME_EXTRA}'"
+    return f"pip install '{engine}=={version}'" if version else f"pip install {engine}"
+
+
+def missing_runtime_modules(mode: str | None = None) -> list[str]:
+    """The bundled runtime's modules that this interpreter (the one it runs in) cannot import; [] when it can start.
+
+    find_spec only locates them: `advisor launch` must not pay for importing torch."""
+    import importlib.util
+
+    wanted = RUNTIME_MODULES + (SERVE_MODULES if (mode or "serve") == "serve" else ())
+    return [name for name in wanted if importlib.util.find_spec(name) is None]
 
 
 class EngineCommandError(ValueError):

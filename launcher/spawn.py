@@ -20,7 +20,8 @@ Usage::
     (the agent's own log included) goes to ``RUN/launcher.log``; ``RUN/argv.json`` records the command.
     The environment adds, unless the caller set them: ``PYTHONUNBUFFERED=1`` (lines arrive as they are printed),
     ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT=3`` (torchrun's grace before SIGKILL after a rank dies; its default is 30 s) and
-    ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE=[rank${rank}]:`` (global ranks in line prefixes).
+    ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE=[rank${rank}]:`` (global ranks in line prefixes); for torchrun also
+    ``OMP_NUM_THREADS=1`` (torchrun's own default, which it otherwise announces in a banner).
     Descendants are sampled every half second, so a process that lives shorter than that may escape tracking.
 
 ``on_line(LogLine)`` is called from a reader thread for every output line (``line.rank`` is the rank or None for the
@@ -478,6 +479,9 @@ def start(
         full_env.setdefault(key, value)
     if is_torchrun(argv):
         argv = with_torchrun_logs(argv, run_path / "logs")
+        # torchrun sets 1 per rank itself when several ranks share a node, with a banner on every launch; the same
+        # value, set here, keeps its output to the ranks' own lines.
+        full_env.setdefault("OMP_NUM_THREADS", "1")
     (run_path / "argv.json").write_text(json.dumps({"argv": argv, "shell": shlex.join(argv)}, indent=2) + "\n")
     run = Run(argv, run_path, on_line, on_state)
     run._launch(full_env, cwd)

@@ -35,6 +35,14 @@ def ids(problems, severity=None):
     return [p.id for p in problems if severity is None or p.severity == severity]
 
 
+def assert_absent(problem_id, problems, note=None):
+    """``problem_id`` is not reported, and not because a check crashed: run_checks turns a check that raises into an
+    info `check_failed` problem, which would make every "not reported" assertion pass for the wrong reason."""
+    assert problem_id not in ids(problems), (problem_id, note, problems)
+    crashed = [p.message for p in problems if p.id == "check_failed"]
+    assert not crashed, (note, crashed)
+
+
 def only(problems, problem_id):
     found = [p for p in problems if p.id == problem_id]
     assert len(found) == 1, (problem_id, problems)
@@ -65,7 +73,7 @@ def test_flashinfer_version_mismatch_error_then_bypassed_warning():
     problem = only(run_checks(bypassed, QWEN3_30B, Intent(tp=8, engine="sglang")), "flashinfer_version_mismatch")
     assert problem.severity == "warning"
     # the profile's own matching trio: nothing to report
-    assert "flashinfer_version_mismatch" not in ids(run_checks(profile("h100-sxm-8"), QWEN3_30B, Intent(tp=8)))
+    assert_absent("flashinfer_version_mismatch", run_checks(profile("h100-sxm-8"), QWEN3_30B, Intent(tp=8)))
 
 
 @pytest.mark.parametrize(
@@ -110,14 +118,14 @@ def test_flashinfer_gpu_arch():
     assert problem.severity == "info" and "SM80" in problem.message
     forced = Intent(tp=8, engine="sglang", overrides=("--enable-flashinfer-allreduce-fusion",))
     assert only(run_checks(a100, None, forced), "flashinfer_gpu_arch").severity == "warning"
-    assert "flashinfer_gpu_arch" not in ids(run_checks(a100, None, Intent(tp=1)))
-    assert "flashinfer_gpu_arch" not in ids(run_checks(profile("h200-8"), None, Intent(tp=8)))
+    assert_absent("flashinfer_gpu_arch", run_checks(a100, None, Intent(tp=1)))
+    assert_absent("flashinfer_gpu_arch", run_checks(profile("h200-8"), None, Intent(tp=8)))
     # SM120: fusion kernels only from flashinfer 0.6.17
     old = matching_flashinfer(profile("rtx-pro-6000-4"), "0.6.16", "cu130")
     problem = only(run_checks(old, None, Intent(tp=4)), "flashinfer_gpu_arch")
     assert "0.6.17" in problem.fix
     new = matching_flashinfer(profile("rtx-pro-6000-4"), "0.6.17", "cu130")
-    assert "flashinfer_gpu_arch" not in ids(run_checks(new, None, Intent(tp=4)))
+    assert_absent("flashinfer_gpu_arch", run_checks(new, None, Intent(tp=4)))
 
 
 # -- tp vs GPUs and the model ---------------------------------------------------------------------------------------------
@@ -125,10 +133,10 @@ def test_flashinfer_gpu_arch():
 
 def test_tp_exceeds_gpus():
     h100 = profile("h100-sxm-8")
-    assert "tp_exceeds_gpus" not in ids(run_checks(h100, None, Intent(tp=8)))
+    assert_absent("tp_exceeds_gpus", run_checks(h100, None, Intent(tp=8)))
     problem = only(run_checks(h100, None, Intent(tp=16)), "tp_exceeds_gpus")
     assert problem.severity == "error" and "sees 8" in problem.message and "CUDA_VISIBLE_DEVICES" not in problem.message
-    assert "tp_exceeds_gpus" not in ids(run_checks(h100, None, Intent(tp=16, nnodes=2)))
+    assert_absent("tp_exceeds_gpus", run_checks(h100, None, Intent(tp=16, nnodes=2)))
     assert "evenly" in only(run_checks(h100, None, Intent(tp=6, nnodes=4)), "tp_exceeds_gpus").message
 
 
@@ -137,11 +145,11 @@ def test_tp_exceeds_gpus_names_cuda_visible_devices():
     problem = only(run_checks(h100, None, Intent(tp=4)), "tp_exceeds_gpus")
     assert "CUDA_VISIBLE_DEVICES='4,5' hides 6 of the 8 GPUs" in problem.message
     assert "widen CUDA_VISIBLE_DEVICES" in problem.fix
-    assert "tp_exceeds_gpus" not in ids(run_checks(h100, None, Intent(tp=2)))
+    assert_absent("tp_exceeds_gpus", run_checks(h100, None, Intent(tp=2)))
 
 
 def test_tp_exceeds_gpus_skipped_without_driver():
-    assert "tp_exceeds_gpus" not in ids(run_checks(profile("cpu-only"), None, Intent(tp=2)))
+    assert_absent("tp_exceeds_gpus", run_checks(profile("cpu-only"), None, Intent(tp=2)))
 
 
 def test_kv_heads_replicated_is_info_not_error():
@@ -149,9 +157,9 @@ def test_kv_heads_replicated_is_info_not_error():
     assert [p.severity for p in problems] == ["info"]
     assert "4 KV heads" in problems[0].message and "replicated on 2 ranks" in problems[0].message
     # tp 4 splits the 4 KV heads evenly; DP attention with dp 8 leaves attention tp 1
-    assert "tp_not_divisible" not in ids(run_checks(profile("h100-sxm-8"), QWEN3_30B, Intent(tp=4)))
+    assert_absent("tp_not_divisible", run_checks(profile("h100-sxm-8"), QWEN3_30B, Intent(tp=4)))
     dp = Intent(tp=8, dp_attention=True, dp_size=8)
-    assert "tp_not_divisible" not in ids(run_checks(profile("h100-sxm-8"), QWEN3_30B, dp))
+    assert_absent("tp_not_divisible", run_checks(profile("h100-sxm-8"), QWEN3_30B, dp))
 
 
 def test_tp_not_dividing_heads_intermediate_and_moe():
@@ -165,7 +173,7 @@ def test_tp_not_dividing_heads_intermediate_and_moe():
     assert not any("intermediate size" in m for m in messages)  # 6144 = 6 x 1024, 768 = 6 x 128
     llama = run_checks(facts, replace(LLAMA_8B, intermediate_size=14020), Intent(tp=8))
     assert any("intermediate size 14020" in p.message for p in llama if p.id == "tp_not_divisible")
-    assert "tp_not_divisible" not in ids(run_checks(facts, LLAMA_8B, Intent(tp=8)))
+    assert_absent("tp_not_divisible", run_checks(facts, LLAMA_8B, Intent(tp=8)))
 
 
 def test_experts_must_divide_under_expert_parallelism():
@@ -181,7 +189,7 @@ def test_fp8_block_per_rank():
     fp8 = replace(QWEN3_30B, quantization="fp8", num_kv_heads=8)
     problem = only(run_checks(profile("h100-sxm-8"), fp8, Intent(tp=8)), "tp_not_divisible")
     assert problem.severity == "warning" and "96" in problem.message and "128" in problem.message
-    assert "tp_not_divisible" not in ids(run_checks(profile("h100-sxm-8"), fp8, Intent(tp=2)))  # 384 per rank
+    assert_absent("tp_not_divisible", run_checks(profile("h100-sxm-8"), fp8, Intent(tp=2)))  # 384 per rank
 
 
 # -- memory ----------------------------------------------------------------------------------------------------------------
@@ -192,14 +200,14 @@ def test_weights_exceed_memory_error_and_fit():
     problem = only(run_checks(h200, DEEPSEEK_V3, Intent(tp=8, engine="sglang")), "weights_exceed_memory")
     assert problem.severity == "error" and "671.0B params" in problem.message and "raise --tp to 16" in problem.fix
     fp8 = replace(DEEPSEEK_V3, quantization="fp8")
-    assert "weights_exceed_memory" not in ids(run_checks(h200, fp8, Intent(tp=8, engine="sglang")))
+    assert_absent("weights_exceed_memory", run_checks(h200, fp8, Intent(tp=8, engine="sglang")))
 
 
 def test_weights_leave_too_little_for_kv_cache():
     model = replace(LLAMA_8B, num_params=12_000_000_000)
     problem = only(run_checks(profile("rtx-4090-2"), model, Intent(tp=1)), "weights_exceed_memory")
     assert problem.severity == "warning" and "KV cache" in problem.message
-    assert "weights_exceed_memory" not in ids(run_checks(profile("rtx-4090-2"), LLAMA_8B, Intent(tp=1)))
+    assert_absent("weights_exceed_memory", run_checks(profile("rtx-4090-2"), LLAMA_8B, Intent(tp=1)))
 
 
 def test_fusion_workspace_counts_when_fusion_is_on():
@@ -231,15 +239,15 @@ def test_no_multicast_for_fusion():
     problem = only(run_checks(bridge, None, Intent(tp=2, engine="sglang")), "no_multicast_for_fusion")
     assert problem.severity == "warning" and "NVLink bridge without NVSwitch" in problem.message
     assert "fall back" in problem.message
-    assert "no_multicast_for_fusion" not in ids(run_checks(bridge, None, Intent(tp=2), fusion=False))
+    assert_absent("no_multicast_for_fusion", run_checks(bridge, None, Intent(tp=2), fusion=False))
     broken = bridge.with_packages({"flashinfer-jit-cache": "0.6.11+cu129"})  # import fails first
-    assert "no_multicast_for_fusion" not in ids(run_checks(broken, None, Intent(tp=2), fusion=True))
-    assert "no_multicast_for_fusion" not in ids(run_checks(profile("h100-sxm-8"), None, Intent(tp=8)))
+    assert_absent("no_multicast_for_fusion", run_checks(broken, None, Intent(tp=2), fusion=True))
+    assert_absent("no_multicast_for_fusion", run_checks(profile("h100-sxm-8"), None, Intent(tp=8)))
     # SM120 PCIe with flashinfer 0.7.2 (fusion kernels built for major 12) would try and fail
     assert "PCIe only" in only(run_checks(profile("rtx-pro-6000-4"), None, Intent(tp=4)), "no_multicast_for_fusion").message
     # L40S: no fusion kernels for SM89, so nothing is attempted unless the plan says fusion is on
     l40s = profile("l40s-4")
-    assert "no_multicast_for_fusion" not in ids(run_checks(l40s, None, Intent(tp=4)))
+    assert_absent("no_multicast_for_fusion", run_checks(l40s, None, Intent(tp=4)))
     assert "no_multicast_for_fusion" in ids(run_checks(l40s, None, Intent(tp=4), fusion=True))
 
 
@@ -252,22 +260,23 @@ def test_no_multicast_unknown_topology_is_info():
 def test_unofficial_pynvml():
     problem = only(run_checks(profile("h800-8"), None, Intent(tp=8)), "unofficial_pynvml")
     assert problem.severity == "warning" and "pip uninstall -y pynvml" in problem.fix
-    assert "unofficial_pynvml" not in ids(run_checks(profile("h200-8"), None, Intent(tp=8)))
+    assert_absent("unofficial_pynvml", run_checks(profile("h200-8"), None, Intent(tp=8)))
 
 
 def test_no_gpus():
     cpu = profile("cpu-only")
     problem = only(run_checks(cpu, None, Intent(tp=2)), "no_gpus")
     assert problem.severity == "info" and "gloo" in problem.message
+    assert problem.message.startswith(f"{cpu.driver.reason}, so no GPU: ")  # the reason once, not nested in another
     assert only(run_checks(cpu, None, Intent(tp=2, engine="sglang")), "no_gpus").severity == "warning"
-    assert "no_gpus" not in ids(run_checks(profile("h200-8"), None, Intent(tp=8)))
+    assert_absent("no_gpus", run_checks(profile("h200-8"), None, Intent(tp=8)))
 
 
 def test_mig_enabled():
     facts = profile("h100-sxm-8")
     gpus = (replace(facts.gpus[0], mig_mode="enabled"),) + facts.gpus[1:]
     assert "mig_enabled" in ids(run_checks(replace(facts, gpus=gpus), None, Intent(tp=8)), "warning")
-    assert "mig_enabled" not in ids(run_checks(facts, None, Intent(tp=8)))
+    assert_absent("mig_enabled", run_checks(facts, None, Intent(tp=8)))
 
 
 def test_engine_not_installed():
@@ -276,9 +285,9 @@ def test_engine_not_installed():
     live = replace(cpu, source="live")
     problem = only(run_checks(live, None, Intent(engine="vllm", engine_version="0.11.0")), "vllm_not_installed")
     assert problem.severity == "warning" and "vllm==0.11.0" in problem.fix
-    assert "sglang_not_installed" not in ids(run_checks(profile("b300-8"), None, Intent(tp=8, engine="sglang")))
+    assert_absent("sglang_not_installed", run_checks(profile("b300-8"), None, Intent(tp=8, engine="sglang")))
     assert "torch_not_installed" in ids(run_checks(Facts(), None, Intent()), "warning")
-    assert "torch_not_installed" not in ids(run_checks(live, None, Intent()))
+    assert_absent("torch_not_installed", run_checks(live, None, Intent()))
 
 
 def test_problems_say_which_packages_they_are_about():
@@ -352,7 +361,23 @@ def test_fusion_estimate_follows_override_flags():
     bridge = profile("h100-pcie-2-bridge")
     for off in (("--enforce-disable-flashinfer-allreduce-fusion",), ("--enforce-eager",),
                 ("-cc.pass_config.fuse_allreduce_rms=False",)):  # fmt: skip
-        assert "no_multicast_for_fusion" not in ids(run_checks(bridge, None, Intent(tp=2, overrides=off))), off
+        assert_absent("no_multicast_for_fusion", run_checks(bridge, None, Intent(tp=2, overrides=off)), off)
     a100 = profile("a100-sxm-8")
     on = Intent(tp=8, engine="vllm", overrides=("-cc.pass_config.fuse_allreduce_rms=True",))
     assert only(run_checks(a100, None, on), "flashinfer_gpu_arch").severity == "warning"
+
+
+def test_a_crashing_check_fails_the_negative_assertions(monkeypatch):
+    """The guard of assert_absent: with the tp check raising, "tp_exceeds_gpus is not reported" must not pass."""
+    import advisor.rules.checks as checks_module
+
+    def check_tp_broken(context):
+        raise RuntimeError("boom")
+
+    broken = tuple(check_tp_broken if c.__name__ == "check_tp_vs_gpus" else c for c in checks_module.CHECKS)
+    assert broken != checks_module.CHECKS, [c.__name__ for c in checks_module.CHECKS]
+    monkeypatch.setattr(checks_module, "CHECKS", broken)
+    problems = run_checks(profile("h100-sxm-8"), None, Intent(tp=2))
+    assert "tp_exceeds_gpus" not in ids(problems)  # the old assertion passes for the wrong reason...
+    with pytest.raises(AssertionError, match="could not run"):
+        assert_absent("tp_exceeds_gpus", problems)  # ...the new one does not

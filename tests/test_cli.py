@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from advisor import __version__
+from advisor import __version__, cli
 from advisor.cli import main
 from advisor.facts import Facts
 from advisor.probe.profiles import list_profiles, load_profile
@@ -281,10 +281,23 @@ def test_bare_advisor_opens_the_app_with_the_options(monkeypatch):
     fake = types.ModuleType("advisor.tui.app")
     fake.run_app = lambda options: seen.append(options)
     monkeypatch.setitem(sys.modules, "advisor.tui.app", fake)
+    monkeypatch.setattr(cli, "_stdout_is_terminal", lambda: True)  # CliRunner's stdout is not a terminal
     result = invoke("--profile", "b300-8", "--tp", "4", "--with-package", "sglang==0.5.14")
     assert result.exit_code == 0, result.output
     (options,) = seen
     assert options.profile == "b300-8" and options.tp == 4 and options.with_package == ("sglang==0.5.14",)
+
+
+def test_bare_advisor_without_a_terminal_prints_the_check_report(monkeypatch):
+    """Piped or redirected, bare `advisor` prints what `advisor check` prints (same exit code), never the app."""
+    fake = types.ModuleType("advisor.tui.app")
+    fake.run_app = lambda options: pytest.fail("the app started without a terminal")
+    monkeypatch.setitem(sys.modules, "advisor.tui.app", fake)
+    args = ("--profile", "h100-sxm-8", "--engine", "sglang", "--model", "Qwen/Qwen3-30B-A3B")
+    bare, check = invoke(*args), invoke("check", *args)
+    assert bare.exit_code == check.exit_code == 0, bare.output
+    assert bare.stdout == check.stdout
+    assert "\x1b[" not in bare.stdout and "Decisions" in bare.stdout
 
 
 def test_engine_choices_are_the_plans():

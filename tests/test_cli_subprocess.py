@@ -156,3 +156,14 @@ def test_piped_human_output_is_plain(env):
     assert "\x1b[" not in proc.stdout
     assert "[ok]" in proc.stdout
     assert " -m sglang.launch_server --model-path" in proc.stdout
+
+
+def test_bare_advisor_into_a_pipe_prints_the_check_report(env):
+    """stdout is a pipe: no app, no escape codes; the `advisor check` report, and the process ends by itself."""
+    args = ["--profile", "h100-sxm-8", "--engine", "sglang", "--model", "Qwen/Qwen3-30B-A3B"]
+    env.pop("NO_COLOR")
+    bare, check = run(args, env), run(["check", *args], env)
+    assert bare.returncode == check.returncode == 0, bare.stderr
+    assert bare.stdout == check.stdout
+    assert "\x1b" not in bare.stdout
+    assert "-m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B" in bare.stdout

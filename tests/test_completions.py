@@ -72,3 +72,11 @@ def test_bash_script_completes_through_the_installed_advisor():
     out = subprocess.run(["bash", "-c", cmd], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["b300-8"]
+
+
+def test_completes_layouts_and_diff():
+    assert {"layouts", "diff"} <= set(_complete("", ""))
+    assert "--context-len" in _complete("layouts", "--context")
+    assert {"--from", "--to"} <= set(_complete("diff", "--"))
+    assert {"0.5.13", "0.5.14"} <= set(_complete("diff --engine sglang --from", "0.5.1"))
+    assert "0.5.18" in _complete("diff --engine sglang --to", "0.5.1")

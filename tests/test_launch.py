@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 
@@ -150,6 +151,21 @@ def test_sglang_not_installed_gives_the_install_hint():
     assert result.exit_code == 1
     assert "sglang is not installed" in result.stderr and "pip install" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_check_and_launch_name_the_same_install_command():
+    from launcher.engines import install_command
+
+    result = invoke("--engine", "sglang", "--model", MODEL)
+    check = CliRunner().invoke(main, ["check", "--json", "--engine", "sglang", "--model", MODEL])
+    problem = next(p for p in json.loads(check.stdout)["problems"] if p["id"] == "sglang_not_installed")
+    assert install_command("sglang") in result.stderr and install_command("sglang") in problem["fix"]
+
+
+def test_summary_counts_conditions_in_words():
+    result = invoke("--dry-run", "--profile", "cpu-only")
+    assert "auto-enabled: its condition holds" in result.stderr  # the device decision has one condition
+    assert "all 1 conditions" not in result.stderr
 
 
 def test_node_rank_out_of_range_is_a_usage_error():

@@ -135,6 +135,8 @@ def test_generate_with_the_demo_model_at_tp_2_prints_completions(tmp_path: Path)
     assert [c["prompt"] for c in completions] == ["Hello", "tensor parallel"]
     assert all(len(c["token_ids"]) >= 1 for c in completions)
     assert any("tp 2 on CPU" in line for line in run.stderr) or any("GPU" in line for line in run.stderr[:1])
+    assert any("the demo model has random weights" in line for line in run.stderr)
+    assert not any("OMP_NUM_THREADS" in line for line in run.stderr)  # torchrun's banner: spawn sets it for the ranks
     logs = run.run_dir() / "logs"
     assert sorted(p.parent.name for p in logs.glob("*/attempt_0/*/stdout.log")) == ["0", "1"]
     assert (run.run_dir() / "launcher.log").is_file()
@@ -150,6 +152,7 @@ def test_a_model_path_with_spaces_and_semicolons_reaches_the_runtime_verbatim(tm
     assert any(f"model {model} (" in line for line in run.stderr), "\n".join(run.stderr[-20:])
     assert [json.loads(line)["prompt"] for line in run.stdout if line.startswith("{")] == ["hi; echo $HOME"]
     assert not any(p.name == "pwned" for p in Path.cwd().iterdir())
+    assert not any("random weights" in line for line in run.stderr)  # a real model directory: no demo note
     assert leftovers(tmp_path) == []
 
 

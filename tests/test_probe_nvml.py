@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 import types
+from pathlib import Path
 
 import pynvml
 import pytest
 from fakes.fake_nvml import ERROR_CLASSES, FakeNvml
+from fakes.fake_sys import make_tree
 
 from advisor.facts import Facts
 from advisor.probe import probe_live
@@ -16,7 +19,9 @@ from advisor.probe.profiles import list_profiles, load_profile
 
 
 def probe(nvml) -> Facts:
-    return probe_live(environ={}, nvml=nvml)
+    """probe_live against the fake NVML and a fake /sys, /proc and /dev/shm made from the same recorded machine."""
+    with tempfile.TemporaryDirectory(prefix="fake-sys-") as root:
+        return probe_live(environ={}, nvml=nvml, **make_tree(Path(root), nvml.facts))
 
 
 @pytest.mark.parametrize("name", list_profiles())
@@ -27,7 +32,8 @@ def test_replaying_a_profile_reproduces_its_facts(name):
     assert facts.source == "live"
     assert facts.gpus == recorded.gpus
     assert facts.topology == recorded.topology
-    assert facts.visible_gpus == recorded.visible_gpus
+    assert facts.system == recorded.system
+    assert facts.visible_gpus == tuple(range(len(recorded.gpus)))  # the environment here sets no CUDA_VISIBLE_DEVICES
     for attr in ("available", "version", "cuda_version", "reason", "unknown"):
         assert getattr(facts.driver, attr) == getattr(recorded.driver, attr), attr
     assert facts.errors == ()
@@ -80,6 +86,43 @@ def test_real_nvml_on_this_driverless_machine():
     assert facts.environment == {"CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO"}
     assert facts.visible_gpus == () and "past the last GPU" in facts.visible_gpus_note
     assert facts.package("torch").installed
+    # /proc and /dev/shm are real here: the limits and the shm size are read, whatever they are
+    assert facts.system.memlock_bytes is not None and "memlock_bytes" not in facts.system.unknown
+
+
+def test_p2p_read_write_and_the_processes_on_each_gpu():
+    facts = probe(FakeNvml(load_profile("workstation-mixed-2")))
+    pair = facts.topology.pair(0, 1)
+    assert (pair.p2p_read, pair.p2p_write, pair.nvlink_p2p) == ("not supported", "not supported", "not supported")
+    assert facts.gpus[0].processes == ()
+    assert [(p.pid, p.name, p.used_mib) for p in facts.gpus[1].processes] == [
+        (2143, "/usr/lib/xorg/Xorg", 412), (48210, "python", 17_830)
+    ]
+    h200 = probe(FakeNvml(load_profile("h200-8")))
+    assert {(link.p2p_read, link.p2p_write) for link in h200.topology.links} == {("OK", "OK")}
+
+
+def test_a_process_name_nvml_cannot_give_is_left_out_not_unknown():
+    # across PID namespaces (a container) NVML cannot name another namespace's process: the pid and memory remain
+    fake = FakeNvml(load_profile("workstation-mixed-2")).fail("nvmlSystemGetProcessName", "NotFound")
+    facts = probe(fake)
+    assert [(p.pid, p.name) for p in facts.gpus[1].processes] == [(2143, None), (48210, None)]
+    assert "processes" not in facts.gpus[1].unknown
+
+
+def test_p2p_read_failing_alone_leaves_only_it_unknown():
+    fake = FakeNvml(load_profile("rtx-4090-2"))
+    original = fake.nvmlDeviceGetP2PStatus
+
+    def read_fails(h1, h2, index):
+        if index == 0:
+            raise pynvml.NVMLError_NoPermission()
+        return original(h1, h2, index)
+
+    fake.nvmlDeviceGetP2PStatus = read_fails
+    pair = probe(fake).topology.pair(0, 1)
+    assert pair.p2p_read is None and pair.unknown["p2p_read"] == "NVML NoPermission"
+    assert pair.p2p_write == "not supported" and pair.nvlink_p2p == "not supported"
 
 
 # -- every NVML error class in every call --------------------------------------------------------------------------
@@ -102,6 +145,7 @@ CALLS = {
     "nvmlDeviceGetP2PStatus": ("h100-pcie-2-bridge", None, lambda f: f.topology.pair(0, 1).unknown["nvlink_p2p"]),
     "nvmlDeviceGetTopologyCommonAncestor": ("h100-pcie-2-bridge", None, lambda f: f.topology.pair(0, 1).unknown["pcie"]),
     "nvmlDeviceGetGpuFabricInfoV": ("gb200-nvl72-tray", None, lambda f: f.topology.fabric.unknown["state"]),
+    "nvmlDeviceGetComputeRunningProcesses": ("workstation-mixed-2", 1, lambda f: f.gpus[1].unknown["processes"]),
 }
 
 # NotSupported from these calls is how NVML says "this GPU has no such feature": a known value, not an unknown one.
@@ -151,7 +195,9 @@ def test_a_gpu_that_fails_wholesale_stays_a_row_with_reasons():
     facts = probe(FakeNvml(load_profile("h200-8")).fail("nvmlDeviceGetHandleByIndex", "GpuIsLost", device=5))
     assert len(facts.gpus) == 8
     lost = facts.gpus[5]
+    from_sys = {k: lost.unknown.pop(k) for k in ("numa_node", "iommu", "acs_redirect")}  # /sys needs its bus id
     assert lost.name is None and set(lost.unknown.values()) == {"NVML GpuIsLost"}
+    assert set(from_sys.values()) == {"PCI bus id unknown (NVML GpuIsLost)"}
     assert facts.topology.pair(4, 5).unknown["pcie"].startswith("GPU 5 unavailable")
     assert facts.topology.pair(0, 1).label == "NV18"
     assert facts.topology.nvswitch is True
@@ -231,3 +277,47 @@ def test_without_nvidia_ml_py(monkeypatch):
     facts = probe_live(environ={})
     assert facts.driver.available is False and "pip install nvidia-ml-py" in facts.driver.reason
     assert facts.errors[-1].probe == "nvml.import" and facts.host.hostname
+
+
+# -- what older or stranger bindings return -------------------------------------------------------------------------
+
+UNMAPPED_CODE = 9999  # no NVMLError_* class: pynvml raises a bare NVMLError whose str() would call into the library
+
+
+@pytest.mark.parametrize("name", ["h200-8", "rtx-4090-2", "gb200-nvl72-tray"])
+def test_bytes_names_from_an_older_binding_are_text(name):
+    recorded = load_profile(name)
+    fake = FakeNvml(recorded, bytes_strings=True)
+    fake.nvmlInit()
+    assert isinstance(fake.nvmlDeviceGetName(fake.nvmlDeviceGetHandleByIndex(0)), bytes)  # the fake does send bytes
+    fake.nvmlShutdown()
+    facts = probe(fake)
+    assert facts.gpus == recorded.gpus  # names, UUIDs: str, equal to the recorded ones
+    assert facts.driver.version == recorded.driver.version and isinstance(facts.driver.version, str)
+    assert facts.errors == ()
+
+
+def test_undecodable_bytes_name_is_replaced_not_raised():
+    recorded = load_profile("rtx-4090-2")
+    fake = FakeNvml(recorded, bytes_strings=True)
+    fake.nvmlDeviceGetName = lambda handle: b"NVIDIA \xff\xfe GeForce"
+    facts = probe(fake)
+    assert facts.gpus[0].name == "NVIDIA \ufffd\ufffd GeForce" and facts.errors == ()
+
+
+def test_a_bare_nvml_error_with_an_unmapped_code_is_an_unknown_field():
+    error = pynvml.NVMLError(UNMAPPED_CODE)
+    assert type(error) is pynvml.NVMLError  # the real module's behaviour the fake relies on
+    fake = FakeNvml(load_profile("h200-8")).fail("nvmlDeviceGetMemoryInfo", UNMAPPED_CODE, device=3)
+    facts = probe(fake)
+    assert facts.gpus[3].unknown["memory_total_mib"] == f"NVML error {UNMAPPED_CODE}"
+    assert facts.gpus[3].memory_total_mib is None and facts.gpus[2].memory_total_mib == 143771
+    assert any(f"NVML error {UNMAPPED_CODE}" in e.message for e in facts.errors)
+    assert fake.initialised == 0
+
+
+def test_a_bare_nvml_error_at_init_says_nvml_could_not_start():
+    facts = probe(FakeNvml(load_profile("h200-8")).fail("nvmlInit", UNMAPPED_CODE))
+    assert facts.driver.available is False and facts.gpus == ()
+    assert facts.driver.reason.startswith(f"NVML could not start (NVML error {UNMAPPED_CODE})")
+    assert facts.errors[0].probe == "nvml.init"

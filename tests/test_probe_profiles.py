@@ -21,11 +21,37 @@ HARDWARE = {
     "rtx-pro-6000-4": ("NVIDIA RTX PRO 6000 Blackwell Server Edition", (12, 0), 97887, 4, 0, False),
     "rtx-4090-2": ("NVIDIA GeForce RTX 4090", (8, 9), 24564, 2, 0, False),
     "h100-pcie-2-bridge": ("NVIDIA H100 PCIe", (9, 0), 81559, 2, 12, False),
+    "h200-8-fabric-pending": ("NVIDIA H200", (9, 0), 143771, 8, 18, True),
+    "a100-pcie-4-container": ("NVIDIA A100 80GB PCIe", (8, 0), 81920, 4, 0, False),
 }
+MIXED = {"workstation-mixed-2"}  # GPUs of two models: checked on their own below
 
 
 def test_the_required_profiles_exist():
-    assert set(HARDWARE) | {"cpu-only"} == set(list_profiles())
+    assert set(HARDWARE) | MIXED | {"cpu-only"} == set(list_profiles())
+
+
+def test_the_broken_machines_are_in_the_state_their_checks_need():
+    """Each launch-pitfall check (advisor/rules/checks_machine.py) has a profile that shows its state."""
+    rtx = load_profile("rtx-4090-2")
+    assert {(link.p2p_read, link.p2p_write) for link in rtx.topology.links} == {("not supported", "not supported")}
+    assert load_profile("h200-8-fabric-pending").topology.fabric.state == "in progress"
+    container = load_profile("a100-pcie-4-container")
+    assert container.system.shm_mib == 64 and container.system.memlock_bytes == 8 * 2**20
+    assert container.visible_gpus == (0, 2, 1, 3) and container.environment["CUDA_VISIBLE_DEVICES"] == "0,2,1,3"
+    assert {g.iommu for g in container.gpus} == {"DMA-FQ"} and all(g.acs_redirect for g in container.gpus)
+    assert container.environment["NCCL_P2P_DISABLE"] == "1"
+    mixed = load_profile("workstation-mixed-2")
+    assert [g.name for g in mixed.gpus] == ["NVIDIA RTX 6000 Ada Generation", "NVIDIA GeForce RTX 4090"]
+    assert mixed.gpus[0].processes == () and sum(p.used_mib for p in mixed.gpus[1].processes) > 18_000
+    assert mixed.gpus[1].memory_total_mib - mixed.gpus[1].memory_free_mib > 18_000
+    assert [g.numa_node for g in load_profile("l40s-4").gpus] == [0, 0, 1, 1]
+    # healthy machines: P2P everywhere NVLink or PCIe allows it, roomy /dev/shm, no IOMMU, nobody on the GPUs
+    for name in ("h200-8", "l40s-4", "rtx-pro-6000-4"):
+        facts = load_profile(name)
+        assert {link.p2p_read for link in facts.topology.links} == {"OK"}
+        assert facts.system.shm_mib >= 1024 and all(g.iommu == "off" and g.acs_redirect == () for g in facts.gpus)
+        assert all(g.processes == () for g in facts.gpus)
 
 
 @pytest.mark.parametrize("name", sorted(HARDWARE))
@@ -34,7 +60,7 @@ def test_hardware_matches_the_reference(name):
     facts = load_profile(name)
     assert facts.source == f"simulated:{name}" and facts.is_simulated
     assert facts.host.hostname == f"sim-{name}"
-    assert len(facts.gpus) == count and facts.visible_gpus == tuple(range(count))
+    assert len(facts.gpus) == count and sorted(facts.visible_gpus) == list(range(count))  # the container reorders
     assert {(g.name, g.capability, g.memory_total_mib, g.nvlinks_active) for g in facts.gpus} == {
         (gpu_name, capability, memory, nvlinks)
     }
@@ -108,6 +134,10 @@ def test_summaries():
     assert profile_summary("l40s-4").endswith("PCIe only (PXB/SYS)")
     assert "NVLink fabric clique 32766" in profile_summary("gb200-nvl72-tray")
     assert profile_summary("cpu-only").startswith("no GPUs")
+    assert profile_summary("h200-8-fabric-pending").endswith("NVLink fabric in progress")
+    assert profile_summary("workstation-mixed-2").startswith(
+        "1 x NVIDIA RTX 6000 Ada Generation, 1 x NVIDIA GeForce RTX 4090"
+    )
 
 
 def test_shipped_json_is_what_the_generator_makes(tmp_path):

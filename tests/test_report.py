@@ -142,6 +142,9 @@ ABOUT_PACKAGES = {
 NOT_ABOUT_PACKAGES = {
     "no_gpus", "tp_exceeds_gpus", "tp_not_divisible", "mig_enabled", "weights_exceed_memory", "no_multicast_for_fusion",
     "no_command", "check_failed", "engine_version_newer", "fusion_backend_error",
+    # launch pitfalls of the machine (advisor/rules/checks_machine.py)
+    "p2p_unavailable", "pcie_acs_or_iommu", "gpus_span_numa", "gpu_order", "gpu_memory_in_use", "heterogeneous_gpus",
+    "shm_too_small", "nccl_env_override", "fabric_not_ready", "memlock_limit",
 }  # fmt: skip
 # engine_version_older is about vllm only when the installed vllm is the release judged (not an --engine-version)
 DEPENDS = {"engine_version_older"}
@@ -182,6 +185,11 @@ def _scenarios() -> dict[str, object]:
         "weights": _plan("h100-sxm-8", model="deepseek-ai/DeepSeek-V3", tp=2, engine="sglang"),
         "mig": _plan(None, facts=mig, tp=8, engine="sglang"),
         "tp-divisibility": _plan("h100-sxm-8", tp=6, engine="sglang"),
+        "p2p": _plan("rtx-4090-2", model="Qwen/Qwen3-8B", tp=2, engine="sglang"),
+        "container": _plan("a100-pcie-4-container", model="Qwen/Qwen3-8B", tp=8, nnodes=2, engine="vllm"),
+        "numa": _plan("l40s-4", model="Qwen/Qwen3-8B", tp=4, engine="vllm"),
+        "workstation": _plan("workstation-mixed-2", model="Qwen/Qwen3-8B", tp=2, engine="sglang"),
+        "fabric": _plan("h200-8-fabric-pending", model="Qwen/Qwen3-8B", tp=8, engine="sglang"),
     }
 
 

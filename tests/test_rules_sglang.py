@@ -423,6 +423,11 @@ def test_custom_allreduce(profile, tp, intent, release, state, value, blocker):
         assert blocker in failed(d)
 
 
+def test_custom_allreduce_without_gpus_says_so():
+    d = sglang.custom_allreduce_decision(scenario("cpu-only", tp=4), "0.5.18")
+    assert cond(d, "full_nvlink").ok is False and cond(d, "full_nvlink").observed == "no GPUs"
+
+
 def test_custom_allreduce_world_size():
     facts = load_profile("h100-sxm-8")
     d = sglang.custom_allreduce_decision(scenario(facts, tp=3), "0.5.18")

@@ -175,7 +175,8 @@ def test_a_lifeline_outlives_the_launcher_and_tears_the_tree_down(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_clean_run_streams_rank_lines_and_keeps_per_rank_logs(worker: Path, tmp_path: Path):
+def test_clean_run_streams_rank_lines_and_keeps_per_rank_logs(worker: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # torchrun would announce its default in a banner
     weird = "/models/my model; rm -rf ~"
     lines: list[spawn.LogLine] = []
     states: list[str] = []
@@ -197,6 +198,7 @@ def test_clean_run_streams_rank_lines_and_keeps_per_rank_logs(worker: Path, tmp_
     rank_logs = sorted(p.relative_to(run_dir / "logs").parts[-2:] for p in (run_dir / "logs").glob("*/attempt_0/*/stdout.log"))
     assert rank_logs == [("0", "stdout.log"), ("1", "stdout.log")]
     assert run.survivors == []
+    assert not [ln.text for ln in lines if "OMP_NUM_THREADS" in ln.text]
 
 
 @pytest.mark.slow

@@ -122,3 +122,19 @@ async def test_leaving_the_screen_while_starting_stops_the_engine():
         assert screen.run.done and screen.run.state == "stopped"
         assert app.live_runs() == []
     assert new_children(before) == []
+
+
+async def test_without_the_runtime_extra_enter_names_the_install_and_starts_nothing(monkeypatch):
+    # This venv has the runtime; the light install (tests/test_packaging.py) checks the real absence through the CLI.
+    from launcher import engines
+
+    monkeypatch.setattr(engines, "missing_runtime_modules", lambda mode=None: ["torch"])
+    before = existing_children()
+    app = demo_app()
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        screen = await start_demo(pilot)
+        await pilot.pause()
+        assert screen.run is None and screen.state == "not started"
+        messages = [n.message for n in app._notifications]
+        assert any("pip install 'tp-advisor[runtime]'" in m for m in messages), messages
+    assert new_children(before) == []

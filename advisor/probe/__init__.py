@@ -26,12 +26,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def probe_live(python: str | None = None, environ: Mapping[str, str] | None = None, nvml: Any = None) -> Facts:
+def probe_live(python: str | None = None, environ: Mapping[str, str] | None = None, nvml: Any = None,
+               sys_root: str = "/sys", proc_root: str = "/proc", shm_path: str = "/dev/shm") -> Facts:
     """Facts about this machine (source "live").
 
     ``python``: probe that interpreter's packages instead of this one's (raises PythonProbeError when it is not a
     working Python). ``environ``: the environment an engine would inherit (default os.environ). ``nvml``: the NVML
-    binding (default: `pynvml` from nvidia-ml-py, imported here); tests pass a fake.
+    binding (default: `pynvml` from nvidia-ml-py, imported here); tests pass a fake. ``sys_root``, ``proc_root``,
+    ``shm_path``: where /sys, /proc and /dev/shm are read (tests pass a fake tree).
     """
     from advisor.probe.environment import filter_environment, visible_gpus
     from advisor.probe.host import probe_host
@@ -66,6 +68,10 @@ def probe_live(python: str | None = None, environ: Mapping[str, str] | None = No
         driver, gpus, topology = result.driver, result.gpus, result.topology
         errors.extend(result.errors)
 
+    from advisor.probe.system import probe_system
+
+    gpus, system, system_errors = probe_system(gpus, sys_root, proc_root, shm_path)
+    errors.extend(system_errors)
     visible, note = visible_gpus(environ.get("CUDA_VISIBLE_DEVICES"), gpus)
     return Facts(
         source="live",
@@ -75,6 +81,7 @@ def probe_live(python: str | None = None, environ: Mapping[str, str] | None = No
         visible_gpus=visible,
         visible_gpus_note=note,
         topology=topology,
+        system=system,
         packages=packages,
         environment=filter_environment(environ),
         python_executable=executable,

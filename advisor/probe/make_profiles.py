@@ -12,7 +12,21 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.facts import Driver, Fabric, Facts, Gpu, Host, Link, Package, Topology, cuda_from_label, normalize_name
+from advisor.facts import (
+    MEMLOCK_UNLIMITED,
+    Driver,
+    Fabric,
+    Facts,
+    Gpu,
+    GpuProcess,
+    Host,
+    Link,
+    Package,
+    System,
+    Topology,
+    cuda_from_label,
+    normalize_name,
+)
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 _UUID_NS = uuid.UUID("6c1f2b56-4a3e-4d61-9a0e-3c1b7f0d2a11")
@@ -49,6 +63,18 @@ class Machine:
     environment: dict[str, str] = field(default_factory=dict)
     fabric: Fabric | None = None
     mig: str = "disabled"
+    # Launch-pitfall state (issue 18): what a default, healthy install of this machine reports unless a machine says
+    # otherwise.
+    p2p: str = "OK"  # NVML P2P read/write status between PCIe-only GPUs (NVLink pairs are always OK)
+    numa: object = lambda i: 0  # GPU index -> NUMA node
+    iommu: str = "off"  # the GPUs' IOMMU group type
+    acs: object = lambda i: ()  # GPU index -> PCIe bridges above it whose ACS redirects P2P
+    processes: dict[int, tuple[GpuProcess, ...]] = field(default_factory=dict)  # other processes holding GPU memory
+    other_gpus: dict[int, tuple[str, tuple[int, int], int]] = field(default_factory=dict)  # index -> name, cc, MiB
+    shm_mib: int = 515_000  # tmpfs default: half the RAM
+    memlock: int = MEMLOCK_UNLIMITED
+    numa_nodes: int = 1
+    visible: tuple[int, ...] | None = None  # CUDA_VISIBLE_DEVICES order (the environment must say the same)
 
 
 def cuda_driver_of(driver: str) -> str:
@@ -97,21 +123,32 @@ def make_package(name: str, version: str, location: str) -> Package:
     )
 
 
-def build(m: Machine) -> Facts:
-    gpus = tuple(
-        Gpu(
-            index=i,
-            name=m.gpu_name,
-            uuid="GPU-" + str(uuid.uuid5(_UUID_NS, f"{m.name}/{i}")),
-            pci_bus_id=m.bus_ids[i],
-            capability=m.capability,
-            memory_total_mib=m.memory_mib,
-            memory_free_mib=m.memory_mib - 561,
-            mig_mode=m.mig,
-            nvlinks_active=m.nvlinks,
-        )
-        for i in range(m.count)
+DRIVER_CONTEXT_MIB = 561  # what NVML reports used on an idle GPU (driver reservations)
+
+
+def build_gpu(m: Machine, i: int) -> Gpu:
+    name, capability, memory = m.other_gpus.get(i, (m.gpu_name, m.capability, m.memory_mib))
+    processes = m.processes.get(i, ())
+    used = DRIVER_CONTEXT_MIB + sum(p.used_mib or 0 for p in processes)
+    return Gpu(
+        index=i,
+        name=name,
+        uuid="GPU-" + str(uuid.uuid5(_UUID_NS, f"{m.name}/{i}")),
+        pci_bus_id=m.bus_ids[i],
+        capability=capability,
+        memory_total_mib=memory,
+        memory_free_mib=memory - used,
+        mig_mode=m.mig,
+        nvlinks_active=m.nvlinks,
+        numa_node=m.numa(i),
+        iommu=m.iommu,
+        acs_redirect=tuple(m.acs(i)),
+        processes=processes,
     )
+
+
+def build(m: Machine) -> Facts:
+    gpus = tuple(build_gpu(m, i) for i in range(m.count))
     links = tuple(
         Link(
             a=a,
@@ -119,6 +156,8 @@ def build(m: Machine) -> Facts:
             nvlinks=m.nvlinks,
             nvlink_p2p="OK" if m.nvlinks else "not supported",
             pcie=m.pcie(a, b),
+            p2p_read="OK" if m.nvlinks else m.p2p,
+            p2p_write="OK" if m.nvlinks else m.p2p,
         )
         for a in range(m.count)
         for b in range(a + 1, m.count)
@@ -137,8 +176,9 @@ def build(m: Machine) -> Facts:
         host=Host(hostname=f"sim-{m.name}", os=m.os, python=m.python, cpu_count=m.cpu_count),
         driver=driver,
         gpus=gpus,
-        visible_gpus=tuple(range(m.count)),
+        visible_gpus=m.visible if m.visible is not None else tuple(range(m.count)),
         topology=topology,
+        system=System(shm_mib=m.shm_mib, memlock_bytes=m.memlock, numa_nodes=m.numa_nodes),
         packages=packages,
         environment=dict(m.environment),
         python_executable=str(Path(m.location).parents[2] / "bin" / "python3")
@@ -152,7 +192,9 @@ ROCKY = "Linux-5.14.0-570.42.2.el9_6.x86_64-x86_64"
 ARM = "Linux-6.8.0-1031-nvidia-64k-aarch64"
 VENV = "/opt/venv/lib/python3.12/site-packages"
 DOCKER = "/usr/local/lib/python3.12/dist-packages"
-HGX = dict(count=8, nvlinks=18, nvswitch=True, pcie=hgx_pcie, bus_ids=HGX_BUS_IDS, cpu_count=224, os=UBUNTU)
+HGX = dict(count=8, nvlinks=18, nvswitch=True, pcie=hgx_pcie, bus_ids=HGX_BUS_IDS, cpu_count=224, os=UBUNTU,
+           numa=lambda i: i // 4, numa_nodes=2)
+WORKSTATION = dict(shm_mib=64_000, memlock=8 * 2**20)  # 128 GB of RAM; Ubuntu's default `ulimit -l` of 8 MiB
 
 MACHINES = [
     Machine(
@@ -202,6 +244,7 @@ MACHINES = [
     Machine(
         name="gb200-nvl72-tray", gpu_name="NVIDIA GB200", capability=(10, 0), memory_mib=189471, count=4, nvlinks=18,
         nvswitch=True, pcie=lambda a, b: "NODE" if a // 2 == b // 2 else "SYS", bus_ids=GRACE_BUS_IDS,
+        numa=lambda i: i // 2, numa_nodes=2,  # two Grace CPUs per tray
         driver="590.48.01", cpu_count=144, os=ARM, python="3.12.3", location=VENV,
         packages=stack("2.12.0+cu130", "0.7.2", providers=("sm100a",), sglang="0.5.17", **{"sglang-kernel": "0.4.2"},
                        transformers="5.2.0", **{"nvidia-ml-py": "13.590.44"}),
@@ -219,6 +262,7 @@ MACHINES = [
         name="l40s-4", gpu_name="NVIDIA L40S", capability=(8, 9), memory_mib=46068, count=4, nvlinks=0,
         nvswitch=False, pcie=lambda a, b: "PXB" if a // 2 == b // 2 else "SYS", bus_ids=HGX_BUS_IDS[::2],
         driver="575.64.05", cpu_count=128, os=ROCKY, python="3.12.9", location=VENV, mig="not supported",
+        numa=lambda i: i // 2, numa_nodes=2,
         packages=stack("2.10.0+cu128", "0.6.13", vllm="0.16.0", transformers="4.57.6", **{"nvidia-ml-py": "13.575.51"}),
     ),
     Machine(
@@ -233,6 +277,7 @@ MACHINES = [
         nvlinks=0, nvswitch=False, pcie=lambda a, b: "PHB", bus_ids=["00000000:01:00.0", "00000000:41:00.0"],
         driver="580.76.05", cpu_count=32, os=UBUNTU, python="3.12.3",
         location="/home/user/.venv/lib/python3.12/site-packages", mig="not supported",
+        p2p="not supported", **WORKSTATION,  # GeForce boards: the driver offers no peer-to-peer
         packages=stack("2.13.0+cu130", "0.7.4", jit_cache=False, vllm="0.18.0", transformers="5.3.0",
                        **{"nvidia-ml-py": "13.580.82"}),
         environment={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
@@ -249,6 +294,41 @@ MACHINES = [
         pcie=lambda a, b: "SYS", bus_ids=[], driver=None, cpu_count=16, os=UBUNTU, python="3.11.14",
         location="/home/user/.venv/lib/python3.11/site-packages",
         packages=stack("2.13.0+cpu", "0.7.4", transformers="5.3.0", **{"nvidia-ml-py": "13.615.71"}),
+        shm_mib=16_000, memlock=8 * 2**20,
+    ),
+    # Machines in a broken state, one launch pitfall or more each (issue 18).
+    Machine(
+        name="h200-8-fabric-pending", gpu_name="NVIDIA H200", capability=(9, 0), memory_mib=143771,
+        driver="580.95.05", python="3.12.3", location=VENV,
+        packages=stack("2.11.0+cu129", "0.6.16", sglang="0.5.14", **{"sglang-kernel": "0.4.0"}, transformers="5.1.0",
+                       **{"nvidia-ml-py": "13.580.82"}),
+        fabric=Fabric(state="in progress", unknown={"cluster_uuid": "NVML reports an all-zero cluster UUID"},
+                      clique_id=0),  # Fabric Manager not (yet) running after a reboot
+        **HGX,
+    ),
+    Machine(
+        name="a100-pcie-4-container", gpu_name="NVIDIA A100 80GB PCIe", capability=(8, 0), memory_mib=81920, count=4,
+        nvlinks=0, nvswitch=False, pcie=lambda a, b: "PIX" if a // 2 == b // 2 else "NODE", bus_ids=HGX_BUS_IDS[:4],
+        driver="570.172.08", cpu_count=64, os=UBUNTU, python="3.12.3", location=DOCKER,
+        packages=stack("2.10.0+cu128", "0.6.13", vllm="0.16.0", transformers="4.57.6", **{"nvidia-ml-py": "13.570.86"}),
+        # a default `docker run`: 64 MB /dev/shm, 8 MiB locked memory; ACS left on in the PCIe switches, the IOMMU
+        # translating; someone's NCCL workarounds in the image; GPUs listed pairwise crossed
+        shm_mib=64, memlock=8 * 2**20, iommu="DMA-FQ", acs=lambda i: (f"0000:{0x17 + 2 * (i // 2):02x}:0{i % 2}.0",),  # switch downstream ports
+        environment={"CUDA_VISIBLE_DEVICES": "0,2,1,3", "NCCL_P2P_DISABLE": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+        visible=(0, 2, 1, 3),
+    ),
+    Machine(
+        name="workstation-mixed-2", gpu_name="NVIDIA RTX 6000 Ada Generation", capability=(8, 9), memory_mib=49140,
+        count=2, nvlinks=0, nvswitch=False, pcie=lambda a, b: "PHB", bus_ids=["00000000:01:00.0", "00000000:21:00.0"],
+        driver="580.76.05", cpu_count=24, os=UBUNTU, python="3.12.3",
+        location="/home/user/.venv/lib/python3.12/site-packages", mig="not supported",
+        packages=stack("2.11.0+cu130", "0.7.2", jit_cache=False, sglang="0.5.17", **{"sglang-kernel": "0.4.2"},
+                       transformers="5.2.0", **{"nvidia-ml-py": "13.580.82"}),
+        other_gpus={1: ("NVIDIA GeForce RTX 4090", (8, 9), 24564)},
+        p2p="not supported",  # a GeForce board in the pair: no peer-to-peer
+        processes={1: (GpuProcess(pid=2143, name="/usr/lib/xorg/Xorg", used_mib=412),
+                       GpuProcess(pid=48210, name="python", used_mib=17_830))},  # a notebook left running
+        **WORKSTATION,
     ),
 ]
 

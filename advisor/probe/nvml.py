@@ -19,9 +19,9 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from advisor.facts import PCIE_LEVELS, Driver, Fabric, Gpu, Link, ProbeError, Topology
+from advisor.facts import PCIE_LEVELS, Driver, Fabric, Gpu, GpuProcess, Link, ProbeError, Topology
 
-P2P_NVLINK = 2
+P2P_READ, P2P_WRITE, P2P_NVLINK = 0, 1, 2  # nvmlGpuP2PCapsIndex_t
 P2P_STATUS = {
     0: "OK",
     1: "chipset not supported",
@@ -36,8 +36,9 @@ NVLINK_DEVICE_SWITCH = 2
 FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 MAX_LINKS_FALLBACK = 36  # NVML_NVLINK_MAX_LINKS in nvidia-ml-py 12/13
 
-GPU_FIELDS = ("name", "uuid", "pci_bus_id", "capability", "memory_total_mib", "memory_free_mib", "mig_mode", "nvlinks_active")
-LINK_FIELDS = ("nvlinks", "nvlink_p2p", "pcie")
+GPU_FIELDS = ("name", "uuid", "pci_bus_id", "capability", "memory_total_mib", "memory_free_mib", "mig_mode", "nvlinks_active",
+              "processes")
+LINK_FIELDS = ("nvlinks", "nvlink_p2p", "pcie", "p2p_read", "p2p_write")
 
 # Errors at nvmlInit that mean "there is no driver here" rather than "the driver is broken".
 NO_DRIVER = {
@@ -164,8 +165,25 @@ class _Prober:
             memory_total_mib=total,
             memory_free_mib=free,
             mig_mode=self.mig_mode(index, handle, unknown),
+            processes=self.processes(index, handle, unknown),
             unknown=unknown,
         )
+
+    def processes(self, index: int, handle: Any, unknown: dict[str, str]) -> tuple[GpuProcess, ...] | None:
+        """Compute processes holding memory on the GPU; their names where NVML can tell (not across PID namespaces)."""
+        ok, running = self.field(unknown, "processes", f"nvml.gpu[{index}].processes",
+                                 "nvmlDeviceGetComputeRunningProcesses", handle)  # fmt: skip
+        if not ok:
+            return None
+        out = []
+        for proc in running or ():
+            pid = int(getattr(proc, "pid", -1))
+            used = getattr(proc, "usedGpuMemory", None)
+            # NVML_VALUE_NOT_AVAILABLE (2**64 - 1) arrives as None from nvidia-ml-py, or as the raw value
+            used_mib = int(used) // 2**20 if isinstance(used, int) and 0 <= used < 2**63 else None
+            ok_name, name, _ = self.call("nvmlSystemGetProcessName", pid)
+            out.append(GpuProcess(pid=pid, name=_text(name) if ok_name and name else None, used_mib=used_mib))
+        return tuple(sorted(out, key=lambda p: p.pid))
 
     def mig_mode(self, index: int, handle: Any, unknown: dict[str, str]) -> str | None:
         ok, value, exc = self.call("nvmlDeviceGetMigMode", handle)
@@ -258,13 +276,23 @@ class _Prober:
                                 P2P_NVLINK)
         if ok:
             p2p = P2P_STATUS.get(int(status), f"status {int(status)}")
+        read = write = None
+        ok, status = self.field(unknown, "p2p_read", f"nvml.pair[{a},{b}].p2p_read", "nvmlDeviceGetP2PStatus", ha, hb,
+                                P2P_READ)  # fmt: skip
+        if ok:
+            read = P2P_STATUS.get(int(status), f"status {int(status)}")
+        ok, status = self.field(unknown, "p2p_write", f"nvml.pair[{a},{b}].p2p_write", "nvmlDeviceGetP2PStatus", ha, hb,
+                                P2P_WRITE)  # fmt: skip
+        if ok:
+            write = P2P_STATUS.get(int(status), f"status {int(status)}")
         pcie = None
         ok, level = self.field(unknown, "pcie", f"nvml.pair[{a},{b}].pcie", "nvmlDeviceGetTopologyCommonAncestor", ha, hb)
         if ok:
             pcie = PCIE_LEVELS.get(int(level))
             if pcie is None:
                 unknown["pcie"] = f"NVML returned topology level {int(level)}"
-        return Link(a=a, b=b, nvlinks=nvlinks, nvlink_p2p=p2p, pcie=pcie, unknown=unknown)
+        return Link(a=a, b=b, nvlinks=nvlinks, nvlink_p2p=p2p, pcie=pcie, unknown=unknown, p2p_read=read,
+                    p2p_write=write)
 
     @staticmethod
     def pair_nvlinks(a: int, b: int, scans: dict[int, _LinkScan], buses: dict[int, str | None], unknown: dict) -> int | None:

@@ -48,6 +48,8 @@ def interconnect(facts: Facts) -> str:
     fabric = facts.topology.fabric
     if fabric.state == "completed" and fabric.cluster_uuid:
         words.append(f"NVLink fabric clique {fabric.clique_id}")
+    elif fabric.state in ("not started", "in progress"):
+        words.append(f"NVLink fabric {fabric.state}")
     return ", ".join(words)
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from advisor.facts import Facts, Gpu
 from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules import flashinfer as fi
+from advisor.rules.checks_machine import MACHINE_CHECKS
 from advisor.rules.engine import Problem, parse_cuda
 
 if TYPE_CHECKING:  # advisor.plan imports this module
@@ -37,16 +38,18 @@ FP8_BLOCK = 128  # block-quantized fp8 checkpoints (DeepSeek/Qwen style) use 128
 
 
 def run_checks(facts: Facts, model: ModelSpec | None, intent: Intent, *, fusion: bool | None = None,
-               prediction: fi.ImportPrediction | None = None) -> list[Problem]:  # fmt: skip
+               prediction: fi.ImportPrediction | None = None,
+               custom_allreduce: bool | None = None) -> list[Problem]:  # fmt: skip
     """Every compatibility check, in a stable order.
 
     ``fusion`` is the plan's fusion decision when known (enabled or not); None lets the checks estimate whether an engine
     would try FlashInfer's fused allreduce from the GPUs, tp and the installed flashinfer. ``prediction``: the plan's
-    ``predict_import(facts)`` when it already has one.
+    ``predict_import(facts)`` when it already has one. ``custom_allreduce``: the plan's custom allreduce decision
+    (None: the machine checks estimate it).
     """
     if prediction is None:
         prediction = fi.predict_import(facts)
-    context = _Context(facts, model, intent, prediction, fusion)
+    context = _Context(facts, model, intent, prediction, fusion, custom_allreduce)
     problems: list[Problem] = []
     for check in CHECKS:
         try:
@@ -66,8 +69,9 @@ def run_checks(facts: Facts, model: ModelSpec | None, intent: Intent, *, fusion:
 
 class _Context:
     def __init__(self, facts: Facts, model: ModelSpec | None, intent: Intent, prediction: fi.ImportPrediction,
-                 fusion: bool | None) -> None:  # fmt: skip
+                 fusion: bool | None, custom_allreduce: bool | None = None) -> None:  # fmt: skip
         self.facts = facts
+        self.custom_allreduce = custom_allreduce
         self.model = model
         self.intent = intent
         self.prediction = prediction
@@ -497,7 +501,7 @@ def check_no_gpus(ctx: _Context) -> list[Problem]:
         return [
             Problem(
                 "no_gpus", INFO,
-                f"no NVIDIA GPU ({reason}): the bundled runtime will run on CPU with torch.distributed gloo"
+                f"{reason}, so no GPU: the bundled runtime will run on CPU with torch.distributed gloo"
                 " (no NCCL, no FlashInfer fusion)",
                 "nothing to fix to try it here; run on a GPU node for real speed", "advisor probe (NVML)",
             )
@@ -505,7 +509,7 @@ def check_no_gpus(ctx: _Context) -> list[Problem]:
     return [
         Problem(
             "no_gpus", WARNING,
-            f"no NVIDIA GPU ({reason}): {ctx.intent.engine} needs CUDA GPUs, so the plan only explains what it would do",
+            f"{reason}, so no GPU: {ctx.intent.engine} needs CUDA GPUs; the plan only explains what it would do",
             "run on a GPU node, or use --engine bundled to try the runtime on CPU", "advisor probe (NVML)",
         )
     ]  # fmt: skip
@@ -539,13 +543,16 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
     if pkg.unknown:
         return [_cannot(f"{name}_not_installed", f"whether {name} is installed", next(iter(pkg.unknown.values())),
                         "importlib.metadata", (name,))]  # fmt: skip
+    from launcher.engines import install_command  # one home for install hints (`advisor launch` names the same)
+
     live = ctx.facts.source == "live"
     if engine == "bundled":
         if not live:
             return []
         return [Problem("torch_not_installed", WARNING,
                         "torch is not installed in the probed Python: the bundled runtime cannot start",
-                        "`pip install torch` (a CUDA build on GPU nodes)", "importlib.metadata", (name,))]  # fmt: skip
+                        f"`{install_command('bundled')}` (installs a CUDA torch on GPU nodes)", "importlib.metadata",
+                        (name,))]  # fmt: skip
     version = ctx.intent.engine_version
     rules = f"version {version}" if version else "the newest modelled release"
     return [
@@ -553,7 +560,7 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
             f"{name}_not_installed", WARNING if live else INFO,
             f"{name} is not installed {'here' if live else 'in these facts'}: the plan follows {rules}"
             + ("; `advisor launch` cannot start it" if live else ""),
-            f"`pip install {name}{'==' + version if version else ''}`, or pass --engine-version to model another"
+            f"`{install_command(engine, version)}`, or pass --engine-version to model another"
             " release",
             "importlib.metadata",
             (name,),
@@ -574,6 +581,7 @@ CHECKS: tuple[Callable[[_Context], list[Problem]], ...] = (
     check_multicast,
     check_mig,
     check_pynvml,
+    *MACHINE_CHECKS,  # advisor/rules/checks_machine.py: launch pitfalls of the machine itself
 )
 
 

@@ -294,7 +294,9 @@ def check_custom_ar_nvlink(s: Scenario) -> tuple:
     """Custom allreduce refuses more than two GPUs unless every pair has NVLink P2P (SGLang and vLLM alike)."""
     if s.tp <= 2:
         return True, f"{s.tp} GPU(s): PCIe P2P suffices", "every pair NVLink P2P when more than 2 GPUs"
-    full = False if s.no_gpu else s.all_pairs_nvlink
+    if s.no_gpu:
+        return False, "no GPUs", "every pair NVLink P2P OK (NVML) when more than 2 GPUs"
+    full = s.all_pairs_nvlink
     observed = {True: "every pair NVLink P2P OK", False: "some pair lacks NVLink P2P", None: "NVLink P2P unknown"}[full]
     return full, observed, "every pair NVLink P2P OK (NVML) when more than 2 GPUs"
 

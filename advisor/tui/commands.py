@@ -23,6 +23,8 @@ class AdvisorCommands(Provider):
             ("Re-probe this machine", screen.action_reprobe, "Probe GPUs and packages again (r)"),
             ("Copy command line", screen.action_copy_command, "Copy the resolved argv (c)"),
             ("Machine: this machine (live)", partial(screen.set_profile, LIVE), "Probe this machine"),
+            ("Layouts", partial(screen.action_switch_tab, "layouts"), "Every tp / DP-attention split, KV cache, fit (t)"),
+            ("Compare with another release", screen.action_diff, "What changes under another engine release (v)"),
         ]
         for name, summary in self.app.profiles:
             commands.append((f"Machine: {name}", partial(screen.set_profile, name), f"Simulated: {summary}"))

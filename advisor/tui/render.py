@@ -22,6 +22,7 @@ from advisor.rules.engine import (
     Decision,
     Problem,
 )
+from advisor.sanitize import clean
 
 STATE_ICON = {
     AUTO_ENABLED: ("●", "green"),
@@ -63,18 +64,19 @@ def short_value(value: Any) -> str:
 
 
 def show(value: Any) -> str:
+    """A value as text, made safe to show (advisor.sanitize.clean): observed values come from the machine."""
     if isinstance(value, str):
-        return value
+        return clean(value)
     if isinstance(value, (list, tuple)):
         return ", ".join(show(v) for v in value) if value else "(none)"
-    return json.dumps(value, default=str)
+    return clean(json.dumps(value, default=str))
 
 
 def condition_block(cond: ConditionResult) -> RenderableType:
     """The condition's line, then observed / expected / why / to change, indented under it (wrapped lines too)."""
     head = Text()
     head.append_text(ok_icon(cond.ok))
-    head.append(f" {cond.text}", style="bold" if cond.ok is False else "")
+    head.append(f" {clean(cond.text)}", style="bold" if cond.ok is False else "")
     body = Text()
     body.append("observed ", style="dim")
     body.append(show(cond.observed), style="red" if cond.ok is False else "")
@@ -82,10 +84,10 @@ def condition_block(cond: ConditionResult) -> RenderableType:
     body.append(show(cond.expected))
     if cond.why:
         body.append("\nwhy: ", style="dim")
-        body.append(cond.why, style="italic")
+        body.append(clean(cond.why), style="italic")
     if cond.fix:
         body.append("\nto change: ", style="dim")
-        body.append(cond.fix)
+        body.append(clean(cond.fix))
     return Group(head, Padding(body, (0, 0, 1, 4)))
 
 
@@ -96,25 +98,25 @@ def decision_detail(decision: Decision, plan: Plan) -> RenderableType:
     head.append("\n")
     head.append_text(state_text(decision.state))
     if isinstance(decision.value, dict):
-        head.append("\nvalue: " + ", ".join(f"{k}={v}" for k, v in decision.value.items()))
+        head.append("\nvalue: " + clean(", ".join(f"{k}={v}" for k, v in decision.value.items())))
     elif decision.value is not None:
-        head.append(f"\nvalue: {short_value(decision.value)}")
+        head.append(f"\nvalue: {clean(short_value(decision.value))}")
     if decision.failed:
         head.append("\nblocked by: ", style="dim")
-        head.append("; ".join(c.text for c in decision.failed), style="bold red")
+        head.append(clean("; ".join(c.text for c in decision.failed)), style="bold red")
     if decision.undecided:
         head.append("\nunknown: ", style="dim")
-        head.append("; ".join(c.text for c in decision.undecided), style="yellow")
+        head.append(clean("; ".join(c.text for c in decision.undecided)), style="yellow")
     if decision.flags:
         head.append("\nflags: ", style="dim")
-        head.append(" ".join(decision.flags), style="cyan")
+        head.append(clean(" ".join(decision.flags)), style="cyan")
     parts.append(head)
     if decision.conditions:
         parts.append(Text("\nConditions", style="bold underline"))
         parts.extend(condition_block(c) for c in decision.conditions)
     if decision.notes:
         parts.append(Text("Notes", style="bold underline"))
-        parts.extend(Text(f"• {note}") for note in decision.notes)
+        parts.extend(Text(f"• {clean(note)}") for note in decision.notes)
     if decision.source is not None:
         parts.append(Text.assemble(("\nSource: ", "bold"), str(decision.source)))
     if decision.id == "flashinfer_allreduce_fusion" and plan.release_matrix:
@@ -141,9 +143,9 @@ def problem_detail(problem: Problem) -> RenderableType:
     icon, style = SEVERITY_ICON.get(problem.severity, ("·", ""))
     text = Text()
     text.append(f"{icon} {problem.severity}: ", style=style)
-    text.append(f"{problem.message}\n", style="bold")
+    text.append(f"{clean(problem.message)}\n", style="bold")
     text.append("fix: ", style="dim")
-    text.append(f"{problem.fix}\n")
+    text.append(f"{clean(problem.fix)}\n")
     if problem.source:
         text.append("predicts: ", style="dim")
         text.append(problem.source)
@@ -158,9 +160,9 @@ def problems_list(problems: tuple[Problem, ...]) -> RenderableType:
     for p in problems:
         icon, style = SEVERITY_ICON.get(p.severity, ("·", ""))
         out.append(f"{icon} ", style=style)
-        out.append(f"{p.message}\n")
+        out.append(f"{clean(p.message)}\n")
         out.append("  fix: ", style="dim")
-        out.append(f"{p.fix}\n")
+        out.append(f"{clean(p.fix)}\n")
     out.rstrip()
     return out
 
@@ -195,13 +197,13 @@ def topology_legend(facts: Facts) -> str:
         bits.append(f"fabric {fabric.state}" + (f", clique {fabric.clique_id}" if fabric.clique_id is not None else ""))
     _, rows = topology_matrix(facts)
     bits.extend(f"{code}: {meaning}" for code, meaning in legend(rows) if code != "X")
-    return " · ".join(bits)
+    return clean(" · ".join(bits))
 
 
 def source_label(facts: Facts | None) -> str:
     if facts is None:
         return "no facts"
-    src = facts.source
+    src = clean(facts.source, newlines=False)
     if src.startswith("simulated:"):
         return f"simulated {src.split(':', 1)[1]}"
     if src.startswith("file:"):

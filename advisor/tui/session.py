@@ -13,11 +13,11 @@ from typing import Any
 
 from advisor.facts import Facts
 from advisor.plan import Plan
+from launcher.engines import MOE_A2A_BACKENDS  # noqa: F401  (the form imports it from here)
 
 LIVE = "live"  # the profile selector's value for "this machine"
 FILE = "file"  # the profile selector's value for "the --facts file given on the command line"
 
-MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "flashinfer")
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,33 @@ class Session:
             return Evaluation(options, facts, None, f"{type(exc).__name__}: {exc}", generation)
         return Evaluation(options, plan.facts, plan, None, generation)
 
+    def layouts(self, options: Any) -> tuple[Any, str | None]:
+        """(the `advisor layouts` report for these options, None) or (None, a one-line error); never raises."""
+        from advisor import context
+        from advisor.layouts import build_layouts
+
+        try:
+            facts, model, intent = context.resolve(options, facts=self.facts_for(options))
+            return build_layouts(facts, model, intent), None
+        except context.AdvisorError as exc:
+            return None, str(exc)
+        except Exception as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+
+    def diff_lines(self, options: Any, release_from: str, release_to: str) -> list[str]:
+        """What `advisor diff --from --to` prints for these options; an error is one line."""
+        from advisor import context
+        from advisor.diff import build_diff, diff_lines
+
+        try:
+            facts, model, intent = context.resolve(options, facts=self.facts_for(options))
+            return diff_lines(build_diff(facts, model, intent, release_from, release_to),
+                              {True: "✓", False: "✗", None: "?"})  # fmt: skip
+        except context.AdvisorError as exc:
+            return [f"✗ {exc}"]
+        except Exception as exc:
+            return [f"✗ {type(exc).__name__}: {exc}"]
+
     def _plan(self, options: Any, facts: Facts) -> Plan:
         """The CLI's own path (context.resolve + plan_for), with the facts already loaded."""
         from advisor import context
@@ -114,11 +141,12 @@ def releases_for(engine: str) -> list[str]:
 def model_suggestions() -> list[str]:
     """Model ids to complete in the form: the bundled catalog, then the local Hugging Face cache."""
     from advisor.models import catalog_ids, hf_cache_ids
+    from advisor.sanitize import clean
 
     ids: list[str] = []
     for source in (catalog_ids, hf_cache_ids):
-        try:
-            ids.extend(i for i in source() if i not in ids)
+        try:  # a cache directory named with control characters is no id to suggest (nor to show)
+            ids.extend(i for i in source() if i not in ids and clean(i, newlines=False) == i)
         except Exception:  # an unreadable cache must not stop the app
             continue
     return ids

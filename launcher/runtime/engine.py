@@ -38,6 +38,8 @@ Details of this implementation:
   the completion text, and `generate` leaves it out of the returned ids. "length" events carry a normal token.
 - Stop tokens are params.stop_token_ids plus the model's EOS ids (unless ignore_eos).
 - Sampling with seed None uses the engine seed combined with seq_id, so runs are reproducible and equal on all ranks.
+- With cuda_graphs=True decode steps go through cuda_graph.DecodeGraphs (captured CUDA graphs on a GPU; on CPU the
+  same static-buffer step run eagerly, which is how tests check it).
 - A step emits at most one token per sequence: sequences prefilled in this step get their first token; sequences that
   were already running get their next one.
 """
@@ -48,6 +50,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from launcher.runtime.cuda_graph import DecodeGraphs
 from launcher.runtime.model import CausalLM
 from launcher.runtime.sampling import make_generator, sample
 
@@ -93,6 +96,7 @@ class Engine:
         max_model_len: int,
         eos_token_ids: tuple[int, ...] = (),
         seed: int = 0,
+        cuda_graphs: bool = False,
     ):
         self.model = model
         self.max_batch_size, self.max_model_len = max_batch_size, max_model_len
@@ -103,6 +107,14 @@ class Engine:
         self._free = list(range(max_batch_size))
         self.waiting: list[Sequence] = []
         self.running: dict[int, Sequence] = {}
+        self.graphs = DecodeGraphs(model, max_batch_size, max_model_len) if cuda_graphs else None
+        self.prepare_decode_graphs()
+
+    def prepare_decode_graphs(self) -> None:
+        """Capture the decode graphs for the current allreduce path (no-op without graphs or on CPU). Only while no
+        sequence runs; a path switched later (bench --compare) calls it again."""
+        if self.graphs is not None and not self.has_work():
+            self.graphs.capture_all()
 
     def _allocate_kv_cache(self) -> None:
         for layer in self.model.layers:
@@ -178,6 +190,10 @@ class Engine:
         return self.model.logits(hidden[torch.arange(len(seqs)), last.to(self.device)])
 
     def _decode_logits(self, seqs: list[Sequence]) -> torch.Tensor:
+        if self.graphs is not None:
+            logits = self.graphs.decode([s.slot for s in seqs], [s.output[-1] for s in seqs], [s.length - 1 for s in seqs])
+            if logits is not None:
+                return logits
         ids = torch.tensor([[s.output[-1]] for s in seqs])
         positions = torch.tensor([[s.length - 1] for s in seqs])
         return self.model.logits(self._forward(ids, positions, seqs)[:, 0])
@@ -187,9 +203,13 @@ class Engine:
         return self.model(ids.to(self.device), positions.to(self.device), slots)
 
     def _advance(self, seqs: list[Sequence], logits: torch.Tensor) -> list[TokenEvent]:
-        tokens = sample(logits, [s.params for s in seqs], [s.generator for s in seqs])
+        params = [s.params for s in seqs]
+        if all(p.temperature <= 0 for p in params):  # greedy: argmax and broadcast on the device, one host sync
+            chosen = logits.argmax(dim=-1)
+        else:
+            chosen = torch.tensor(sample(logits, params, [s.generator for s in seqs]), device=self.device)
         # rank 0 decides: identical tokens on every rank even if kernels differ in the last bit
-        tokens = self.model.comm.broadcast(torch.tensor(tokens, device=self.device)).tolist()
+        tokens = self.model.comm.broadcast(chosen).tolist()
         events = []
         for seq, token in zip(seqs, tokens, strict=True):
             reason = None

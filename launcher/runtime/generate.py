@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING
 
 from launcher.runtime.engine import Engine, SamplingParams
@@ -39,6 +40,10 @@ def run_generate(engine: Engine, tokenizer: Tokenizer, args: argparse.Namespace,
         ignore_eos=args.ignore_eos,
     )
     outputs = engine.generate(prompts, params)
+    if ctx.is_first and getattr(args, "model", None) == "demo":
+        # stderr, so the completions on stdout stay exactly the engine's (and `--json | jq` works)
+        print("note: the demo model has random weights, so its text is meaningless; pass --model DIR for a real one",
+              file=sys.stderr, flush=True)  # fmt: skip
     if ctx.is_first:
         for text, ids in zip(texts, outputs, strict=True):
             completion = tokenizer.decode(ids)

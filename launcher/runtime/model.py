@@ -93,9 +93,13 @@ class CausalLM(nn.Module):
         return len(self.layers) + 2
 
     @torch.inference_mode()
-    def forward(self, ids: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-        """ids, positions: [batch, tokens]; slots: [batch] KV-cache slots. Returns final hidden states."""
-        at = AttentionBatch.build(positions, slots, self.rotary)
+    def forward(
+        self, ids: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor, at: AttentionBatch | None = None
+    ) -> torch.Tensor:
+        """ids, positions: [batch, tokens]; slots: [batch] KV-cache slots; `at` when the caller built it (the static
+        decode step of cuda_graph.py). Returns final hidden states."""
+        if at is None:
+            at = AttentionBatch.build(positions, slots, self.rotary)
         partial, residual = self.embed(ids), None
         for layer in self.layers:
             partial, residual = layer(partial, residual, at)

@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from launcher.engines import RUNTIME_MODES
+from launcher.engines import RUNTIME_DTYPES, RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN, RUNTIME_MODES
 from launcher.runtime.errors import RuntimeUsageError
 
 if TYPE_CHECKING:
     import torch
 
 log = logging.getLogger("launcher.runtime")
-DTYPES = ("auto", "bfloat16", "float16", "float32")
+DTYPES = RUNTIME_DTYPES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,9 +30,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dtype", choices=DTYPES, default="auto", help="auto: bfloat16 on CUDA, float32 on CPU")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--allreduce", choices=("torch", "flashinfer-fusion"), default="torch")
-    parser.add_argument("--max-model-len", type=int, default=None, help="tokens per sequence (default min(2048, model))")
-    parser.add_argument("--max-batch-size", type=int, default=8, help="sequences in flight (KV-cache slots)")
+    parser.add_argument("--max-model-len", type=int, default=None,
+                        help=f"tokens per sequence (default min({RUNTIME_MAX_MODEL_LEN}, model))")
+    parser.add_argument("--max-batch-size", type=int, default=RUNTIME_MAX_BATCH_SIZE,
+                        help="sequences in flight (KV-cache slots)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--disable-cuda-graph",
+        action="store_true",
+        help="run decode steps eagerly on CUDA (by default they replay CUDA graphs; always eager on CPU)",
+    )
     parser.add_argument("--mode", choices=RUNTIME_MODES, default="generate")
     parser.add_argument("--log-level", default="INFO")
     gen = parser.add_argument_group("generate")
@@ -159,6 +166,7 @@ def _run_mode(args, ctx) -> int:
     import torch
 
     from launcher.runtime.communicator import Communicator
+    from launcher.runtime.cuda_graph import cuda_graph_off_reason
     from launcher.runtime.demo import ensure_demo_model
     from launcher.runtime.engine import Engine
     from launcher.runtime.loader import load_model
@@ -170,7 +178,7 @@ def _run_mode(args, ctx) -> int:
     if config.is_text_backbone_of_vl:
         log.info("%s: running the text backbone only (text prompts; images are not supported)", config.architecture)
     dtype = resolve_dtype(args.dtype, ctx.device)
-    max_len = args.max_model_len or min(2048, config.max_position_embeddings)
+    max_len = args.max_model_len or min(RUNTIME_MAX_MODEL_LEN, config.max_position_embeddings)
     if not 2 <= max_len <= config.max_position_embeddings:
         raise RuntimeUsageError(
             f"--max-model-len {max_len} must be 2..{config.max_position_embeddings} (the model's max_position_embeddings)"
@@ -186,7 +194,10 @@ def _run_mode(args, ctx) -> int:
             log.info("model %s (%s), tp %d, %s on %s", model_dir, config.architecture, ctx.world_size, dtype, ctx.device)
         try:
             model = load_model(model_dir, config, comm, dtype, max_len, show_progress=ctx.is_first and sys.stderr.isatty())
-            engine = Engine(model, batch, max_len, tokenizer.eos_token_ids, seed=args.seed)
+            graphs_off = cuda_graph_off_reason(ctx.device, args.disable_cuda_graph)
+            if ctx.is_first:
+                log.info("cuda graphs for decode: %s", "on" if graphs_off is None else f"off ({graphs_off})")
+            engine = Engine(model, batch, max_len, tokenizer.eos_token_ids, seed=args.seed, cuda_graphs=graphs_off is None)
         except (MemoryError, RuntimeError) as err:  # torch.OutOfMemoryError is a RuntimeError
             if not isinstance(err, MemoryError | torch.OutOfMemoryError) and "allocate" not in str(err):
                 raise

@@ -6,16 +6,25 @@ probe's ``except`` clauses and struct handling are exercised as they are against
 - NVLinks: on NVSwitch machines every active link ends at an NVSwitch (remote type 2, a switch's bus id); otherwise the
   links recorded for each pair end at the peer GPU; GPUs without NVLink raise NotSupported for every link, and link
   indices past a GPU's links raise InvalidArgument;
-- P2P (NVLINK index only, as a plain int), PCIe common ancestor, fabric info (NotSupported before Hopper).
+- P2P for the READ, WRITE and NVLINK indices (each a plain int), PCIe common ancestor, fabric info (NotSupported before
+  Hopper);
+- the compute processes holding memory on each GPU, and their names (nvmlSystemGetProcessName).
 
     nvml = FakeNvml(load_profile("h200-8"))
     nvml.fail("nvmlDeviceGetMemoryInfo", "NoPermission", device=3)
+    nvml.fail("nvmlDeviceGetName", 9999)  # a bare pynvml.NVMLError: a code the binding has no class for
+
+``FakeNvml(facts, bytes_strings=True)`` returns the driver version, GPU names and UUIDs as ``bytes``, as nvidia-ml-py
+releases before 11.515 did (and as a binding without its str conversion still can).
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import pynvml
@@ -59,7 +68,7 @@ class FakeHandle:
 @dataclass
 class _Failure:
     function: str
-    error: type
+    error: Callable[[], BaseException]
     device: int | None
     link: int | None
 
@@ -67,8 +76,9 @@ class _Failure:
 class FakeNvml:
     """Module-like: ``nvml.nvmlInit()``, ``nvml.NVMLError_NotSupported``, ``nvml.NVML_NVLINK_MAX_LINKS``..."""
 
-    def __init__(self, facts: Facts):
+    def __init__(self, facts: Facts, bytes_strings: bool = False):
         self.facts = facts
+        self.bytes_strings = bytes_strings
         self.failures: list[_Failure] = []
         self.calls: list[str] = []
         self.initialised = 0
@@ -80,10 +90,15 @@ class FakeNvml:
         self._links = self._build_links()
 
     # -- failure injection -----------------------------------------------------------------------------------------
-    def fail(self, function: str, error: str | type, device: int | None = None, link: int | None = None) -> FakeNvml:
-        """Make ``function`` raise ``error`` (a pynvml class or its short name, "NotSupported"), for one device or all."""
+    def fail(self, function: str, error: str | type | int, device: int | None = None, link: int | None = None) -> FakeNvml:
+        """Make ``function`` raise ``error`` (a pynvml class or its short name, "NotSupported"; or an NVML return code,
+        raised as the real module raises it: ``pynvml.NVMLError(code)``, a bare NVMLError when no class maps the code),
+        for one device or all."""
         if not hasattr(self, function):
             raise AttributeError(f"fake NVML has no {function}")
+        if isinstance(error, int):
+            self.failures.append(_Failure(function, functools.partial(pynvml.NVMLError, error), device, link))
+            return self
         if isinstance(error, str):
             cls = ERROR_CLASSES.get(error) or getattr(pynvml, f"NVMLError_{error}", None)
         else:
@@ -152,9 +167,12 @@ class FakeNvml:
             raise pynvml.NVMLError_Uninitialized()
         self.initialised -= 1
 
-    def nvmlSystemGetDriverVersion(self) -> str:
+    def _string(self, value: str | None) -> str | bytes | None:
+        return value.encode() if self.bytes_strings and value is not None else value
+
+    def nvmlSystemGetDriverVersion(self) -> str | bytes:
         self._enter("nvmlSystemGetDriverVersion")
-        return self.facts.driver.version or ""
+        return self._string(self.facts.driver.version or "")
 
     def nvmlSystemGetCudaDriverVersion(self) -> int:
         self._enter("nvmlSystemGetCudaDriverVersion")
@@ -171,13 +189,13 @@ class FakeNvml:
             raise pynvml.NVMLError_InvalidArgument()
         return FakeHandle(index)
 
-    def nvmlDeviceGetName(self, handle: FakeHandle) -> str:
+    def nvmlDeviceGetName(self, handle: FakeHandle) -> str | bytes:
         self._enter("nvmlDeviceGetName", handle)
-        return self._gpus[handle.index].name
+        return self._string(self._gpus[handle.index].name)
 
-    def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str:
+    def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str | bytes:
         self._enter("nvmlDeviceGetUUID", handle)
-        return self._gpus[handle.index].uuid
+        return self._string(self._gpus[handle.index].uuid)
 
     def nvmlDeviceGetPciInfo(self, handle: FakeHandle):
         self._enter("nvmlDeviceGetPciInfo", handle)
@@ -234,9 +252,28 @@ class FakeNvml:
         self._enter("nvmlDeviceGetP2PStatus", h1, h2)
         if type(index) is not int:  # ctypes rejects the tuple constant NVML_P2P_CAPS_INDEX_READ == (0,)
             raise TypeError(f"p2pIndex must be an int, got {index!r}")
-        if index != pynvml.NVML_P2P_CAPS_INDEX_NVLINK:
-            raise pynvml.NVMLError_NotSupported()  # this fake records only the NVLINK index
-        return P2P_CODES[self._pair(h1, h2).nvlink_p2p]
+        pair = self._pair(h1, h2)
+        recorded = {0: pair.p2p_read, 1: pair.p2p_write, pynvml.NVML_P2P_CAPS_INDEX_NVLINK: pair.nvlink_p2p}
+        if recorded.get(index) is None:
+            raise pynvml.NVMLError_NotSupported()  # an index this fake does not replay, or one the facts lack
+        return P2P_CODES[recorded[index]]
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: FakeHandle) -> list:
+        self._enter("nvmlDeviceGetComputeRunningProcesses", handle)
+        processes = self._gpus[handle.index].processes
+        if processes is None:
+            raise pynvml.NVMLError_NotSupported()
+        # nvidia-ml-py hands back friendly objects; usedGpuMemory is None when the driver does not say
+        return [SimpleNamespace(pid=p.pid, usedGpuMemory=None if p.used_mib is None else p.used_mib * 2**20,
+                                gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF) for p in processes]  # fmt: skip
+
+    def nvmlSystemGetProcessName(self, pid: int) -> str:
+        self._enter("nvmlSystemGetProcessName")
+        for gpu in self.facts.gpus:
+            for proc in gpu.processes or ():
+                if proc.pid == pid and proc.name:
+                    return proc.name
+        raise pynvml.NVMLError_NotFound()
 
     def nvmlDeviceGetGpuFabricInfoV(self, handle: FakeHandle, info_ref: Any) -> int:
         self._enter("nvmlDeviceGetGpuFabricInfoV", handle)

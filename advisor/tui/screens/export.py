@@ -17,17 +17,13 @@ DEFAULT_NAME = "advisor-plan.json"
 
 
 def write_plan_json(plan: Plan, path: str | Path) -> Path:
-    """Write atomically (a temporary file renamed into place), so a failed write leaves no half file."""
+    """Write atomically (a temporary file renamed into place), so a failed write leaves no half file; a path that is
+    not a regular file is refused (launcher.files.FileRefused, an OSError), a symlink written through to its target."""
     from advisor.report import dumps, plan_to_dict
+    from launcher.files import write_text_atomic
 
     path = Path(path).expanduser()
-    text = dumps(plan_to_dict(plan)) + "\n"
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text_atomic(path, dumps(plan_to_dict(plan)) + "\n", "plan")
     return path
 
 
@@ -67,10 +63,13 @@ class ExportScreen(ModalScreen[Path | None]):
 
     @work(thread=True, exclusive=True)
     def _write(self, raw: str) -> None:
+        from launcher.files import FileRefused
+
         try:
             path = write_plan_json(self._plan, raw)
         except OSError as exc:
-            self.app.call_from_thread(self.notify, f"Cannot write {raw}: {exc.strerror or exc}", severity="error")
+            reason = str(exc) if isinstance(exc, FileRefused) else f"{raw}: {exc.strerror or exc}"  # FileRefused names the path
+            self.app.call_from_thread(self.notify, f"Cannot write {reason}", severity="error")
             return
         self.app.call_from_thread(self.notify, f"Plan written to {path}", timeout=4)
         self.app.call_from_thread(self.dismiss, path)

@@ -24,7 +24,8 @@ condition by condition, and launches it.
 | `enter` | open the highlighted decision on its own screen (escape closes it) |
 | `c` | copy the command line |
 | `f` | jump to the form (model field); `tab` moves on, `→` accepts a model suggestion, `enter`/`escape` leave it |
-| `m` / `d` | machine tab / decisions tab |
+| `m` / `d` / `t` | machine tab / decisions tab / layouts tab (`enter` on a layout puts it into the form) |
+| `v` | compare the plan with another release of its engine (what changes, and the upstream source) |
 | `ctrl+p` | command palette |
 | `tab` | move between the form, the decisions and the detail |
 | `?` | this help |
@@ -33,6 +34,10 @@ condition by condition, and launches it.
 makes at start-up (● on, ○ off, ? unknown). Move to a row to see every condition: what was observed, what the rule
 expects, why the condition exists, and how to change the outcome, with the release and source file it models. The
 FlashInfer fusion decision also shows the outcome under every modelled release.
+
+**Layouts tab.** Every way to split the model over this machine's GPUs (tp, DP attention), as `advisor layouts` prints
+it: whether it fits, the KV-cache tokens the engine will allocate, the sequences it holds, what auto-enables; ★ marks the
+recommended layout.
 
 **Machine tab.** GPUs, the topology matrix (like `nvidia-smi topo -m`), installed packages (✓ fine, ✗ part of an
 error, ! part of a warning, · not installed) and the problems with their fixes.

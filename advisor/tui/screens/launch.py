@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, Log, Select, Static, TabbedContent, TabPane
 
 from advisor.plan import Plan
+from advisor.sanitize import clean
 from launcher.engines import RUNTIME_MODES
 
 FLUSH_S = 0.1
@@ -80,7 +81,7 @@ class LaunchScreen(Screen):
 
         try:
             commands = commands_for_nodes(self.plan, mode=self.mode)
-            text = Text(f"$ {shlex.join(commands[0])}")
+            text = Text(f"$ {clean(shlex.join(commands[0]), newlines=False)}")
             for rank, argv in enumerate(commands[1:], start=1):  # started here: node 0 only
                 text.append(f"\non node {rank}, run yourself: {shlex.join(argv)}", style="dim")
         except ValueError as exc:  # EngineCommandError: the plan cannot become a command
@@ -101,7 +102,7 @@ class LaunchScreen(Screen):
                 )
             errors = [p for p in self.plan.problems if p.severity == "error"]
             if errors:
-                text.append(f"\n✗ the plan has {len(errors)} error(s): {errors[0].message}", style="red")
+                text.append(f"\n✗ the plan has {len(errors)} error(s): {clean(errors[0].message)}", style="red")
                 text.append("\n  press enter twice to start anyway", style="dim")
         elif state == "starting":
             text.append("◌ starting…", style="bold yellow")
@@ -111,7 +112,7 @@ class LaunchScreen(Screen):
         elif state == "exited":
             text.append(f"✓ finished (exit {run.returncode})", style="bold green")
         elif state == "failed":
-            text.append(f"✗ {run.failure or 'failed'}", style="bold red")
+            text.append(f"✗ {clean(str(run.failure or 'failed'))}", style="bold red")
         elif state == "stopped":
             text.append("■ stopped", style="bold")
         else:
@@ -141,6 +142,14 @@ class LaunchScreen(Screen):
         except ValueError as exc:
             self.notify(str(exc), severity="error")
             return
+        if self.plan.intent.engine == "bundled":
+            from launcher.engines import install_command, missing_runtime_modules
+
+            missing = missing_runtime_modules(self.mode)
+            if missing:
+                self.notify(f"The bundled runtime needs {', '.join(missing)}: {install_command('bundled')}",
+                            severity="error")  # fmt: skip
+                return
         self.state = "starting"
         self._show_state()
         if self.query("#mode"):
@@ -177,11 +186,11 @@ class LaunchScreen(Screen):
             batch = []
             while self._lines:
                 batch.append(self._lines.popleft())
-            self.query_one("#log-all-lines", Log).write_lines([str(line) for line in batch])
+            self.query_one("#log-all-lines", Log).write_lines([clean(str(line), newlines=False) for line in batch])
             by_rank: dict[int, list[str]] = {}
             for line in batch:
                 if line.rank is not None:
-                    by_rank.setdefault(line.rank, []).append(line.text)
+                    by_rank.setdefault(line.rank, []).append(clean(line.text, newlines=False))
             for rank, texts in sorted(by_rank.items()):
                 self._rank_log(rank).write_lines(texts)
         run = self.run

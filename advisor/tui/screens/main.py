@@ -1,4 +1,4 @@
-"""The main screen: the plan (form, decisions, detail, command) and the machine, in two tabs.
+"""The main screen: the plan (form, decisions, detail, command), the candidate layouts and the machine, in three tabs.
 
 Every form change re-runs the rules in a thread worker after a short debounce; results come back as a
 `PlanEvaluated` message and stale ones (an older generation) are dropped.
@@ -21,12 +21,14 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from advisor.plan import Plan
+from advisor.sanitize import clean
 from advisor.tui.messages import PlanEvaluated
 from advisor.tui.render import source_label
 from advisor.tui.session import Evaluation, apply_profile_choice
 from advisor.tui.widgets.command_bar import CommandBar
 from advisor.tui.widgets.decisions import DecisionTable
 from advisor.tui.widgets.detail import DetailPane
+from advisor.tui.widgets.layouts import LayoutsPanel
 from advisor.tui.widgets.machine import MachinePanel
 from advisor.tui.widgets.plan_form import PlanForm
 
@@ -44,6 +46,8 @@ class MainScreen(Screen):
         Binding("escape", "leave_form", "Done editing", show=False),
         Binding("m", "switch_tab('machine')", "Machine", show=False),
         Binding("d", "switch_tab('plan')", "Decisions", show=False),
+        Binding("t", "switch_tab('layouts')", "Layouts", show=False),
+        Binding("v", "diff", "Diff release", show=False),
     ]
 
     def __init__(self, options: Any, models: list[str], profiles: list[tuple[str, str]]) -> None:
@@ -56,6 +60,8 @@ class MainScreen(Screen):
         self._generation = 0
         self._timer: Timer | None = None
         self.evaluating = False
+        self._layouts_for: Any = None  # the options the Layouts tab shows (or is computing)
+        self.layouts_busy = False
 
     @property
     def current_plan(self) -> Plan | None:
@@ -73,6 +79,8 @@ class MainScreen(Screen):
                     yield Static("evaluating…", id="status")
                     yield DecisionTable(id="decisions")
                     yield DetailPane(id="detail")
+            with TabPane("Layouts", id="layouts"):
+                yield LayoutsPanel(id="layouts-panel")
             with TabPane("Machine", id="machine"):
                 # Mounted after the first paint: the plan tab shows first, the hidden tab follows.
                 yield Lazy(MachinePanel(self._profiles, id="machine-panel"))
@@ -126,7 +134,7 @@ class MainScreen(Screen):
         self.evaluation = evaluation
         facts, plan = evaluation.facts, evaluation.plan
         if facts is not None:
-            host = facts.host.hostname or "unknown host"
+            host = clean(facts.host.hostname or "unknown host", newlines=False)
             self.app.sub_title = f"{host} · {source_label(facts)}"
         status = self.query_one("#status", Static)
         table = self.query_one(DecisionTable)
@@ -142,7 +150,43 @@ class MainScreen(Screen):
             self.query_one(CommandBar).show(plan.argv)
         for panel in self.query(MachinePanel):  # none yet while the lazy tab is still mounting
             panel.show(facts, plan, evaluation.error)
+        if self.query_one(TabbedContent).active == "layouts":
+            self.refresh_layouts()
         self.app.plan_shown(evaluation)
+
+    # -- the Layouts tab: computed when it is shown, again after each change while it is ------------------------------
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "layouts":
+            self.refresh_layouts()
+
+    def refresh_layouts(self) -> None:
+        if self._layouts_for == self.options:
+            return
+        self._layouts_for = self.options
+        self.layouts_busy = True
+        self._compute_layouts(self.options)
+
+    @work(thread=True, exclusive=True, group="layouts")
+    def _compute_layouts(self, options: Any) -> None:
+        report, error = self.app.session.layouts(options)
+        self.app.call_from_thread(self._show_layouts, options, report, error)
+
+    def _show_layouts(self, options: Any, report: Any, error: str | None) -> None:
+        if options != self._layouts_for:
+            return  # the form changed meanwhile; a newer computation follows
+        self.layouts_busy = False
+        self.query_one(LayoutsPanel).show(report, error)
+
+    @on(LayoutsPanel.Chosen)
+    def _use_layout(self, message: LayoutsPanel.Chosen) -> None:
+        """Enter on a layout: it goes into the form and the plan is evaluated for it."""
+        lay = message.layout
+        self.options = replace(self.options, tp=lay.tp, nnodes=lay.nnodes, dp_attention=lay.dp_attention,
+                               dp_size=lay.dp_size)  # fmt: skip
+        self.query_one(PlanForm).set_layout(lay.tp, lay.nnodes, lay.dp_attention, lay.dp_size)
+        self.start_evaluation()
+        self.action_switch_tab("plan")
+        self.notify(f"Layout {lay.label} put into the form.", timeout=2)
 
     # -- form and profile changes --------------------------------------------------------------------------------------
     def on_plan_form_changed(self, message: PlanForm.Changed) -> None:
@@ -184,7 +228,9 @@ class MainScreen(Screen):
         # at once (Widget.focus() is deferred), so keys typed right after ("f" then tab) reach the new widget.
         self.query_one(TabbedContent).active = tab
         if target is None:
-            targets = self.query(MachinePanel) if tab == "machine" else self.query(DecisionTable)
+            targets = {"machine": self.query(MachinePanel), "layouts": self.query("#layouts-table")}.get(
+                tab, self.query(DecisionTable)
+            )
             target = targets.first() if targets else None
         if target is not None:
             self.set_focus(target)
@@ -235,6 +281,25 @@ class MainScreen(Screen):
             return
         self.app.push_screen(ExportScreen(plan))
 
+    def action_diff(self) -> None:
+        """The plan against another modelled release of its engine."""
+        from advisor.diff import modelled_releases
+        from advisor.tui.screens.diff import DiffScreen
+
+        plan = self.current_plan
+        if plan is None:
+            self.notify("Nothing to compare: the plan could not be built.", severity="error")
+            return
+        releases = list(modelled_releases(plan.intent.engine))
+        if not releases:
+            self.notify(f"The {plan.intent.engine} engine has no releases to compare.", severity="warning")
+            return
+        current = plan.engine.get("rules") or releases[-1]
+        others = [r for r in releases if r != current]
+        other = releases[-1] if current != releases[-1] or not others else others[-1]
+        options = replace(self.options, engine=plan.intent.engine)
+        self.app.push_screen(DiffScreen(options, current, releases, other))
+
     def action_pick_profile(self) -> None:
         from advisor.tui.screens.profile import ProfileScreen
 
@@ -246,7 +311,7 @@ class MainScreen(Screen):
 
 
 def _error_line(evaluation: Evaluation) -> Text:
-    text = Text(f"✗ {evaluation.error}", style="bold red")
+    text = Text(f"✗ {clean(evaluation.error or '')}", style="bold red")
     if evaluation.options.model is None and "needs a model" in (evaluation.error or ""):
         text.append("\nf: type a model in the form, or set Engine to bundled for the demo model", style="dim")
     return text
@@ -260,7 +325,7 @@ def _status_line(plan, facts) -> Text:
     text.append(engine.get("name", "?"), style="bold")
     text.append(f" {version}" + (f" (rules {rules})" if rules and rules != version else ""))
     model = plan.model.id if plan.model else "demo model"
-    text.append(f" · tp {plan.intent.tp} · {model}")
+    text.append(f" · tp {plan.intent.tp} · {clean(model, newlines=False)}")
     errors = sum(p.severity == "error" for p in plan.problems)
     warnings = sum(p.severity == "warning" for p in plan.problems)
     if errors:

@@ -9,6 +9,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Static
 
+from advisor.sanitize import clean
+
 
 class CommandBar(Vertical):
     def compose(self) -> ComposeResult:
@@ -19,5 +21,5 @@ class CommandBar(Vertical):
         yield Static("", id="argv")
 
     def show(self, argv: tuple[str, ...] | list[str] | None) -> None:
-        text = shlex.join(argv) if argv else "(no command: fix the errors above)"
+        text = clean(shlex.join(argv), newlines=False) if argv else "(no command: fix the errors above)"
         self.query_one("#argv", Static).update(Text(f"$ {text}" if argv else text, style="" if argv else "red"))

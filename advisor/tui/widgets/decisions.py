@@ -8,6 +8,7 @@ from textual.widgets import DataTable
 
 from advisor.plan import Plan
 from advisor.rules.engine import Decision, Problem
+from advisor.sanitize import clean
 from advisor.tui.render import SEVERITY_ICON, short_value, state_icon
 
 VALUE_WIDTH = 16
@@ -54,14 +55,14 @@ class DecisionTable(DataTable):
         for d in plan.decisions:
             key = f"d:{d.id}"
             self._items[key] = d
-            self.add_row(state_icon(d.state), d.title, short_value(d.value), key=key)
+            self.add_row(state_icon(d.state), d.title, Text(clean(short_value(d.value), newlines=False)), key=key)
         for p in plan.problems:
             key = f"p:{p.id}"
             if key in self._items:
                 continue
             self._items[key] = p
             icon, style = SEVERITY_ICON.get(p.severity, ("·", ""))
-            self.add_row(Text(icon, style=style), Text(p.message, style=style), p.severity, key=key)
+            self.add_row(Text(icon, style=style), Text(clean(p.message, newlines=False), style=style), p.severity, key=key)
         if current in self._items:
             self.move_cursor(row=self.get_row_index(current), animate=False)
         self.post_message(self.Highlighted(self.current_item))

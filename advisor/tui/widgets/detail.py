@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from advisor.plan import Plan
 from advisor.rules.engine import Decision, Problem
+from advisor.sanitize import clean
 from advisor.tui.render import decision_detail, problem_detail
 
 
@@ -24,4 +26,4 @@ class DetailPane(VerticalScroll, can_focus=True):
             body.update(problem_detail(item))
 
     def show_error(self, message: str) -> None:
-        self.query_one("#detail-body", Static).update(f"[bold red]✗[/] {message}")
+        self.query_one("#detail-body", Static).update(Text.assemble(("✗", "bold red"), " ", clean(message)))

@@ -1,4 +1,6 @@
-"""The machine panel: host and driver, GPU table, topology matrix, packages with status icons, problems with fixes.
+"""The machine panel: host and driver, GPU table, topology matrix, launch pitfalls (P2P, NUMA, IOMMU/ACS, memory in
+use, /dev/shm, locked memory, fabric, NCCL variables) marked with the problems they raise, packages with status icons,
+problems with fixes.
 
 Without an NVIDIA driver it says so plainly and offers the simulated machines instead of empty tables.
 """
@@ -13,10 +15,19 @@ from textual.message import Message
 from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
-from advisor.facts import Facts
+from advisor.facts import MEMLOCK_UNLIMITED, Facts
 from advisor.plan import Plan
 from advisor.render_facts import ABSENT, MISMATCH, MISSING, OK, gpu_rows, package_rows
-from advisor.tui.render import problems_list, profile_line, source_label, topology_legend, topology_table
+from advisor.rules.engine import Problem
+from advisor.sanitize import clean
+from advisor.tui.render import (
+    SEVERITY_ICON,
+    problems_list,
+    profile_line,
+    source_label,
+    topology_legend,
+    topology_table,
+)
 
 STATUS_ICONS = {OK: ("✓", "green"), MISMATCH: ("✗", "bold red"), MISSING: ("✗", "bold red"), ABSENT: ("·", "dim")}
 
@@ -40,6 +51,8 @@ class MachinePanel(VerticalScroll):
         yield DataTable(id="gpus", cursor_type="row", show_cursor=False, classes="gpu-part")
         yield Static("Topology", classes="section gpu-part")
         yield Static("", id="topology", classes="gpu-part")
+        yield Static("Launch pitfalls", classes="section gpu-part")
+        yield Static("", id="pitfalls", classes="gpu-part")
         yield Static("Packages", classes="section")
         yield DataTable(id="packages", cursor_type="row", show_cursor=False)
         yield Static("Problems", classes="section")
@@ -56,7 +69,7 @@ class MachinePanel(VerticalScroll):
 
     def show(self, facts: Facts | None, plan: Plan | None, error: str | None = None) -> None:
         if facts is None:  # the machine itself could not be loaded (unknown profile, unreadable facts file...)
-            self.query_one("#machine-summary", Static).update(Text(f"✗ {error or 'no facts'}", style="bold red"))
+            self.query_one("#machine-summary", Static).update(Text(f"✗ {clean(error or 'no facts')}", style="bold red"))
             return
         self.query_one("#machine-summary", Static).update(_summary(facts))
         has_driver = bool(facts.driver.available)
@@ -69,7 +82,7 @@ class MachinePanel(VerticalScroll):
             no_driver.update(
                 Text.assemble(
                     ("No NVIDIA driver on this machine", "bold"),
-                    f" ({reason})" if reason else "",
+                    f" ({clean(reason)})" if reason else "",
                     ". The advisor can still explain what an engine would do on a simulated machine:"
                     " pick one below (or press p).",
                 )
@@ -82,6 +95,8 @@ class MachinePanel(VerticalScroll):
             topology.update(Group(topology_table(facts), Text(topology_legend(facts), style="dim")))
         self._fill_packages(facts, plan)
         problems = plan.problems if plan is not None else ()
+        if facts.gpus:
+            self.query_one("#pitfalls", Static).update(pitfalls_text(facts, problems))
         self.query_one("#problems", Static).update(problems_list(problems))
 
     def _fill_gpus(self, facts: Facts) -> None:
@@ -91,7 +106,7 @@ class MachinePanel(VerticalScroll):
         for gpu, row in zip(facts.gpus, gpu_rows(facts), strict=True):
             # GPU, name, cc, memory, MIG, NVLinks (free memory and the PCI bus id do not fit 80 columns)
             index = Text(row[0], style="" if gpu.index in visible else "dim strike")
-            table.add_row(index, row[1], row[2], row[3], row[5], row[6])
+            table.add_row(index, *(Text(clean(row[i], newlines=False)) for i in (1, 2, 3, 5, 6)))
 
     def _fill_packages(self, facts: Facts, plan: Plan | None) -> None:
         table = self.query_one("#packages", DataTable)
@@ -99,7 +114,8 @@ class MachinePanel(VerticalScroll):
         for row in package_rows(facts, plan.problems if plan is not None else ()):
             icon, style = STATUS_ICONS.get(row.status, ("·", ""))
             note = ", ".join(b for b in (row.detail, " ".join(row.problems)) if b)
-            table.add_row(Text(icon, style=style), row.name, row.version, note)
+            cells = (Text(clean(cell, newlines=False)) for cell in (row.name, row.version, note))
+            table.add_row(Text(icon, style=style), *cells)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -110,15 +126,15 @@ class MachinePanel(VerticalScroll):
 def _summary(facts: Facts) -> Text:
     host, driver = facts.host, facts.driver
     text = Text()
-    text.append(host.hostname or "unknown host", style="bold")
+    text.append(clean(host.hostname or "unknown host", newlines=False), style="bold")
     bits = [b for b in (host.os, f"Python {host.python}" if host.python else None) if b]
     if host.cpu_count:
         bits.append(f"{host.cpu_count} CPUs")
     if bits:
-        text.append("  " + " · ".join(bits))
+        text.append("  " + clean(" · ".join(bits), newlines=False))
     text.append("\n")
     if driver.available:
-        text.append(f"driver {driver.version or '?'} (CUDA {driver.cuda_version or '?'})")
+        text.append(clean(f"driver {driver.version or '?'} (CUDA {driver.cuda_version or '?'})", newlines=False))
         count = len(facts.gpus)
         text.append(f" · {count} GPU{'s' if count != 1 else ''}")
         if facts.visible_gpus is not None and len(facts.visible_gpus) != count:
@@ -127,5 +143,83 @@ def _summary(facts: Facts) -> Text:
         text.append("no NVIDIA driver", style="yellow")
     text.append(f" · source: {source_label(facts)}", style="dim")
     for error in facts.errors[:3]:
-        text.append(f"\n! {error.probe}: {error.message}", style="yellow")
+        text.append("\n! " + clean(f"{error.probe}: {error.message}", newlines=False), style="yellow")
+    return text
+
+
+# -- launch pitfalls ------------------------------------------------------------------------------------------------
+
+
+def pitfall_rows(facts: Facts, problems: tuple[Problem, ...]) -> list[tuple[str, str, tuple[Problem, ...]]]:
+    """(fact, what the machine reports, the problems about it) for each launch-pitfall fact the checks read."""
+    gpus = facts.gpus
+    system = facts.system
+
+    def about(*ids: str) -> tuple[Problem, ...]:
+        return tuple(p for p in problems if p.id in ids)
+
+    def unknown(reason: str | None) -> str:
+        return f"unknown ({reason})" if reason else "not probed"
+
+    rows = []
+    pairs = [link for link in facts.topology.links if link.p2p_read is not None or link.p2p_write is not None]
+    bad = [f"GPU {link.a}-{link.b}: {link.p2p_read or '?'}/{link.p2p_write or '?'}" for link in pairs
+           if (link.p2p_read, link.p2p_write) != ("OK", "OK")]  # fmt: skip
+    if len(gpus) > 1:
+        p2p = "; ".join(bad) if bad else ("every pair OK" if pairs else "not probed")
+        rows.append(("P2P read/write", p2p, about("p2p_unavailable")))
+    iommu = sorted({g.iommu for g in gpus if g.iommu})
+    bridges = sorted({b for g in gpus for b in (g.acs_redirect or ())})
+    acs_known = any(g.acs_redirect is not None for g in gpus)
+    acs = (f"ACS redirects P2P on {', '.join(bridges)}" if bridges
+           else "no ACS redirect" if acs_known else "ACS " + unknown(next(
+               (g.unknown.get("acs_redirect") for g in gpus if "acs_redirect" in g.unknown), None)))  # fmt: skip
+    rows.append(("IOMMU / ACS", f"IOMMU {'/'.join(iommu) or 'not probed'}; {acs}", about("pcie_acs_or_iommu")))
+    nodes: dict[str, list[str]] = {}
+    for g in gpus:
+        key = "?" if g.numa_node is None else ("none" if g.numa_node < 0 else str(g.numa_node))
+        nodes.setdefault(key, []).append(str(g.index))
+    numa = "; ".join(f"node {n}: GPU {','.join(i)}" for n, i in nodes.items())
+    if facts.visible_gpus is not None and list(facts.visible_gpus) != sorted(facts.visible_gpus):
+        numa += f"; CUDA order {','.join(str(i) for i in facts.visible_gpus)}"
+    rows.append(("NUMA", numa, about("gpus_span_numa", "gpu_order")))
+    busy = []
+    for g in gpus:
+        if g.memory_total_mib is None or g.memory_free_mib is None:
+            continue
+        used = g.memory_total_mib - g.memory_free_mib
+        holders = ", ".join(f"{(p.name or 'pid').rsplit('/', 1)[-1]} {p.pid}" for p in g.processes or ())
+        if g.processes or used > 1024:
+            busy.append(f"GPU {g.index} {used / 1024:.1f} GiB" + (f" ({holders})" if holders else ""))
+    rows.append(("memory in use", "; ".join(busy) or "none beyond the driver's", about("gpu_memory_in_use")))
+    models = sorted({f"{g.name} {round((g.memory_total_mib or 0) / 1024)} GiB" for g in gpus})
+    rows.append(("GPU models", "mixed: " + ", ".join(models) if len(models) > 1 else "one model",
+                 about("heterogeneous_gpus")))  # fmt: skip
+    shm = f"{system.shm_mib} MiB" if system.shm_mib is not None else unknown(system.unknown.get("shm_mib"))
+    rows.append(("/dev/shm", shm, about("shm_too_small")))
+    if system.memlock_bytes is None:
+        memlock = unknown(system.unknown.get("memlock_bytes"))
+    else:
+        memlock = "unlimited" if system.memlock_bytes == MEMLOCK_UNLIMITED else f"{system.memlock_bytes // 1024} KiB"
+    rows.append(("locked memory", memlock, about("memlock_limit")))
+    fabric = facts.topology.fabric.state or unknown(facts.topology.fabric.unknown.get("state"))
+    rows.append(("NVLink fabric", fabric, about("fabric_not_ready")))
+    env = about("nccl_env_override")
+    rows.append(("NCCL / CUDA env", ", ".join(p.message.split(" ", 1)[0] for p in env) or "no overrides", env))
+    return rows
+
+
+def pitfalls_text(facts: Facts, problems: tuple[Problem, ...]) -> Text:
+    text = Text()
+    for label, value, found in pitfall_rows(facts, problems):
+        text.append(f"{label:<16}", style="bold")
+        text.append(clean(value, newlines=False))
+        real = [p for p in found if not p.message.startswith("cannot check")]
+        for problem_id in dict.fromkeys(p.id for p in real):
+            worst = min((p for p in real if p.id == problem_id), key=lambda p: ("error", "warning", "info").index(
+                p.severity) if p.severity in ("error", "warning", "info") else 3)  # fmt: skip
+            icon, style = SEVERITY_ICON.get(worst.severity, ("·", ""))
+            text.append(f"  {icon} {problem_id}", style=style)
+        text.append("\n")
+    text.rstrip()
     return text

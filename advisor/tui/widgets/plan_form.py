@@ -202,6 +202,18 @@ class PlanForm(Grid):
                 release_select.clear()
 
 
+    def set_layout(self, tp: int, nnodes: int, dp_attention: bool, dp_size: int) -> None:
+        """Show a layout chosen in the Layouts tab (the screen updates its options itself)."""
+        self._values.update(tp=tp, nnodes=nnodes, dp_attention=dp_attention, dp_size=dp_size)
+        for key, number in (("tp", tp), ("nnodes", nnodes), ("dp_size", dp_size)):
+            field = self.query_one(f"#{key}", Input)
+            with field.prevent(Input.Changed):
+                field.value = str(number)
+        select = self.query_one("#dp_attention", Select)
+        with select.prevent(Select.Changed):
+            select.value = dp_attention
+
+
 def _with_current(options: list[tuple[str, Any]], current: Any) -> list[tuple[str, Any]]:
     """Keep a value the command line gave even when it is not a known choice (the plan then shows why it is wrong):
     a Select refuses a value that is not among its options."""

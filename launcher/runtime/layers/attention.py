@@ -41,6 +41,7 @@ class AttentionBatch:
     causal: bool
     cos: torch.Tensor  # [batch, tokens, 1, head_dim] rotary tables for these positions
     signed_sin: torch.Tensor
+    grouped_decode: bool = False  # one token per sequence; query heads sharing a kv head become its query rows
 
     @classmethod
     def build(cls, positions: torch.Tensor, slots: torch.Tensor, rotary: RotaryEmbedding) -> AttentionBatch:
@@ -57,6 +58,15 @@ class AttentionBatch:
             return cls(positions, slots, slot_range, length, None, True, *tables)
         keys = torch.arange(length, device=positions.device).view(1, 1, 1, length)
         return cls(positions, slots, slot_range, length, keys <= positions.view(batch, 1, tokens, 1), False, *tables)
+
+    @classmethod
+    def static_decode(cls, positions: torch.Tensor, slots: torch.Tensor, length: int, rotary: RotaryEmbedding):
+        """A decode step with no host sync (CUDA-graph capture, cuda_graph.py): row i is cache slot i (slots must be
+        arange(batch)), keys are read up to the fixed `length` and masked on the device by each row's position."""
+        batch = positions.shape[0]
+        keys = torch.arange(length, device=positions.device).view(1, 1, 1, length)
+        mask = keys <= positions.view(batch, 1, 1, 1)
+        return cls(positions, slots, slice(0, batch), length, mask, False, *rotary.tables(positions), grouped_decode=True)
 
 
 class Attention(nn.Module):
@@ -113,6 +123,11 @@ class Attention(nn.Module):
         self.v_cache[rows, :, at.positions] = v
         slots = at.slot_range if at.slot_range is not None else at.slots
         keys, values = self.k_cache[slots, :, : at.length], self.v_cache[slots, :, : at.length]
+        if at.grouped_decode:
+            # [batch, kv heads, query heads per kv head, dim]: no kv expansion for GQA, whichever SDPA kernel runs
+            grouped = q.reshape(batch, kv_heads, heads // kv_heads, d)
+            out = F.scaled_dot_product_attention(grouped, keys, values, attn_mask=at.mask, scale=self.scale)
+            return self.o_proj(out.reshape(batch, tokens, heads * d))
         out = F.scaled_dot_product_attention(
             q.transpose(1, 2),
             keys,

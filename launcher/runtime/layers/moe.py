@@ -39,6 +39,10 @@ def use_dense(tokens: int, num_experts: int, top_k: int) -> bool:
 
 
 class MoE(nn.Module):
+    # Set while a CUDA graph is captured (cuda_graph.py): below the dense form's range, take the gathered path, which
+    # never asks the host how many tokens each expert got.
+    sync_free = False
+
     def __init__(self, config: ModelConfig, rank: int, world: int, dtype, device):
         super().__init__()
         self.num_experts, self.top_k = config.num_experts, config.num_experts_per_tok
@@ -101,6 +105,8 @@ class MoE(nn.Module):
         weights = weights.to(x.dtype)
         if use_dense(x.shape[0], self.num_experts, self.top_k):
             out = self._dense(x, weights, experts)
+        elif self.sync_free and x.shape[0] <= DENSE_MAX_TOKENS:
+            out = self._gathered(x, weights, experts)
         else:
             out = self._grouped(x, weights, experts)
         return out.view(shape)
@@ -115,6 +121,18 @@ class MoE(nn.Module):
         routing.scatter_(1, experts.unsqueeze(-1), weights.unsqueeze(-1))
         act = torch.where(routing != 0, F.silu(gate) * up * routing, 0.0)
         return linear(act.view(tokens, -1), self.dense_down)
+
+    def _gathered(self, x: torch.Tensor, weights: torch.Tensor, experts: torch.Tensor) -> torch.Tensor:
+        """Each (token, k) pair multiplied by a copy of its expert's weights (batched matmuls): fixed shapes and no
+        host sync, and only the routed experts' weights are read; for the few tokens of a decode step."""
+        tokens, pairs = x.shape[0], experts.numel()
+        flat = experts.flatten()
+        # [pairs, hidden, 1], pair = token * top_k + k (expand, not repeat_interleave: its output size is never in doubt)
+        xs = x.unsqueeze(1).expand(tokens, self.top_k, self.hidden).reshape(pairs, self.hidden, 1)
+        gate, up = torch.bmm(self.gate_up[flat], xs).squeeze(-1).chunk(2, dim=-1)
+        down = self.down[:, flat].transpose(0, 1)  # [pairs, hidden, local]
+        y = torch.bmm(down, (F.silu(gate) * up).unsqueeze(-1)).view(pairs, self.hidden)
+        return (y * weights.reshape(pairs, 1)).view(tokens, self.top_k, self.hidden).sum(dim=1)
 
     def _grouped(self, x: torch.Tensor, weights: torch.Tensor, experts: torch.Tensor) -> torch.Tensor:
         """(token, k) pairs grouped by expert: one matmul pair per expert that received tokens."""
