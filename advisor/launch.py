@@ -4,8 +4,9 @@ The plan summary, the run directory and the launcher's own lines go to stderr; t
 unchanged (so `advisor launch --mode generate -- --json | jq` works); other ranks' lines go to stderr, prefixed.
 
 Exit codes: the engine's (0 when it finished cleanly; non-zero with "error: rank N failed ..." when it did not), 1 when the
-plan has errors and --force is not given or the engine is not installed, 2 for usage errors, 130/143 when stopped by
-SIGINT/SIGTERM. Top-level imports stay at click + stdlib; the rest is imported when the command runs.
+plan has errors and --force is not given or the engine is not installed, 2 for usage errors, 130/143/129 when stopped by
+SIGINT/SIGTERM/SIGHUP (a closed terminal: the engine gets SIGTERM, its clean teardown). Top-level imports stay at
+click + stdlib; the rest is imported when the command runs.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
     Arguments after `--` go to the engine verbatim (and the rules see them, e.g. `-- --enforce-disable-flashinfer-allreduce-fusion`).
     With no model and no GPU it runs the bundled demo model at tp 2 on CPU. Ctrl-C stops every rank.
 
-    Exit codes: the engine's; 1 plan errors (without --force) or engine not installed; 2 usage error; 130 on Ctrl-C.
+    Exit codes: the engine's; 1 plan errors (without --force) or engine not installed; 2 usage error; 130 on Ctrl-C,
+    143 on SIGTERM, 129 on SIGHUP (the terminal closed). If this process is killed, the engine's tree goes too.
     """
     from advisor.context import AdvisorError, exit_code_for, make_plan
 
@@ -94,9 +96,7 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
 
 
 def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run") -> int:
-    """Start ``argv`` through launcher.spawn, stream its lines, forward SIGINT/SIGTERM; the exit code to use."""
-    import signal
-
+    """Start ``argv`` through launcher.spawn, stream its lines, forward SIGINT/SIGTERM/SIGHUP; the exit code to use."""
     from launcher import spawn
 
     path = run_dir or spawn.default_run_dir(label)
@@ -107,20 +107,40 @@ def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run
         run = spawn.start(argv, run_dir=path, on_line=printer)
         forwarder.attach(run)
         code = run.wait()
-    received = forwarder.received
+    try:
+        return _report_end(run, code, forwarder.received)
+    except OSError:  # the terminal is gone (SIGHUP): the exit code still says what happened
+        return _exit_code(run, code, forwarder.received)
+
+
+def _exit_code(run, code: int | None, received: list[int]) -> int:
+    import signal
+
+    from launcher import spawn
+
+    if run.state == spawn.STOPPED:
+        return 128 + int(received[0] if received else signal.SIGTERM)
+    if run.state == spawn.FAILED:
+        if code is None or code == 0:
+            return EXIT_ERRORS
+        return code if code > 0 else 128 - code
+    return code or 0
+
+
+def _report_end(run, code: int | None, received: list[int]) -> int:
+    import signal
+
+    from launcher import spawn
+
     if run.survivors:
         _err(click.style(f"error: processes {run.survivors} could not be stopped; kill them by pid", fg="red"))
     if run.state == spawn.STOPPED:
         sig = received[0] if received else signal.SIGTERM
         _err(f"stopped ({signal.Signals(sig).name}); every rank is gone. logs: {run.run_dir}")
-        return 128 + int(sig)
-    if run.state == spawn.FAILED:
+    elif run.state == spawn.FAILED:
         _err(click.style(f"error: {run.failure}", fg="red"))
         _err(f"logs: {run.run_dir}")
-        if code is None or code == 0:
-            return EXIT_ERRORS
-        return code if code > 0 else 128 - code
-    return code or 0
+    return _exit_code(run, code, received)
 
 
 def summary_lines(plan, width: int | None = None) -> list[str]:

@@ -309,6 +309,12 @@ def catalog_ids() -> list[str]:
     return [DEMO_ID, *(i for i in ids if i != DEMO_ID)] if DEMO_ID in ids else ids
 
 
+def catalog_config(model_id: str) -> dict[str, Any] | None:
+    """The config.json facts the catalog holds for ``model_id`` (exact id), or None."""
+    entry = _catalog().get(model_id)
+    return dict(entry["config"]) if entry is not None else None
+
+
 def catalog_spec(model_id: str) -> ModelSpec | None:
     entry = _catalog().get(model_id) or next((e for k, e in _catalog().items() if k.lower() == model_id.lower()), None)
     if entry is None:

@@ -40,8 +40,13 @@ When torchrun starts tearing down (a rank died) but has not finished within ``FA
 killed. ``stop()`` sends SIGTERM (or the given signal) to the child's process group, waits, then SIGKILLs the group and
 every tracked descendant, and checks that none is left (``Run.survivors`` lists any that could not be killed).
 
-``forward_signals(run=None)`` is a context manager for a CLI main thread: SIGINT/SIGTERM while inside it stop the run
-(a second signal kills at once); enter it before ``start()`` and ``attach(run)`` so no signal slips through.
+``forward_signals(run=None)`` is a context manager for a CLI main thread: SIGINT/SIGTERM/SIGHUP while inside it stop
+the run (SIGHUP, a closed terminal, is sent on as SIGTERM; a second signal kills at once); enter it before ``start()``
+and ``attach(run)`` so no signal slips through.
+
+If this process dies without tearing the run down (SIGKILL, a crash), the run's lifeline (``launcher.lifeline``, a
+watchdog started with every run) sees its pipe close and stops the engine's whole tree within seconds; the runtime's
+ranks also die with their torchrun agent (a parent-death signal set in each worker).
 
 Thread-safe: every ``Run`` method may be called from any thread.
 """
@@ -55,6 +60,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -64,6 +70,8 @@ from datetime import datetime
 from pathlib import Path
 
 import psutil
+
+from launcher.lifeline import DONE as LIFELINE_DONE
 
 STARTING, READY, EXITED, FAILED, STOPPED = "starting", "ready", "exited", "failed", "stopped"
 FINAL_STATES = (EXITED, FAILED, STOPPED)
@@ -89,6 +97,10 @@ _ERROR_LINE = re.compile(
     r"^\s*(?:\[rank \d+\] )?(?:[\w.]+(?:Error|Exception|Interrupt)\b|error: ).*"  # "ValueError: ...", "[rank 1] error: ..."
 )
 _RUNTIME_RANK = re.compile(r"^\s*\[rank \d+\] ")
+# Routine log records: "INFO ...", "[rank 0] WARNING ...", "2026-01-01 12:00:00,123 INFO ...", glog's "I1130 12:00:00.1 ..."
+_ROUTINE_LOG_LINE = re.compile(
+    r"^\s*(?:\[rank \d+\] )?(?:[\d:,.\- T]+\s)?(?:\[?(?:DEBUG|INFO|WARNING|WARN|NOTICE)\b|\[?[IW]\d{4} \d)"
+)
 
 
 @dataclass(frozen=True)
@@ -107,9 +119,10 @@ class Failure:
     exitcode: int | None
     summary: str  # one line: the error of that rank
     traceback: str | None = None  # the rank's traceback when its error file had one
+    process: str = "the engine"  # who failed when no rank did, e.g. "the torchrun agent (pid 4242)"
 
     def __str__(self) -> str:
-        where = f"rank {self.rank} failed" if self.rank is not None else "the engine failed"
+        where = f"rank {self.rank} failed" if self.rank is not None else f"{self.process} failed"
         code = ""
         if self.exitcode is not None:
             code = f" (exit {self.exitcode}" + (f", {_signal_name(-self.exitcode)}" if self.exitcode < 0 else "") + ")"
@@ -168,10 +181,13 @@ class Run:
         self._stop_requested = False
         self._stopper: threading.Thread | None = None
         self._failure_seen_at: float | None = None
+        self._killed_by_us = False  # the fail-fast teardown SIGKILLed the tree: a rank failed first
         self._tracked: dict[int, psutil.Process] = {}
         self.survivors: list[int] = []
         self.lines: deque[LogLine] = deque(maxlen=500)
         self._proc: subprocess.Popen | None = None
+        self._lifeline: subprocess.Popen | None = None
+        self._lifeline_fd: int | None = None
 
     # -- public API ------------------------------------------------------------------------------------------------
     @property
@@ -238,18 +254,24 @@ class Run:
                 self._on_state(self)
 
     def _launch(self, env: Mapping[str, str], cwd: str | None) -> None:
-        self._proc = subprocess.Popen(
-            self.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=cwd,
-            start_new_session=True,
-            close_fds=True,
-        )
+        self._start_lifeline(env)  # before the engine: no window in which the engine runs without one
+        try:
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=dict(env),
+                cwd=cwd,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except BaseException:
+            self._release_lifeline()
+            raise
         with contextlib.suppress(psutil.Error):
-            self._tracked[self._proc.pid] = psutil.Process(self._proc.pid)
+            root = self._tracked[self._proc.pid] = psutil.Process(self._proc.pid)
+            self._tell_lifeline(f"{root.pid} {root.create_time()!r}\n".encode())
         self._log = open(self.log_path, "ab", buffering=0)  # noqa: SIM115 - closed by the watcher when all is over
         self._readers = [
             threading.Thread(target=self._read_output, args=(pipe, name), name=f"spawn-{name}", daemon=True)
@@ -259,6 +281,44 @@ class Run:
         for reader in self._readers:
             reader.start()
         self._watcher.start()
+
+    def _start_lifeline(self, env: Mapping[str, str]) -> None:
+        """A watchdog that tears the engine's tree down if this process dies without saying so (see launcher.lifeline)."""
+        read_end, self._lifeline_fd = os.pipe()  # both non-inheritable: the engine never holds the write end
+        package_root = str(Path(__file__).resolve().parent.parent)
+        path = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+        try:
+            self._lifeline = subprocess.Popen(
+                [sys.executable, "-m", "launcher.lifeline"],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env={**env, "PYTHONPATH": path},
+                start_new_session=True,  # a closed terminal's SIGHUP must not reach it
+                close_fds=True,
+            )
+        except BaseException:
+            os.close(self._lifeline_fd)
+            self._lifeline_fd = None
+            raise
+        finally:
+            os.close(read_end)
+
+    def _tell_lifeline(self, message: bytes) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._lifeline_fd, message)
+
+    def _release_lifeline(self) -> None:
+        """The tree is gone (or was never started): the watchdog exits without touching anything."""
+        if self._lifeline_fd is None:
+            return
+        self._tell_lifeline(LIFELINE_DONE)
+        with contextlib.suppress(OSError):
+            os.close(self._lifeline_fd)
+        self._lifeline_fd = None
+        if self._lifeline is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._lifeline.wait(timeout=5)
 
     def _read_output(self, pipe, stream: str) -> None:
         for raw in iter(pipe.readline, b""):
@@ -301,9 +361,11 @@ class Run:
                 last_scan = now
             if self._failure_seen_at is not None and now - self._failure_seen_at > FAIL_FAST_S:
                 # torchrun saw a rank die but is still waiting on the others: do not wait for it.
+                self._killed_by_us = True
                 self._kill_all(signal.SIGKILL)
                 self._failure_seen_at = float("inf")
         self._reap_leftovers()
+        self._release_lifeline()
         for reader in self._readers:
             reader.join(timeout=5)
         with self._lock:
@@ -378,8 +440,20 @@ class Run:
             failure = _parse_torchrun_summary(text, self.run_dir / "logs")
             if failure is not None:
                 return failure
+            if code < 0 and not self._killed_by_us:
+                # The agent itself was killed (no rank failed first, or it would have printed its summary): say so,
+                # rather than blame whichever rank printed last.
+                return Failure(
+                    rank=None,
+                    exitcode=code,
+                    summary=f"the agent was killed by signal {-code} ({_signal_name(-code)}); its ranks were stopped",
+                    process=f"the torchrun agent (pid {self.pid})",
+                )
         ranks_lines = [ln for ln in self.lines if ln.text.strip()]
-        summary = _last_error_line([ln.text for ln in ranks_lines]) or f"exited with code {code}"
+        summary = _last_error_line([ln.text for ln in ranks_lines])
+        if summary is None:
+            killed = f"killed by signal {-code} ({_signal_name(-code)})" if code < 0 else None
+            summary = killed or f"exited with code {code}"
         rank = next((ln.rank for ln in reversed(ranks_lines) if ln.text.strip() == summary.strip()), None)
         return Failure(rank=rank, exitcode=code, summary=summary)
 
@@ -425,19 +499,27 @@ class SignalForwarder:
         """Forward to ``run`` from now on; a signal that arrived before it existed stops it at once."""
         self._run = run
         if self.received:
-            run.stop(sig=self.received[0], wait=False)
+            run.stop(sig=_engine_signal(self.received[0]), wait=False)
 
     def _handle(self, signum, _frame) -> None:
         self.received.append(signum)
         if self._run is not None:
-            self._run.stop(sig=signum, wait=False)
+            self._run.stop(sig=_engine_signal(signum), wait=False)
+
+
+def _engine_signal(received: int) -> int:
+    """The engine (in its own session) never sees the terminal's hangup: a closed terminal asks for the clean SIGTERM
+    teardown, not for whatever SIGHUP would do to each rank."""
+    return signal.SIGTERM if received == signal.SIGHUP else received
+
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextlib.contextmanager
-def forward_signals(
-    run: Run | None = None, signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM)
-) -> Iterator[SignalForwarder]:
-    """In the main thread: SIGINT/SIGTERM stop the run (sent on to the engine; a second one kills at once).
+def forward_signals(run: Run | None = None, signals: Sequence[int] = FORWARDED_SIGNALS) -> Iterator[SignalForwarder]:
+    """In the main thread: SIGINT/SIGTERM/SIGHUP stop the run (sent on to the engine, SIGHUP as SIGTERM; a second one
+    kills at once).
 
     Enter it before ``start()`` and ``attach()`` the run, so no signal can slip between starting and forwarding.
     ``.received`` lists the signals received, so the caller can pick an exit code (130 for SIGINT)."""
@@ -520,13 +602,14 @@ def _rank_stderr(log_dir: Path, local_rank: int | None) -> str:
 
 
 def _last_error_line(lines: Sequence[str]) -> str | None:
-    """The last line that reads like an error (the runtime's own "[rank N] " prefix dropped), else the last line."""
+    """The last line that reads like an error (the runtime's own "[rank N] " prefix dropped), else the last line that
+    is not a routine log record (an INFO line is never the error)."""
     for line in reversed(lines):
         if _ERROR_LINE.match(line):
             text = _RUNTIME_RANK.sub("", line).strip()
             return text[len("error: ") :] if text.startswith("error: ") else text
     for line in reversed(lines):
-        if line.strip():
+        if line.strip() and not _ROUTINE_LOG_LINE.match(line):
             return line.strip()
     return None
 

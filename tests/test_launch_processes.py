@@ -92,6 +92,19 @@ class Launch:
 
 def leftovers(tmp_path: Path) -> list[str]:
     """Every live process that belongs to a run under tmp_path (torchrun by its --log-dir, ranks by their error file)."""
+    return [f"{proc.pid}: {' '.join(proc.info['cmdline'] or ())}" for proc in _leftover_processes(tmp_path)]
+
+
+@pytest.fixture(autouse=True)
+def _kill_leftovers(tmp_path: Path):
+    """A failed test must not leave its engine serving (the assertions above it have looked already)."""
+    yield
+    for proc in _leftover_processes(tmp_path):
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
+def _leftover_processes(tmp_path: Path) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["pid", "cmdline", "status"]):
         try:
@@ -102,7 +115,7 @@ def leftovers(tmp_path: Path) -> list[str]:
         except psutil.Error:
             continue
         if str(tmp_path) in cmd or error_file.startswith(str(tmp_path)):
-            found.append(f"{proc.info['pid']}: {cmd}")
+            found.append(proc)
     return found
 
 
@@ -196,4 +209,91 @@ def test_a_mis_shaped_tensor_is_named_and_nothing_remains(tmp_path: Path):
     summary = next(line for line in run.stderr if line.startswith("error: rank "))
     assert re.match(r"error: rank [01] failed \(exit \d+\): ", summary), summary
     assert name in summary
+    assert leftovers(tmp_path) == []
+
+
+def _serving(tmp_path: Path) -> Launch:
+    run = Launch(tmp_path, "--tp", "2", "--mode", "serve", "--", "--port", "0")
+    run.wait_for(r"^ready: http://", "out")
+    assert len(run.workers()) == 2
+    return run
+
+
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """The processes of ``procs`` still running (zombies count as gone) after at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.2)
+
+
+def test_sighup_a_closed_terminal_stops_cleanly_with_exit_129(tmp_path: Path):
+    run = _serving(tmp_path)
+    started = time.monotonic()
+    run.proc.send_signal(signal.SIGHUP)
+    code = run.wait(15)
+    assert time.monotonic() - started < 10
+    assert code == 129, "\n".join(run.stderr[-10:])
+    assert run.stderr[-1].startswith("stopped (SIGHUP); every rank is gone"), "\n".join(run.stderr[-10:])
+    assert not any(line.startswith("Traceback") for line in run.stderr)
+    # the engine got SIGTERM (its clean teardown), not the hangup
+    log = (run.run_dir() / "launcher.log").read_text()
+    assert re.findall(r"got signal: (\d+)", log) == [str(int(signal.SIGTERM))], log[-2000:]
+    assert leftovers(tmp_path) == []
+
+
+def test_sigkill_of_the_launcher_takes_its_whole_tree_within_seconds(tmp_path: Path):
+    run = _serving(tmp_path)
+    tree = psutil.Process(run.proc.pid).children(recursive=True)  # torchrun, both ranks (and the lifeline)
+    assert sum("launcher.runtime" in p.cmdline() for p in tree) == 3, [p.cmdline() for p in tree]
+    run.proc.send_signal(signal.SIGKILL)
+    run.wait(5)
+    alive = _wait_gone(tree, timeout=10)
+    assert alive == [], [p.cmdline() for p in alive]
+    assert leftovers(tmp_path) == []
+
+
+def test_ranks_die_with_their_torchrun_agent_even_without_a_launcher(tmp_path: Path):
+    """The parent-death signal each rank sets: SIGKILL of a bare torchrun leaves no rank serving."""
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc-per-node", "2",
+            "--max-restarts", "0", "-m", "launcher.runtime", "--tp-size", "2", "--device", "cpu", "--mode", "serve",
+            "--port", "0", "--log-level", "WARNING"]  # fmt: skip
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TORCHELASTIC_ERROR_FILE=str(tmp_path / "error.json"))
+    agent = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    ranks: list[psutil.Process] = []
+    try:
+        assert agent.stdout is not None
+        for line in agent.stdout:
+            if line.startswith("ready: "):
+                break
+        ranks = psutil.Process(agent.pid).children(recursive=True)
+        assert len(ranks) == 2
+        agent.kill()
+        agent.wait(5)
+        alive = _wait_gone(ranks, timeout=5)
+        assert alive == [], [p.cmdline() for p in alive]
+    finally:
+        agent.kill()
+        for proc in ranks:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+
+
+def test_sigkill_of_the_torchrun_agent_is_reported_as_such_not_as_a_rank_error(tmp_path: Path):
+    run = _serving(tmp_path)
+    agent = next(p for p in psutil.Process(run.proc.pid).children() if "torch.distributed.run" in p.cmdline())
+    agent.kill()
+    code = run.wait(15)
+    assert code == 137, "\n".join(run.stderr[-10:])
+    summary = next(line for line in run.stderr if line.startswith("error: "))
+    assert summary == (
+        f"error: the torchrun agent (pid {agent.pid}) failed (exit -9, SIGKILL): the agent was killed by signal 9"
+        " (SIGKILL); its ranks were stopped"
+    )
     assert leftovers(tmp_path) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -145,3 +146,79 @@ def test_serve_help_lists_the_serve_options(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "--port" in out and "--max-queue" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-model-len", "0"], "error: --max-model-len 0 must be at least 2 (a prompt token and one more)"),
+        (["--temperature", "-1"], "error: --temperature -1.0 must be between 0 (greedy) and 2"),
+        (["--temperature", "nan"], "error: --temperature nan must be between 0 (greedy) and 2"),
+        (["--top-p", "2"], "error: --top-p 2.0 must be above 0 and at most 1"),
+        (["--top-p", "0"], "error: --top-p 0.0 must be above 0 and at most 1"),
+        (["--max-tokens", "0"], "error: --max-tokens 0 must be at least 1"),
+        (["--max-batch-size", "0"], "error: --max-batch-size 0 must be at least 1"),
+        (["--mode", "serve", "--max-request-bytes", "0"], "error: --max-request-bytes 0 must be at least 1"),
+    ],
+)
+def test_values_the_runtime_cannot_use_are_one_line_usage_errors(args, message):
+    run = run_cli(*args, "--model", "/nonexistent/model")  # refused before the model is even looked for
+    assert (run.returncode, run.stderr.strip()) == (2, message)
+
+
+def config_copy(src: Path, dst: Path, text: str) -> Path:
+    shutil.copytree(src, dst)
+    (dst / "config.json").write_text(text)
+    return dst
+
+
+@pytest.mark.parametrize(("text", "kind"), [("[1, 2]", "a list"), ("null", "null"), ('"llama"', "a string")])
+def test_a_config_json_that_is_not_an_object_is_one_line(llama_dir, tmp_path, text, kind):
+    bad = config_copy(llama_dir, tmp_path / "m", text)
+    run = run_cli("--model", str(bad))
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip() == f"error: {bad}/config.json holds {kind}, not a JSON object; pass a Hugging Face model directory"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("num_attention_heads", 0, "num_attention_heads is 0; it must be a positive integer"),
+        ("hidden_size", -8, "hidden_size is -8; it must be a positive integer"),
+        ("num_hidden_layers", "many", "lacks or garbles a required field"),
+    ],
+)
+def test_nonsense_sizes_are_one_line(llama_dir, tmp_path, field, value, message):
+    config = json.loads((llama_dir / "config.json").read_text())
+    config[field] = value
+    bad = config_copy(llama_dir, tmp_path / "m", json.dumps(config))
+    run = run_cli("--model", str(bad))
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    if message:
+        assert message in run.stderr
+
+
+def test_a_model_too_large_to_allocate_says_how_much_memory_it_needs(llama_dir, tmp_path):
+    config = json.loads((llama_dir / "config.json").read_text())
+    config.update(hidden_size=400_000_000, num_attention_heads=4, head_dim=16)  # terabytes: beyond any machine
+    bad = config_copy(llama_dir, tmp_path / "m", json.dumps(config))
+    run = run_cli("--model", str(bad))
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert re.fullmatch(
+        r"error: the model needs about [\d.]+ GiB per rank \(weights [\d.]+ GiB \+ KV cache [\d.]+ GiB for "
+        r"--max-batch-size 8 x --max-model-len \d+\) but this machine has [\d.]+ GiB free; lower --max-model-len or "
+        r"--max-batch-size, raise --tp-size, or use a smaller --dtype",
+        run.stderr.strip(),
+    ), run.stderr
+
+
+def test_a_max_model_len_too_large_to_allocate_says_how_much_memory_it_needs(llama_dir, tmp_path):
+    config = json.loads((llama_dir / "config.json").read_text())
+    config["max_position_embeddings"] = 10**9
+    big = config_copy(llama_dir, tmp_path / "m", json.dumps(config))
+    run = run_cli("--model", str(big), "--max-model-len", str(10**9))
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "x --max-model-len 1000000000) but this machine has" in run.stderr
+    kv = float(re.search(r"KV cache ([\d.]+) GiB", run.stderr).group(1))
+    assert kv > 1000

@@ -48,9 +48,25 @@ def test_tp2_matches_transformers_for_every_model(tiny_models, references, tmp_p
 
 
 @pytest.mark.slow
-def test_cli_generate_tp2_equals_tp1_and_falls_back_from_fusion_on_cpu(tmp_path):
+def test_cli_generate_tp2_and_tp1_equal_transformers_and_fall_back_from_fusion_on_cpu(tmp_path):
+    from runtime_models import hf_reference
+    from transformers import AutoModelForCausalLM
+
+    from launcher.runtime.demo import write_demo_checkpoint
+    from launcher.runtime.tokenizer import Tokenizer
+
+    model_dir = tmp_path / "demo"
+    model_dir.mkdir()
+    write_demo_checkpoint(model_dir)
+    prompts = ["hello world", "tensor parallel"]
+    tokenizer = Tokenizer.from_dir(model_dir)
+    hf = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32)
+    _, expected = hf_reference(hf.eval(), [tokenizer.encode(p) for p in prompts], new_tokens=12)
+    assert all(len(tokens) == 12 for tokens in expected)
+
     env = {"TP_ADVISOR_CACHE": str(tmp_path / "cache")}
-    flags = ["--prompt", "hello world", "--prompt", "tensor parallel", "--max-tokens", "12", "--json"]
+    flags = ["--model", str(model_dir), "--prompt", prompts[0], "--prompt", prompts[1], "--max-tokens", "12",
+             "--ignore-eos", "--json"]  # fmt: skip
     run = torchrun("-m", "launcher.runtime", "--tp-size", "2", "--allreduce", "flashinfer-fusion", *flags, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "allreduce strategy: torch (flashinfer fusion needs CUDA" in run.stderr
@@ -61,9 +77,9 @@ def test_cli_generate_tp2_equals_tp1_and_falls_back_from_fusion_on_cpu(tmp_path)
     )
     assert single.returncode == 0, single.stderr
     tp1 = [json.loads(line) for line in single.stdout.splitlines()]
-    assert [r["prompt"] for r in tp2] == ["hello world", "tensor parallel"]
-    assert [r["token_ids"] for r in tp2] == [r["token_ids"] for r in tp1]
-    assert all(len(r["token_ids"]) == 12 or r["token_ids"] for r in tp2)
+    assert [r["prompt"] for r in tp2] == prompts
+    assert [r["token_ids"] for r in tp2] == expected  # transformers' greedy tokens, exactly
+    assert [r["token_ids"] for r in tp1] == expected
 
 
 @pytest.mark.slow

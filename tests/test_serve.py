@@ -299,6 +299,17 @@ BAD_REQUESTS = [
         "invalid_token_id",
     ),
     ("unknown path", "/v1/embeddings", b"{}", 404, "not_found"),
+    ("100,000-deep nesting", "/v1/completions", b"[" * 100_000 + b"]" * 100_000, 400, "invalid_json"),
+    (
+        "seed beyond 64 bits",
+        "/v1/completions",
+        json.dumps({"prompt": "x", "temperature": 1.0, "seed": 10**30, "max_tokens": 2}).encode(),
+        422,
+        "less_than_equal",
+    ),
+    ("temperature -1", "/v1/completions", json.dumps({"prompt": "x", "temperature": -1}).encode(), 422, None),
+    ("top_p 2", "/v1/chat/completions",
+     json.dumps({"messages": [{"role": "user", "content": "x"}], "top_p": 2}).encode(), 422, None),  # fmt: skip
 ]
 
 
@@ -429,6 +440,99 @@ def test_port_in_use_and_non_loopback_host_are_one_line_errors(tp1: Server) -> N
     assert public.returncode == 2 and "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("error: --host 0.0.0.0 is not a loopback address")
     assert httpx.get(f"{tp1.url}/health").status_code == 200
+
+
+# --- limits: a large or broken request never stalls or crashes the server -------------------------------------------
+
+DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024
+
+
+def raw_request(url: str, head: bytes, body: bytes, read: bool = True) -> bytes:
+    """Send a request's head and part of its body over a plain socket; the server's answer (b"" if not read)."""
+    import socket
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(head + body)
+        if not read:
+            return b""
+        answer = b""
+        while b"\r\n\r\n" not in answer or len(answer.split(b"\r\n\r\n", 1)[1]) < 20:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+
+def test_a_declared_body_over_the_limit_is_refused_with_413_before_it_is_sent(tp1: Server) -> None:
+    size = 50 * 1024 * 1024
+    head = f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+    answer = raw_request(tp1.url, head.encode(), b'{"prompt": "')  # 12 of 50 MiB sent; the answer comes anyway
+    status, _, body = answer.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 413 "), answer[:500]
+    error = json.loads(body[: body.rindex(b"}") + 1])["error"]
+    assert error["code"] == "request_too_large"
+    assert error["message"] == (
+        f"the request body exceeds this server's limit of {DEFAULT_MAX_REQUEST_BYTES} bytes (--max-request-bytes);"
+        " send a shorter prompt"
+    )
+    assert httpx.get(f"{tp1.url}/health", timeout=10).json() == {"status": "ok"}
+
+
+def test_a_chunked_body_over_the_limit_is_refused_with_413(tp1: Server) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'{"prompt": "'
+        for _ in range(10):
+            yield b"a" * (1024 * 1024)
+        yield b'"}'
+
+    try:
+        response = httpx.post(f"{tp1.url}/v1/completions", content=chunks(), timeout=60)
+    except httpx.WriteError:  # the server answered and closed while the rest was being sent: also a refusal
+        assert metric(tp1.url, 'tp_runtime_requests_total{endpoint="/v1/completions",status="413"}') >= 1
+        return
+    assert response.status_code == 413, response.text
+    assert response.json()["error"]["code"] == "request_too_large"
+
+
+def test_health_answers_while_a_large_prompt_is_tokenized(tp1: Server) -> None:
+    """Tokenizing a long prompt runs off the event loop: /health keeps answering, the big request ends correctly."""
+    prompt = "tensor parallel " * 40_000  # 640 kB: seconds of tokenizing, far beyond the context length
+    outcome: dict[str, object] = {}
+
+    def big() -> None:
+        response = httpx.post(f"{tp1.url}/v1/completions", json={"prompt": prompt, "max_tokens": 1}, timeout=300)
+        outcome["status"] = response.status_code
+        outcome["code"] = response.json()["error"]["code"]
+        outcome["done"] = time.monotonic()
+
+    thread = threading.Thread(target=big)
+    thread.start()
+    answered: list[tuple[float, float]] = []  # (when it was answered, how long it took)
+    with httpx.Client(timeout=30) as http:
+        while thread.is_alive():
+            started = time.monotonic()
+            assert http.get(f"{tp1.url}/health").json() == {"status": "ok"}
+            answered.append((time.monotonic(), time.monotonic() - started))
+            time.sleep(0.05)
+    thread.join()
+    assert (outcome["status"], outcome["code"]) == (400, "context_length_exceeded")
+    during = [took for when, took in answered if when < outcome["done"]]
+    assert len(during) >= 5, answered  # answered while the prompt was being tokenized, not after
+    assert max(took for _, took in answered) < 2.0, answered  # generous: well under a second when the CPU is free
+
+
+def test_a_body_half_sent_then_closed_is_no_500_and_no_traceback(tp1: Server) -> None:
+    errors_before = metric(tp1.url, 'tp_runtime_requests_total{endpoint="/v1/completions",status="500"}')
+    lines_before = len(tp1.lines)
+    head = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    raw_request(tp1.url, head, b'{"prompt": "half', read=False)
+    assert wait_for(lambda: metric(tp1.url, 'tp_runtime_requests_total{endpoint="/v1/completions",status="499"}') >= 1)
+    assert metric(tp1.url, 'tp_runtime_requests_total{endpoint="/v1/completions",status="500"}') == errors_before
+    time.sleep(0.5)
+    new = "\n".join(tp1.lines[lines_before:])
+    assert "Traceback" not in new and "Exception" not in new, new
 
 
 def test_sigterm_shuts_down_gracefully(tp1: Server) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -110,6 +112,66 @@ def test_torchrun_argv_gets_log_flags_once():
 def test_failure_reads_like_a_sentence():
     assert str(spawn.Failure(rank=1, exitcode=-9, summary="Signal 9")) == "rank 1 failed (exit -9, SIGKILL): Signal 9"
     assert str(spawn.Failure(rank=None, exitcode=2, summary="boom")) == "the engine failed (exit 2): boom"
+
+
+@pytest.mark.parametrize(
+    ("lines", "error"),
+    [
+        (["[rank 0] INFO model demo (Qwen3MoeForCausalLM)", "[rank 0] INFO allreduce strategy: torch"], None),
+        (["I1130 12:00:00.123 4242 init.cpp:12] gloo up", "2026-11-30 12:00:00,123 WARNING slow"], None),
+        (["ready", "[rank 1] error: cannot read x", "[rank 0] INFO shutting down"], "cannot read x"),
+        (["INFO loading", "Segmentation fault (core dumped)"], "Segmentation fault (core dumped)"),
+    ],
+)
+def test_a_routine_log_line_is_never_taken_for_the_error(lines, error):
+    assert spawn._last_error_line(lines) == error
+
+
+def test_a_process_killed_by_a_signal_without_an_error_line_says_so(tmp_path: Path):
+    run = spawn.start([sys.executable, "-c", "import os, time; print('INFO started', flush=True); time.sleep(60)"],
+                      run_dir=tmp_path / "run")  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not any(line.text == "INFO started" for line in run.lines) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(run.pid, signal.SIGKILL)
+    assert run.wait(30) == -9
+    assert str(run.failure) == "the engine failed (exit -9, SIGKILL): killed by signal 9 (SIGKILL)"
+
+
+def test_a_lifeline_outlives_the_launcher_and_tears_the_tree_down(tmp_path: Path):
+    """A launcher that dies without a word (SIGKILL) takes its run with it: the lifeline sees its pipe close."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, time\n"
+        "from launcher import spawn\n"
+        "run = spawn.start([sys.executable, '-c', 'import subprocess, sys, time; "
+        "subprocess.Popen([sys.executable, \"-c\", \"import time; time.sleep(600)\"], start_new_session=True); "
+        "print(\"ready: http://x\", flush=True); time.sleep(600)'], run_dir=sys.argv[1])\n"
+        "run.wait_ready(60)\n"
+        "print('started', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(spawn.__file__).resolve().parents[1])}
+    launcher = subprocess.Popen([sys.executable, str(script), str(tmp_path / "run")], stdout=subprocess.PIPE, text=True,
+                                env=env)  # fmt: skip
+    procs: list[psutil.Process] = []
+    try:
+        assert launcher.stdout is not None and launcher.stdout.readline().strip() == "started"
+        me = psutil.Process(launcher.pid)
+        deadline = time.monotonic() + 10
+        while len(me.children(recursive=True)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)  # the engine's own child (another session) appears a moment later
+        procs = me.children(recursive=True)  # the lifeline, the engine and the engine's child
+        assert len(procs) == 3, [p.cmdline() for p in procs]
+        launcher.kill()
+        launcher.wait(10)
+        _, alive = psutil.wait_procs(procs, timeout=10)
+        assert alive == [], [p.cmdline() for p in alive]
+    finally:
+        launcher.kill()
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
 
 
 @pytest.mark.slow

@@ -101,7 +101,10 @@ async def test_quitting_while_serving_stops_the_engine():
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await start_demo(pilot)
         await wait_for(pilot, lambda: screen.state == "ready" or (screen.run and screen.run.done), 120, "ready")
+        assert screen.state == "ready", f"{screen.state}: {screen.run.failure if screen.run else ''}"
+        assert screen.run.state == "ready" and screen.run.url.startswith("http://127.0.0.1:")
         procs = process_tree(screen.run.pid)
+        assert len(procs) >= 3, procs  # torchrun and two worker ranks, serving
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.is_running, 30, "the app to exit")
     assert survivors(procs) == []

@@ -167,5 +167,46 @@ def device_decision(s: Scenario) -> Decision:
     )
 
 
+def model_problems(s: Scenario) -> list[Problem]:
+    """bundled_model_unsupported / bundled_weights_missing: what the runtime would refuse at start, found by the very
+    checks it runs (launcher/runtime/modeldir.py), so `check` never passes what `launch` then refuses."""
+    from pathlib import Path
+
+    from advisor.models import DEMO_ID, catalog_config
+    from launcher.runtime.config import config_from_dict
+    from launcher.runtime.errors import RuntimeUsageError
+    from launcher.runtime.modeldir import check_model_dir
+
+    model = s.model
+    if model is None or model.id == DEMO_ID:  # the runtime builds the demo model itself
+        return []
+    source = "launcher/runtime/modeldir.py (the runtime's own start-up checks)"
+    if model.path:
+        try:
+            check_model_dir(Path(model.path))
+        except RuntimeUsageError as exc:
+            return [Problem("bundled_model_unsupported", "error", f"the bundled runtime would refuse it: {exc}",
+                            "fix the model directory, or serve it with --engine sglang / vllm", source)]  # fmt: skip
+        return []
+    problems = []
+    raw = catalog_config(model.id)
+    if raw is not None:
+        try:
+            config_from_dict(raw, where=f"catalog entry {model.id}", name=model.id)
+        except RuntimeUsageError as exc:
+            problems.append(Problem("bundled_model_unsupported", "error", f"the bundled runtime would refuse it: {exc}",
+                                    "serve it with --engine sglang / vllm, or pick a supported model", source))  # fmt: skip
+    # The runtime reads weights from a directory; the catalog holds only the config facts.
+    live = s.facts.source == "live"
+    problems.append(Problem(
+        "bundled_weights_missing", "error" if live else "info",
+        f"the weights of {model.id} are not on disk {'here' if live else '(the plan knows only its catalog facts)'}:"
+        " the bundled runtime reads a local directory (config.json, *.safetensors, tokenizer.json)",
+        f"`huggingface-cli download {model.id}` (found in the Hugging Face cache afterwards) or pass --model DIR",
+        source,
+    ))  # fmt: skip
+    return problems
+
+
 def decide(s: Scenario) -> tuple[list[Decision], list[Problem]]:
-    return [fusion_decision(s), device_decision(s)], []
+    return [fusion_decision(s), device_decision(s)], model_problems(s)

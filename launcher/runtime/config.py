@@ -91,10 +91,28 @@ def load_config(model_dir: Path) -> ModelConfig:
         raise RuntimeUsageError(f"{model_dir} has no config.json; pass a Hugging Face model directory or --model demo")
     try:
         raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise RuntimeUsageError(f"cannot read {path}: {err}") from None
+    gen_eos = None
+    gen_path = model_dir / "generation_config.json"
+    if gen_path.is_file():
+        try:
+            gen_eos = json.loads(gen_path.read_text()).get("eos_token_id")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, AttributeError):
+            gen_eos = None
+    return config_from_dict(raw, where=str(path), name=str(model_dir), gen_eos=gen_eos)
+
+
+def config_from_dict(raw: object, *, where: str, name: str, gen_eos: object = None) -> ModelConfig:
+    """The checks and fields of ``load_config`` for a config.json already decoded (``where`` names it in messages,
+    ``name`` the model); `advisor check --engine bundled` runs them on catalog entries too."""
+    path = where
+    if not isinstance(raw, dict):
+        raise RuntimeUsageError(f"{path} holds {_json_kind(raw)}, not a JSON object; pass a Hugging Face model directory")
     architectures = raw.get("architectures") or []
-    arch = architectures[0] if architectures else "<none>"
+    arch = architectures[0] if isinstance(architectures, list) and architectures else "<none>"
+    if not isinstance(arch, str):
+        arch = repr(arch)
     if arch not in SUPPORTED_ARCHITECTURES:
         supported = ", ".join(SUPPORTED_ARCHITECTURES)
         raise RuntimeUsageError(
@@ -102,21 +120,18 @@ def load_config(model_dir: Path) -> ModelConfig:
         )
     family, prefix = SUPPORTED_ARCHITECTURES[arch]
     text = raw.get("text_config", raw) if family == "qwen3_vl_moe" else raw
+    if not isinstance(text, dict):
+        raise RuntimeUsageError(f"{path}: text_config holds {_json_kind(text)}, not a JSON object")
     if raw.get("quantization_config") or text.get("quantization_config"):
-        raise RuntimeUsageError(f"{model_dir} is quantized; the bundled runtime loads unquantized weights only")
-    gen_eos = None
-    gen_path = model_dir / "generation_config.json"
-    if gen_path.is_file():
-        try:
-            gen_eos = json.loads(gen_path.read_text()).get("eos_token_id")
-        except (OSError, json.JSONDecodeError):
-            gen_eos = None
+        raise RuntimeUsageError(f"{name} is quantized; the bundled runtime loads unquantized weights only")
     try:
-        heads = int(text["num_attention_heads"])
-        hidden = int(text["hidden_size"])
+        heads = _positive(text, "num_attention_heads")
+        hidden = _positive(text, "hidden_size")
+        for key in ("vocab_size", "num_hidden_layers"):
+            _positive(text, key)
         theta, scaling = _rope(text)
         moe = family in ("qwen3_moe", "qwen3_vl_moe")
-        return ModelConfig(
+        config = ModelConfig(
             architecture=arch,
             family=family,
             weight_prefix=prefix,
@@ -145,8 +160,60 @@ def load_config(model_dir: Path) -> ModelConfig:
             fused_experts=family == "qwen3_vl_moe",
             eos_token_ids=_eos_ids(gen_eos, text.get("eos_token_id"), raw.get("eos_token_id")),
         )
-    except (KeyError, TypeError, ValueError) as err:
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as err:
         raise RuntimeUsageError(f"{path} lacks or garbles a required field: {err}") from None
+    for name in ("num_kv_heads", "head_dim", "max_position_embeddings"):
+        if getattr(config, name) < 1:
+            raise RuntimeUsageError(f"{path}: {name} is {getattr(config, name)}; it must be a positive integer")
+    return config
+
+
+def _positive(fields: dict, key: str) -> int:
+    value = int(fields[key])
+    if value < 1:
+        raise ValueError(f"{key} is {value}; it must be a positive integer")
+    return value
+
+
+def _json_kind(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """What one rank allocates up front: its slices of the weights and its KV cache (activations not counted)."""
+
+    weights: int
+    kv_cache: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv_cache
+
+    def describe(self, batch: int, max_len: int) -> str:
+        return (
+            f"about {self.total / GIB:.1f} GiB per rank (weights {self.weights / GIB:.1f} GiB + KV cache "
+            f"{self.kv_cache / GIB:.1f} GiB for --max-batch-size {batch} x --max-model-len {max_len})"
+        )
+
+
+def memory_estimate(config: ModelConfig, tp: int, dtype_bytes: int, batch: int, max_len: int) -> MemoryEstimate:
+    """A lower bound of the bytes one rank allocates before serving (it never overstates: a refusal based on it is
+    never wrong)."""
+    c = config
+    attention = c.hidden_size * (c.num_heads + 2 * c.num_kv_heads) * c.head_dim + c.num_heads * c.head_dim * c.hidden_size
+    dense_mlp = 3 * c.hidden_size * c.intermediate_size
+    moe_mlp = 3 * c.hidden_size * c.moe_intermediate_size * c.num_experts
+    layers = sum(attention + (moe_mlp if c.is_moe_layer(i) else dense_mlp) for i in range(c.num_layers))
+    embeddings = c.vocab_size * c.hidden_size * (1 if c.tie_word_embeddings else 2)
+    kv_heads = max(1, c.num_kv_heads // tp)
+    kv = 2 * c.num_layers * batch * max_len * kv_heads * c.head_dim
+    return MemoryEstimate(weights=(layers + embeddings) // tp * dtype_bytes, kv_cache=kv * dtype_bytes)
 
 
 def check_tp(config: ModelConfig, tp: int) -> None:

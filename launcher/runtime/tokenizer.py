@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from tokenizers import Tokenizer as HFTokenizer
 
 from launcher.runtime.errors import RuntimeUsageError
+from launcher.runtime.modeldir import no_tokenizer_message
 
 if TYPE_CHECKING:
     from jinja2 import Template
@@ -29,7 +30,7 @@ class Tokenizer:
         path = Path(path)
         file = path / "tokenizer.json"
         if not file.is_file():
-            raise RuntimeUsageError(f"{path} has no tokenizer.json (the bundled runtime reads only that format)")
+            raise RuntimeUsageError(no_tokenizer_message(path))
         try:
             backend = HFTokenizer.from_file(str(file))
         except Exception as err:
@@ -57,7 +58,9 @@ class Tokenizer:
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """Token ids; add_special_tokens adds what the tokenizer's post-processor adds (Llama's BOS). Text rendered
         by apply_chat_template already holds those tokens: encode it with add_special_tokens=False."""
-        return self.backend.encode(text, add_special_tokens=add_special_tokens).ids
+        # encode_batch releases the GIL while it works (encode does not): a server thread tokenizing a long prompt
+        # leaves the event loop free
+        return self.backend.encode_batch([text], add_special_tokens=add_special_tokens)[0].ids
 
     def decode(self, ids: list[int]) -> str:
         return self.backend.decode(list(ids), skip_special_tokens=True)

@@ -14,6 +14,7 @@ import torch
 from safetensors import safe_open
 
 from launcher.runtime.errors import WeightError
+from launcher.runtime.modeldir import no_weights_message
 
 
 class Shard:
@@ -48,7 +49,7 @@ class WeightReader:
             return {name: model_dir / file for name, file in weight_map.items()}
         files = sorted(model_dir.glob("*.safetensors"))
         if not files:
-            raise WeightError(f"{model_dir} has no *.safetensors files (other weight formats are not supported)")
+            raise WeightError(no_weights_message(model_dir))
         file_of: dict[str, Path] = {}
         for file in files:
             with _open(file) as handle:

@@ -6,6 +6,7 @@ Run by torchrun (`python -m torch.distributed.run ... -m launcher.runtime ...`),
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -90,8 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tp_size != world:
         how = "run it under torchrun with --nproc-per-node" if world == 1 else "match torchrun's --nproc-per-node"
         raise RuntimeUsageError(f"--tp-size {args.tp_size} does not equal WORLD_SIZE {world}; {how} {args.tp_size}")
-    if args.max_batch_size < 1:
-        raise RuntimeUsageError("--max-batch-size must be at least 1")
+    check_values(args)
     if args.mode == "serve" and os.environ.get("RANK", "0") == "0":
         _serve_preflight(args)
 
@@ -111,6 +111,44 @@ def run(args: argparse.Namespace) -> int:
         shutdown_parallel()
 
 
+def check_values(args: argparse.Namespace) -> None:
+    """Values argparse accepts but the runtime cannot use: one line each, before anything is loaded."""
+    at_least_one = ["max_batch_size", "max_tokens", "batch_size", "input_len", "output_len"]
+    for name in at_least_one:
+        if getattr(args, name) < 1:
+            raise RuntimeUsageError(f"--{name.replace('_', '-')} {getattr(args, name)} must be at least 1")
+    if args.max_model_len is not None and args.max_model_len < 2:
+        raise RuntimeUsageError(f"--max-model-len {args.max_model_len} must be at least 2 (a prompt token and one more)")
+    if not 0 <= args.temperature <= 2:  # "not" also refuses nan
+        raise RuntimeUsageError(f"--temperature {args.temperature} must be between 0 (greedy) and 2")
+    if not 0 < args.top_p <= 1:
+        raise RuntimeUsageError(f"--top-p {args.top_p} must be above 0 and at most 1")
+
+
+def _check_memory(config, ctx, dtype: torch.dtype, batch: int, max_len: int) -> str:
+    """Refuse at once when this rank's weights and KV cache cannot fit; the estimate's description otherwise."""
+    from launcher.runtime.config import GIB, memory_estimate
+
+    need = memory_estimate(config, ctx.world_size, dtype.itemsize, batch, max_len)
+    if ctx.device.type == "cuda":
+        import torch
+
+        free, where, sharing = torch.cuda.mem_get_info(ctx.device)[0], f"{ctx.device} has", 1
+    else:
+        import psutil
+
+        # CPU ranks of one node share its memory
+        sharing = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        free, where = psutil.virtual_memory().available, "this machine has"
+    if need.total * sharing > free:
+        ranks = f" x {sharing} ranks" if sharing > 1 else ""
+        raise RuntimeUsageError(
+            f"the model needs {need.describe(batch, max_len)}{ranks} but {where} {free / GIB:.1f} GiB free; lower "
+            "--max-model-len or --max-batch-size, raise --tp-size, or use a smaller --dtype"
+        )
+    return need.describe(batch, max_len)
+
+
 def _serve_preflight(args: argparse.Namespace) -> None:
     """A busy port or a public --host fails in a second, before the weights are read (the server checks again when it
     binds). Rank 0 only: it is the rank that binds, and other ranks probing the same port at once could collide;
@@ -125,18 +163,18 @@ def _serve_preflight(args: argparse.Namespace) -> None:
 
 
 def _run_mode(args, ctx) -> int:
+    import torch
+
     from launcher.runtime.communicator import Communicator
-    from launcher.runtime.config import load_config
     from launcher.runtime.cuda_graph import cuda_graph_off_reason
     from launcher.runtime.demo import ensure_demo_model
     from launcher.runtime.engine import Engine
     from launcher.runtime.loader import load_model
+    from launcher.runtime.modeldir import check_model_dir
     from launcher.runtime.tokenizer import Tokenizer
 
     model_dir = ensure_demo_model() if args.model == "demo" else Path(args.model).expanduser()
-    if not model_dir.is_dir():
-        raise RuntimeUsageError(f"model directory {model_dir} does not exist; pass a local HF model directory or demo")
-    config = load_config(model_dir)
+    config = check_model_dir(model_dir)  # the same checks `advisor check --engine bundled` reports
     if config.is_text_backbone_of_vl:
         log.info("%s: running the text backbone only (text prompts; images are not supported)", config.architecture)
     dtype = resolve_dtype(args.dtype, ctx.device)
@@ -146,18 +184,27 @@ def _run_mode(args, ctx) -> int:
             f"--max-model-len {max_len} must be 2..{config.max_position_embeddings} (the model's max_position_embeddings)"
         )
     tokenizer = Tokenizer.from_dir(model_dir, config.eos_token_ids)
-    comm = Communicator(ctx, args.allreduce)
     batch = max(args.max_batch_size, args.batch_size) if args.mode == "bench" else args.max_batch_size
+    need = _check_memory(config, ctx, dtype, batch, max_len)
+    comm = Communicator(ctx, args.allreduce)
     # the largest step is a prefill of every slot; fusion.workspace_tokens caps the workspace, larger steps fall back
     comm.setup(batch * max_len, config.hidden_size, dtype)
     try:
         if ctx.is_first:
             log.info("model %s (%s), tp %d, %s on %s", model_dir, config.architecture, ctx.world_size, dtype, ctx.device)
-        model = load_model(model_dir, config, comm, dtype, max_len, show_progress=ctx.is_first and sys.stderr.isatty())
-        graphs_off = cuda_graph_off_reason(ctx.device, args.disable_cuda_graph)
-        if ctx.is_first:
-            log.info("cuda graphs for decode: %s", "on" if graphs_off is None else f"off ({graphs_off})")
-        engine = Engine(model, batch, max_len, tokenizer.eos_token_ids, seed=args.seed, cuda_graphs=graphs_off is None)
+        try:
+            model = load_model(model_dir, config, comm, dtype, max_len, show_progress=ctx.is_first and sys.stderr.isatty())
+            graphs_off = cuda_graph_off_reason(ctx.device, args.disable_cuda_graph)
+            if ctx.is_first:
+                log.info("cuda graphs for decode: %s", "on" if graphs_off is None else f"off ({graphs_off})")
+            engine = Engine(model, batch, max_len, tokenizer.eos_token_ids, seed=args.seed, cuda_graphs=graphs_off is None)
+        except (MemoryError, RuntimeError) as err:  # torch.OutOfMemoryError is a RuntimeError
+            if not isinstance(err, MemoryError | torch.OutOfMemoryError) and "allocate" not in str(err):
+                raise
+            raise RuntimeUsageError(
+                f"out of memory while allocating the model: it needs {need}; lower --max-model-len or "
+                "--max-batch-size, raise --tp-size, or use a smaller --dtype"
+            ) from None
         if args.mode == "generate":
             from launcher.runtime.generate import run_generate
 
@@ -182,7 +229,25 @@ def _setup_logging(level: str, rank: int, world: int) -> None:
         logging.getLogger("launcher.runtime").setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
+def die_with_torchrun_agent() -> None:
+    """Under torchrun, ask Linux to SIGKILL this rank when its parent (the agent) dies, however it dies: a killed agent
+    must not leave ranks serving with no one to stop them. The agent starts ranks from its main thread, which lives as
+    long as it does (the signal follows the thread that forked)."""
+    if not sys.platform.startswith("linux") or "TORCHELASTIC_RUN_ID" not in os.environ:
+        return
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if parent == 1 or os.getppid() != parent:  # the agent died before the request took effect
+        os._exit(128 + signal.SIGKILL)
+
+
 def main(argv: list[str] | None = None) -> int:
+    die_with_torchrun_agent()
     args = parse_args(argv)
     try:
         return run(args)

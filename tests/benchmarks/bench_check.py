@@ -6,9 +6,9 @@ Goals: under 3x `python -c pass` with the light install (`pip install tp-advisor
 `python -c "import torch"`. By default the script builds that install offline in a temporary venv
 (tests/light_install.py: the wheel plus its default dependencies, bytecode compiled as pip does) and times its
 `python -c pass` and `advisor`; `--here` times this environment instead. `import torch` always runs in this
-environment. Each command runs N times (interleaved, so machine noise hits all of them alike); the median is reported,
-for wall time (what the goal is about) and for the children's CPU time (user + sys, which a busy shared machine
-distorts less).
+environment. Each command runs N times (interleaved, so machine noise hits all of them alike) after one untimed warm-up
+run each (`import torch` included); the median is reported, for wall time (what the goal is about) and for the
+children's CPU time (user + sys, which a busy shared machine distorts less).
 
 Bytecode: the commands run with PYTHONDONTWRITEBYTECODE unset, so the warm-up run writes the .pyc files that an installed
 package has (pip compiles them at install time); otherwise every run would recompile advisor's modules from source.
@@ -81,6 +81,7 @@ def measure(args: argparse.Namespace, python: list[str], advisor: list[str], env
     torch_cmd = [sys.executable, "-c", "import torch"]  # this environment's torch, as the reference
     for argv in commands.values():  # warm the page cache and .pyc files
         timed(argv, env)
+    timed(torch_cmd, ENV)  # torch's too: `import torch` is never timed cold
     wall: dict[str, list[float]] = {name: [] for name in [*commands, torch_name]}
     cpu: dict[str, list[float]] = {name: [] for name in wall}
     for i in range(args.repeat):

@@ -1,7 +1,9 @@
 """The FastAPI application: OpenAI-compatible endpoints, /health and /metrics.
 
-Handlers run on the asyncio loop and never touch the engine: they validate, tokenize, hand the job to the scheduler
-(engine thread) and read token events back from an asyncio.Queue fed with call_soon_threadsafe.
+Handlers run on the asyncio loop and never touch the engine: they read the body (at most ``max_request_bytes``; a
+larger declared Content-Length is answered 413 before any of it is read), decode, validate and tokenize it in a worker
+thread (so a large prompt never holds up /health or other requests), hand the job to the scheduler (engine thread) and
+read token events back from an asyncio.Queue fed with call_soon_threadsafe.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from launcher.runtime.engine import SamplingParams
 from launcher.runtime.serve import protocol
 from launcher.runtime.serve.metrics import CONTENT_TYPE, Metrics
 from launcher.runtime.serve.protocol import ChatCompletionRequest, CompletionRequest, OpenAIError
 from launcher.runtime.serve.scheduler import Failed, NotServing, QueueFull, Scheduler
+from launcher.runtime.serve.server import DEFAULT_MAX_REQUEST_BYTES
 from launcher.runtime.serve.textstream import TextStream
 
 ENDPOINTS = ("/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions")
@@ -38,6 +43,7 @@ class ServeState:
     vocab_size: int | None
     retry_after_s: int
     created: int
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
 
 
 class _Generation:
@@ -134,14 +140,43 @@ def _error_response(exc: OpenAIError) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
-async def _json_body(request: Request) -> Any:
-    raw = await request.body()
+def _too_large(limit: int) -> OpenAIError:
+    return OpenAIError(
+        413,
+        f"the request body exceeds this server's limit of {limit} bytes (--max-request-bytes); send a shorter prompt",
+        code="request_too_large",
+    )
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The raw body, refused with 413 as soon as it is known to exceed ``limit`` bytes: from its Content-Length before
+    any of it is read, else once that many bytes arrived. A client that hangs up midway gets 499 (nobody reads it)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise OpenAIError(CLIENT_CLOSED, "the client closed the connection before the body was complete") from None
+    return b"".join(chunks)
+
+
+def _decode_json(raw: bytes) -> Any:
     if not raw.strip():
         raise OpenAIError(400, "the request body is empty; send a JSON object", code="invalid_json")
     try:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise OpenAIError(400, f"malformed JSON in the request body: {exc}", code="invalid_json") from None
+    except RecursionError:
+        raise OpenAIError(400, "the request body nests too deeply to be a request; send a flat JSON object",
+                          code="invalid_json") from None  # fmt: skip
 
 
 async def _wait_for_disconnect(request: Request) -> None:
@@ -201,12 +236,22 @@ def build_app(state: ServeState) -> FastAPI:
         _check_model(state, model)
         return model_card()
 
-    @app.post("/v1/completions")
-    async def completions(request: Request) -> Response:
-        req: CompletionRequest = protocol.parse_request(CompletionRequest, await _json_body(request))
+    def prepare_completion(raw: bytes) -> tuple[CompletionRequest, list[int], SamplingParams]:
+        req: CompletionRequest = protocol.parse_request(CompletionRequest, _decode_json(raw))
         _check_model(state, req.model)
         prompt_ids = _prompt_ids(state, req.prompt_text_or_ids())
-        params = _sampling_params(state, req, prompt_ids, req.max_tokens, DEFAULT_COMPLETION_MAX_TOKENS)
+        return req, prompt_ids, _sampling_params(state, req, prompt_ids, req.max_tokens, DEFAULT_COMPLETION_MAX_TOKENS)
+
+    def prepare_chat(raw: bytes) -> tuple[ChatCompletionRequest, list[int], SamplingParams]:
+        req: ChatCompletionRequest = protocol.parse_request(ChatCompletionRequest, _decode_json(raw))
+        _check_model(state, req.model)
+        prompt_ids = _prompt_ids(state, _chat_prompt_ids(state, req))
+        return req, prompt_ids, _sampling_params(state, req, prompt_ids, req.requested_max_tokens(), None)
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> Response:
+        raw = await _read_body(request, state.max_request_bytes)
+        req, prompt_ids, params = await run_in_threadpool(prepare_completion, raw)  # CPU-heavy: off the event loop
         gen = _Generation(state, prompt_ids, params, req.stop_strings())
         rid = protocol.new_id("cmpl")
 
@@ -217,10 +262,8 @@ def build_app(state: ServeState) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        req: ChatCompletionRequest = protocol.parse_request(ChatCompletionRequest, await _json_body(request))
-        _check_model(state, req.model)
-        prompt_ids = _prompt_ids(state, _chat_prompt_ids(state, req))
-        params = _sampling_params(state, req, prompt_ids, req.requested_max_tokens(), None)
+        raw = await _read_body(request, state.max_request_bytes)
+        req, prompt_ids, params = await run_in_threadpool(prepare_chat, raw)  # CPU-heavy: off the event loop
         gen = _Generation(state, prompt_ids, params, req.stop_strings())
         rid = protocol.new_id("chatcmpl")
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024  # generous: a 128k-token prompt sent as JSON token ids is about 1 MiB
 LOOPBACK_HINT = "use 127.0.0.1, ::1 or localhost"
 
 
@@ -42,6 +43,12 @@ def add_serve_args(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--shutdown-timeout", type=float, default=10.0, help="seconds in-flight requests get to finish on shutdown"
+    )
+    group.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=DEFAULT_MAX_REQUEST_BYTES,
+        help=f"largest request body accepted; larger ones get 413 before they are read (default {DEFAULT_MAX_REQUEST_BYTES})",
     )
     group.add_argument("--access-log", action="store_true", help="log every HTTP request to stderr")
 
@@ -69,6 +76,10 @@ def _check_options(args: argparse.Namespace) -> str:
         raise ServeConfigError(f"--max-queue {args.max_queue} must be at least 1")
     if args.retry_after < 1:
         raise ServeConfigError(f"--retry-after {args.retry_after} must be at least 1")
+    if args.max_request_bytes < 1:
+        raise ServeConfigError(f"--max-request-bytes {args.max_request_bytes} must be at least 1")
+    if not args.shutdown_timeout >= 0:  # also refuses nan
+        raise ServeConfigError(f"--shutdown-timeout {args.shutdown_timeout} must be 0 or more seconds")
     return host
 
 
@@ -197,6 +208,7 @@ def run_serve(
         vocab_size=getattr(getattr(model, "config", None), "vocab_size", None),
         retry_after_s=args.retry_after,
         created=int(time.time()),
+        max_request_bytes=args.max_request_bytes,
     )
 
     def announce() -> None:
