@@ -63,6 +63,8 @@ class ModelSpec:
     path: str | None = None  # the directory config.json came from, when local
     origin: str = "catalog"  # "directory" | "hf-cache" | "catalog"
     kv_lora_rank: int | None = None  # set for MLA models (DeepSeek family)
+    # vision_config of multimodal models: (num_hidden_layers, hidden_size) as written (None where absent); None: no vision
+    vision: tuple[int | None, int | None] | None = None
     notes: str | None = None  # catalog remarks (e.g. which facts are assumed)
 
     @property
@@ -105,6 +107,13 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
         algo = str(qc.get("quant_algo") or "").upper()
         return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if "FP8" in algo else "modelopt"
     return method
+
+
+def _vision(config: Mapping[str, Any]) -> tuple[int | None, int | None] | None:
+    vision = config.get("vision_config")
+    if not isinstance(vision, Mapping):
+        return None
+    return _int(vision.get("num_hidden_layers")), _int(vision.get("hidden_size"))
 
 
 def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:
@@ -152,6 +161,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         path=path,
         origin=origin,
         kv_lora_rank=_int(merged.get("kv_lora_rank")),
+        vision=_vision(config),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))

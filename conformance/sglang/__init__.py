@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -67,12 +68,34 @@ def base_python() -> Path:
     return python
 
 
-def _pinned_transformers(wheel_dir: Path, release: str) -> list[str]:
-    """transformers (and, for 4.x, a huggingface_hub below 1.0) as the release's wheel pins it."""
-    wheel = next(wheel_dir.glob(f"sglang-{release}-*.whl"))
+# Distribution -> module of the CUDA-only packages a release may depend on (see runner.PLACEHOLDER_PACKAGES).
+CUDA_ONLY = {
+    "torchvision": "torchvision", "flashinfer_python": "flashinfer", "flashinfer-python": "flashinfer",
+    "sgl-kernel": "sgl_kernel", "sglang-kernel": "sgl_kernel", "sgl-deep-gemm": "deep_gemm", "sgl-deep-ep": "deep_ep",
+    "sgl-flash-mla": "flash_mla",
+}  # fmt: skip
+
+
+def _requires(wheel: Path) -> list[str]:
+    """The wheel's unconditional Requires-Dist lines (no extras)."""
     with zipfile.ZipFile(wheel) as zf:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-        lines = zf.read(meta).decode().splitlines()
+        return _requires_lines(zf.read(meta).decode())
+
+
+def _requires_lines(metadata: str) -> list[str]:
+    lines = metadata.splitlines()
+    return [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Requires-Dist:") and "extra ==" not in ln]
+
+
+def _placeholders(requires: list[str]) -> list[str]:
+    names = {re.split(r"[\[<>=!~; ]", r, maxsplit=1)[0] for r in requires}
+    return sorted({module for dist, module in CUDA_ONLY.items() if dist in names})
+
+
+def _pinned_transformers(wheel_dir: Path, release: str) -> list[str]:
+    """transformers (and, for 4.x, a huggingface_hub below 1.0) as the release's wheel pins it."""
+    lines = ["Requires-Dist: " + r for r in _requires(next(wheel_dir.glob(f"sglang-{release}-*.whl")))]
     pins = [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Requires-Dist: transformers==")]
     out = pins[:1] or ["transformers"]
     if out[0].startswith("transformers==4."):
@@ -92,7 +115,8 @@ def release_dir(release: str) -> Path:
         download = [str(python), "-m", "pip", "download", "-q", "--no-deps", f"sglang=={release}", "-d", tmp]
         if subprocess.run(download, capture_output=True).returncode != 0:
             raise HarnessError(f"sglang=={release} is not on the package index; pass a released version (e.g. 0.5.14)")
-        _pip(python, "--no-deps", "--target", str(target), *Path(tmp).glob("*.whl"), *_pinned_transformers(Path(tmp), release))
+        wheel = next(Path(tmp).glob("*.whl"))
+        _pip(python, "--no-deps", "--target", str(target), str(wheel), *_pinned_transformers(Path(tmp), release))
     (target / ".complete").write_text("ok\n")
     return target
 
@@ -106,7 +130,9 @@ def _job(release: str, limit: int | None) -> tuple[dict, dict[str, dict]]:
         config_dir = str(CONFIGS / sc["model"])
         group["scenarios"].append({"id": sc["id"], "config_dir": config_dir, "argv": sc_argv(sc, config_dir)})
         by_id[sc["id"]] = sc
-    return {"groups": list(groups.values())}, by_id
+    metadata = next(release_dir(release).glob(f"sglang-{release}.dist-info/METADATA")).read_text()
+    placeholders = _placeholders(_requires_lines(metadata))
+    return {"groups": list(groups.values()), "placeholders": placeholders}, by_id
 
 
 def sc_argv(sc: dict, config_dir: str) -> list[str]:

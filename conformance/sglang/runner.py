@@ -144,12 +144,14 @@ class _PlaceholderModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             module.__version__ = "0.0.0+placeholder"
 
 
-# CUDA-only packages SGLang imports on a CUDA machine; their PyPI wheels cannot load against CPU torch. They are imported,
-# never called, while arguments are resolved.
-PLACEHOLDER_PACKAGES = ("torchvision", "sgl_kernel", "flashinfer", "deep_gemm", "triton_kernels")
+# CUDA-only packages the release depends on (the harness derives the list from its wheel's Requires-Dist); their PyPI
+# wheels cannot load against CPU torch. Resolution imports them and asks whether they exist, never calls them. A package
+# the release does not depend on (triton_kernels, for one) stays absent, as in a plain `pip install sglang`.
+PLACEHOLDER_PACKAGES: list[str] = []
 
 
-def stand_in_for_cuda_packages() -> None:
+def stand_in_for_cuda_packages(packages: list[str]) -> None:
+    PLACEHOLDER_PACKAGES[:] = packages
     import torch
 
     # The placeholder kernel packages register no ops, so SGLang's fake-tensor registrations for them are skipped.
@@ -232,7 +234,7 @@ def capture_logs(collect: Collect) -> None:
 def run(job: dict, out_path: str) -> None:
     groups = job["groups"]
     fake_gpu(groups[0]["gpu"], groups[0]["torch_cuda"])
-    stand_in_for_cuda_packages()
+    stand_in_for_cuda_packages(job["placeholders"])
     collect = Collect()
     capture_logs(collect)
     from sglang.srt.server_args import prepare_server_args
