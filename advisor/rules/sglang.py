@@ -580,7 +580,7 @@ def attention_decision(s: Scenario, version: str) -> Decision:
     )  # fmt: skip
     results = tuple(c.evaluate(s) for c in conditions)
     chosen = s.flag(ATTENTION_BACKEND)
-    value = chosen or _default_attention(kind, major, s.model, s)
+    value = chosen or _default_attention(kind, major, s.model, s, version)
     state = state_of(results, forced_on=bool(chosen))
     if state == NOT_ENABLED:
         value = None
@@ -612,25 +612,40 @@ FA3_DEFAULT_ARCHS = frozenset({
 SM100_MODEL_ATTENTION = {"Qwen3NextForCausalLM": "triton", "NemotronHForCausalLM": "flashinfer"}
 
 
-def _default_attention(kind: str | None, major: int | None, model, s: Scenario | None = None) -> str | None:
+DSA_NAME_FROM = "0.5.13"  # the sparse-attention backend "nsa" is called "dsa" from v0.5.13
+# From v0.5.14 (first checked against a golden) the hybrid linear-attention models get FA3 on Hopper too, and Qwen3.5
+# gets Qwen3-Next's triton default on SM100.
+HYBRID_FA3_FROM = "0.5.14"
+HYBRID_ARCHS = frozenset({"Qwen3NextForCausalLM", "NemotronHForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+                          "Qwen3_5ForConditionalGeneration"})  # fmt: skip
+TRTLLM_MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"})
+
+
+def _default_attention(
+    kind: str | None, major: int | None, model, s: Scenario | None = None, version: str | None = None
+) -> str | None:
     """SGLang's default (v0.5.7 _handle_attention_backend_compatibility and the model-specific steps before it)."""
     if kind is None or major is None:
         return None
+    release = parse_release(rules_release(version)) if version else parse_release(NEWEST)
+    newer_hybrids = release >= parse_release(HYBRID_FA3_FROM)
     if model.architecture in NSA_ARCHS:
-        return "nsa"
+        return "dsa" if release >= parse_release(DSA_NAME_FROM) else "nsa"
     sm90 = is_sm90(s)[0] if s is not None else major == 9
     sm100 = is_sm100(s)[0] if s is not None else major == 10
     if kind == "mla":
         if sm90:
             return "fa3"
         if sm100:
-            return "trtllm_mla" if model.architecture == "DeepseekV3ForCausalLM" else "flashinfer"
+            return "trtllm_mla" if model.architecture in TRTLLM_MLA_ARCHS else "flashinfer"
         return "triton"
     if kind == "sinks":
         return "trtllm_mha" if sm100 else "fa3" if sm90 else "triton"
     if sm100 and model.architecture in SM100_MODEL_ATTENTION:
         return SM100_MODEL_ATTENTION[model.architecture]
-    if sm90 and model.architecture in FA3_DEFAULT_ARCHS:
+    if sm100 and newer_hybrids and model.architecture.startswith("Qwen3_5"):
+        return "triton"
+    if sm90 and (model.architecture in FA3_DEFAULT_ARCHS or (newer_hybrids and model.architecture in HYBRID_ARCHS)):
         return "fa3"
     if sm100:
         return "trtllm_mha"
@@ -667,8 +682,13 @@ _GLM45 = frozenset({"Glm4MoeForCausalLM"})
 # fmt: off
 MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     MoeRunnerRow("0.5.7", "9.9.9", _DEEPSEEK_FAMILY, frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.7", "9.9.9", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4"}), "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.7", "9.9.9", _GLM45, frozenset({"modelopt_fp4"}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.7", "0.5.7", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4"}), "flashinfer_trtllm"),
+    # v0.5.8: unquantized checkpoints too ("self.quantization in (fp8, modelopt_fp4) or self.quantization is None")
+    MoeRunnerRow("0.5.8", "9.9.9", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    # GLM-4.5: modelopt_fp4 only (read in v0.5.8 to v0.5.11; it also needs flashinfer-python >= 0.6.2), unquantized
+    # checkpoints too by v0.5.18 (the v0.5.23 golden agrees; v0.5.12 as the first is not yet checked against a golden)
+    MoeRunnerRow("0.5.7", "0.5.11", _GLM45, frozenset({"modelopt_fp4"}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.12", "9.9.9", _GLM45, frozenset({"modelopt_fp4", None}), "flashinfer_trtllm"),
     MoeRunnerRow("0.5.7", "9.9.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", blackwell=True, a2a_blocks=False),
 )
 # fmt: on
@@ -761,7 +781,8 @@ UNKNOWN_MEMORY = (4096, 160)
 
 
 def memory_defaults(
-    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None = None
+    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None = None,
+    prefill_graph: str | None = None,
 ) -> dict[str, float | int | None]:
     """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them.
 
@@ -776,7 +797,8 @@ def memory_defaults(
         max_bs = large if tp >= 4 else small
     fraction = None
     if mem_mib is not None:
-        fraction = round((mem_mib - reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib)) / mem_mib, 3)
+        reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph)
+        fraction = round((mem_mib - reserved) / mem_mib, 3)
         if vision is not None:
             fraction *= vlm_factor(vision)
     if dp_attention and dp_size > 1:
@@ -784,25 +806,43 @@ def memory_defaults(
     return {"chunked_prefill_size": chunk, "cuda_graph_max_bs": max_bs, "mem_fraction_static": fraction}
 
 
-def reserved_mib(chunk: int, max_bs: int, tp: int, dp_attention: bool, dp_size: int, mem_mib: int) -> float:
-    """Activations and CUDA-graph buffers SGLang keeps outside the static pool (MiB)."""
+def prefill_graph_sizes(max_tokens: int) -> list[int]:
+    """The prefill (piecewise) CUDA-graph capture sizes up to max_tokens (v0.5.14 _generate_prefill_cuda_graph_batch_sizes)."""
+    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64), *range(1280, 4097, 256),
+             *range(4608, max_tokens + 1, 512)]  # fmt: skip
+    return [n for n in sizes if n <= max_tokens]
+
+
+def prefill_graph_reserve(chunk: int, kind: str | None) -> float:
+    """MiB reserved for the prefill CUDA graphs: 8 per captured size (1.5 GiB flat for MLA models)."""
+    return 1.5 * 1024 if kind == "mla" else len(prefill_graph_sizes(chunk)) * 8
+
+
+def reserved_mib(
+    chunk: int, max_bs: int, tp: int, dp_attention: bool, dp_size: int, mem_mib: int, prefill_graph: str | None = None
+) -> float:
+    """Activations and CUDA-graph buffers SGLang keeps outside the static pool (MiB). ``prefill_graph``: None when the
+    prefill CUDA graph is off, else the attention kind ("mla" or "standard") that sizes its reserve."""
     reserved = 512 + max(chunk, 2048) * 1.5 + max_bs * 2 + tp * 1 / 8 * 1024
     if dp_attention:
         reserved += max_bs * dp_size * 3
         if max_bs > 300:
             reserved += max_bs * dp_size * 1.5
+    if prefill_graph is not None:
+        reserved += prefill_graph_reserve(chunk, prefill_graph)
     if mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return reserved
 
 
 def memory_arithmetic(
-    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None
+    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None,
+    prefill_graph: str | None = None,
 ) -> str:
     """The mem_fraction_static estimate written out with this scenario's numbers (for `advisor explain`)."""
     if mem_mib is None:
         return "mem_fraction_static: GPU memory unknown, so no estimate (SGLang uses 0.88 without a GPU memory figure)"
-    value = memory_defaults(mem_mib, tp, dp_attention, dp_size, vision)
+    value = memory_defaults(mem_mib, tp, dp_attention, dp_size, vision, prefill_graph)
     gib = mem_mib / 1024
     _, chunk, small, large = next(row for row in MEMORY_TABLE if gib < row[0])
     max_bs = large if tp >= 4 else small
@@ -814,7 +854,11 @@ def memory_arithmetic(
     raw = 512 + max(chunk, 2048) * 1.5 + max_bs * 2 + tp / 8 * 1024
     if dp_attention:
         raw += max_bs * dp_size * 3 + (max_bs * dp_size * 1.5 if max_bs > 300 else 0)
-    reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib)
+    if prefill_graph is not None:
+        raw += prefill_graph_reserve(chunk, prefill_graph)
+        terms.append(" + 1.5 x 1024 (prefill CUDA graphs, MLA)" if prefill_graph == "mla"
+                     else f" + 8 x {len(prefill_graph_sizes(chunk))} (prefill CUDA graph sizes)")  # fmt: skip
+    reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph)
     text = f"reserved = {''.join(terms)} = {raw:g} MiB"
     if reserved != raw:
         text += f", raised to the 10 GiB floor above 60 GiB: {reserved:g} MiB"
@@ -834,6 +878,23 @@ def vlm_factor(vision: tuple[int | None, int | None]) -> float:
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 
 
+PREFILL_GRAPH_FROM = "0.5.14"  # verified against the v0.5.14 golden; v0.5.10 to v0.5.13 are not modelled yet
+# Hybrid linear-attention models whose prefill CUDA graph SGLang leaves off (seen in the v0.5.14 golden).
+NO_PREFILL_GRAPH_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+
+
+def prefill_graph_kind(s: Scenario, version: str) -> str | None:
+    """The attention kind sizing the prefill CUDA-graph reserve, or None when that graph is off: before v0.5.14, with DP
+    attention, with an MoE all-to-all backend, for multimodal and hybrid linear-attention models."""
+    if parse_release(rules_release(version)) < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
+        return None
+    if s.intent.dp_attention or s.intent.moe_a2a_backend not in (None, "", "none"):
+        return None
+    if s.model.vision is not None or s.model.architecture in NO_PREFILL_GRAPH_ARCHS:
+        return None
+    return attention_kind(s.model)
+
+
 def memory_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
     mem = None if s.no_gpu else s.min_memory_mib
@@ -850,7 +911,8 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     )  # fmt: skip
     results = tuple(c.evaluate(s) for c in conditions)
     vision = s.model.vision if s.model is not None else None
-    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision)
+    prefill_graph = prefill_graph_kind(s, version)
+    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph)
     explicit = {
         "chunked_prefill_size": s.flag("--chunked-prefill-size"),
         "cuda_graph_max_bs": s.flag("--cuda-graph-max-bs"),
@@ -864,7 +926,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     state = state_of(results, forced_on=forced)
     if state == NOT_ENABLED:
         value = {k: None for k in value}
-    notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision)]
+    notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph)]
     if explicit["mem_fraction_static"]:
         notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
     if s.intent.dp_attention and s.intent.dp_size > 1:

@@ -35,8 +35,8 @@ BASE_PACKAGES = (
     "aiohttp", "safetensors", "starlette", "msgspec", "pyzmq", "fastapi", "openai", "partial_json_parser", "dill",
     "sentencepiece", "apache-tvm-ffi", "loguru", "gguf", "regex", "tokenizers", "pyyaml", "filelock", "jinja2", "httpx", "einops",
 )  # fmt: skip
-# compressed-tensors would pull a transformers into the base venv; the release's own transformers serves it.
-BASE_NO_DEPS = ("compressed-tensors",)
+# These would pull a transformers into the base venv; the release's own transformers serves them.
+BASE_NO_DEPS = ("compressed-tensors", "xgrammar")
 
 
 class HarnessError(Exception):
@@ -100,8 +100,8 @@ def _pinned_transformers(wheel_dir: Path, release: str) -> list[str]:
     out = pins[:1] or ["transformers"]
     if out[0].startswith("transformers==4."):
         out += ["huggingface_hub<1", "tokenizers<0.23"]
-    else:
-        out += ["huggingface_hub>=1,<2", "tokenizers<=0.23.0"]
+    elif tuple(int(x) for x in out[0].split("==")[1].split(".")[:2]) < (5, 19):
+        out += ["huggingface_hub>=1,<2", "tokenizers<=0.23.0"]  # the base venv's newer ones fail its version check
     return out
 
 
@@ -186,12 +186,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("releases", nargs="+", metavar="X.Y.Z", help="SGLang releases, e.g. 0.5.14 0.5.23")
     parser.add_argument("--limit", type=int, default=None, help="run only the first N scenarios (a quick try)")
     args = parser.parse_args(argv)
+    failed = 0
     for release in args.releases:
         release = release.lstrip("v")
         try:
             path, seconds, count, rejected = generate(release, args.limit)
         except HarnessError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        print(f"sglang {release}: {count} scenarios ({rejected} rejected by SGLang) in {seconds:.0f} s -> {path}")
-    return 0
+            print(f"error: {exc}", file=sys.stderr)  # the next release may still run
+            failed += 1
+            continue
+        print(f"sglang {release}: {count} scenarios ({rejected} rejected by SGLang) in {seconds:.0f} s -> {path}", flush=True)
+    return 1 if failed else 0
