@@ -100,6 +100,8 @@ def _pinned_transformers(wheel_dir: Path, release: str) -> list[str]:
     out = pins[:1] or ["transformers"]
     if out[0].startswith("transformers==4."):
         out += ["huggingface_hub<1", "tokenizers<0.23"]
+    elif out[0] == "transformers":
+        pass
     elif tuple(int(x) for x in out[0].split("==")[1].split(".")[:2]) < (5, 19):
         out += ["huggingface_hub>=1,<2", "tokenizers<=0.23.0"]  # the base venv's newer ones fail its version check
     return out
