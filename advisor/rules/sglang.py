@@ -613,9 +613,9 @@ SM100_MODEL_ATTENTION = {"Qwen3NextForCausalLM": "triton", "NemotronHForCausalLM
 
 
 DSA_NAME_FROM = "0.5.13"  # the sparse-attention backend "nsa" is called "dsa" from v0.5.13
-# From v0.5.14 (first checked against a golden) the hybrid linear-attention models get FA3 on Hopper too, and Qwen3.5
+# From v0.5.8 (the v0.5.8 golden) the hybrid linear-attention models get FA3 on Hopper too, and Qwen3.5 (seen from v0.5.14)
 # gets Qwen3-Next's triton default on SM100.
-HYBRID_FA3_FROM = "0.5.14"
+HYBRID_FA3_FROM = "0.5.8"
 HYBRID_ARCHS = frozenset({"Qwen3NextForCausalLM", "NemotronHForCausalLM", "Qwen3_5MoeForConditionalGeneration",
                           "Qwen3_5ForConditionalGeneration"})  # fmt: skip
 TRTLLM_MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"})
