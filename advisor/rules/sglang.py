@@ -878,13 +878,13 @@ def vlm_factor(vision: tuple[int | None, int | None]) -> float:
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 
 
-PREFILL_GRAPH_FROM = "0.5.14"  # verified against the v0.5.14 golden; v0.5.10 to v0.5.13 are not modelled yet
+PREFILL_GRAPH_FROM = "0.5.13"  # verified against the v0.5.13 and v0.5.14 goldens; v0.5.10 to v0.5.12 not modelled yet
 # Hybrid linear-attention models whose prefill CUDA graph SGLang leaves off (seen in the v0.5.14 golden).
 NO_PREFILL_GRAPH_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
 
 
 def prefill_graph_kind(s: Scenario, version: str) -> str | None:
-    """The attention kind sizing the prefill CUDA-graph reserve, or None when that graph is off: before v0.5.14, with DP
+    """The attention kind sizing the prefill CUDA-graph reserve, or None when that graph is off: before PREFILL_GRAPH_FROM, with DP
     attention, with an MoE all-to-all backend, for multimodal and hybrid linear-attention models."""
     if parse_release(rules_release(version)) < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
         return None
