@@ -686,9 +686,10 @@ MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     # v0.5.8: unquantized checkpoints too ("self.quantization in (fp8, modelopt_fp4) or self.quantization is None")
     MoeRunnerRow("0.5.8", "9.9.9", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
     # GLM-4.5: modelopt_fp4 only (read in v0.5.8 to v0.5.11; it also needs flashinfer-python >= 0.6.2), unquantized
-    # checkpoints too by v0.5.18 (the v0.5.23 golden agrees; v0.5.12 as the first is not yet checked against a golden)
-    MoeRunnerRow("0.5.7", "0.5.11", _GLM45, frozenset({"modelopt_fp4"}), "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.12", "9.9.9", _GLM45, frozenset({"modelopt_fp4", None}), "flashinfer_trtllm"),
+    # checkpoints too by v0.5.18 (the v0.5.14 golden still says auto, the v0.5.23 golden flashinfer_trtllm; v0.5.15, where
+    # this step moved to arg_groups/overrides.py, is taken as the first)
+    MoeRunnerRow("0.5.7", "0.5.14", _GLM45, frozenset({"modelopt_fp4"}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.15", "9.9.9", _GLM45, frozenset({"modelopt_fp4", None}), "flashinfer_trtllm"),
     MoeRunnerRow("0.5.7", "9.9.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", blackwell=True, a2a_blocks=False),
 )
 # fmt: on
