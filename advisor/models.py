@@ -113,7 +113,9 @@ def _vision(config: Mapping[str, Any]) -> tuple[int | None, int | None] | None:
     vision = config.get("vision_config")
     if not isinstance(vision, Mapping):
         return None
-    return _int(vision.get("num_hidden_layers")), _int(vision.get("hidden_size"))
+    # Kimi K2.5 spells them vt_*; SGLang's config class exposes them as num_hidden_layers / hidden_size.
+    return (_int(_first(vision, "num_hidden_layers", "vt_num_hidden_layers")),
+            _int(_first(vision, "hidden_size", "vt_hidden_size")))  # fmt: skip
 
 
 def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:

@@ -681,7 +681,9 @@ _GPT_OSS = frozenset({"GptOssForCausalLM"})
 _GLM45 = frozenset({"Glm4MoeForCausalLM"})
 # fmt: off
 MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
-    MoeRunnerRow("0.5.7", "9.9.9", _DEEPSEEK_FAMILY, frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    # Kimi K2.5 joins the DeepSeek family's runner by v0.5.13 (the v0.5.9 golden says auto, v0.5.13 flashinfer_trtllm)
+    MoeRunnerRow("0.5.7", "0.5.12", _DEEPSEEK_FAMILY - {"KimiK25ForConditionalGeneration"}, frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.13", "9.9.9", _DEEPSEEK_FAMILY, frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
     MoeRunnerRow("0.5.7", "0.5.7", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4"}), "flashinfer_trtllm"),
     # v0.5.8: unquantized checkpoints too ("self.quantization in (fp8, modelopt_fp4) or self.quantization is None")
     MoeRunnerRow("0.5.8", "9.9.9", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
