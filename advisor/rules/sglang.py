@@ -881,6 +881,7 @@ def vlm_factor(vision: tuple[int | None, int | None]) -> float:
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 
 
+PREFILL_GRAPH_WITH_DP_FROM = "0.5.18"  # DP attention and a2a no longer turn it off (v0.5.18 golden; v0.5.15-17 unchecked)
 PREFILL_GRAPH_FROM = "0.5.13"  # verified against the v0.5.13 and v0.5.14 goldens; v0.5.10 to v0.5.12 not modelled yet
 # Hybrid linear-attention models whose prefill CUDA graph SGLang leaves off (seen in the v0.5.14 golden).
 NO_PREFILL_GRAPH_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
@@ -891,7 +892,10 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
     attention, with an MoE all-to-all backend, for multimodal and hybrid linear-attention models."""
     if parse_release(rules_release(version)) < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
         return None
-    if s.intent.dp_attention or s.intent.moe_a2a_backend not in (None, "", "none"):
+    release = parse_release(rules_release(version))
+    if release < parse_release(PREFILL_GRAPH_WITH_DP_FROM) and (
+        s.intent.dp_attention or s.intent.moe_a2a_backend not in (None, "", "none")
+    ):
         return None
     if s.model.vision is not None or s.model.architecture in NO_PREFILL_GRAPH_ARCHS:
         return None
