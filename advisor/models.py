@@ -63,6 +63,8 @@ class ModelSpec:
     path: str | None = None  # the directory config.json came from, when local
     origin: str = "catalog"  # "directory" | "hf-cache" | "catalog"
     kv_lora_rank: int | None = None  # set for MLA models (DeepSeek family)
+    # vision_config of multimodal models: (num_hidden_layers, hidden_size) as written (None where absent); None: no vision
+    vision: tuple[int | None, int | None] | None = None
     notes: str | None = None  # catalog remarks (e.g. which facts are assumed)
     # For KV-cache sizing (advisor/layouts.py):
     max_position_embeddings: int | None = None  # the model's context length
@@ -112,6 +114,15 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
         algo = str(qc.get("quant_algo") or "").upper()
         return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if "FP8" in algo else "modelopt"
     return method
+
+
+def _vision(config: Mapping[str, Any]) -> tuple[int | None, int | None] | None:
+    vision = config.get("vision_config")
+    if not isinstance(vision, Mapping):
+        return None
+    # Kimi K2.5 spells them vt_*; SGLang's config class exposes them as num_hidden_layers / hidden_size.
+    return (_int(_first(vision, "num_hidden_layers", "vt_num_hidden_layers")),
+            _int(_first(vision, "hidden_size", "vt_hidden_size")))  # fmt: skip
 
 
 def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:
@@ -165,6 +176,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         q_lora_rank=_int(merged.get("q_lora_rank")),
         full_attention_interval=_int(merged.get("full_attention_interval")),
         sliding_window=_int(merged.get("sliding_window")),
+        vision=_vision(config),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))

@@ -580,7 +580,7 @@ def attention_decision(s: Scenario, version: str) -> Decision:
     )  # fmt: skip
     results = tuple(c.evaluate(s) for c in conditions)
     chosen = s.flag(ATTENTION_BACKEND)
-    value = chosen or _default_attention(kind, major, s.model)
+    value = chosen or _default_attention(kind, major, s.model, s, version)
     state = state_of(results, forced_on=bool(chosen))
     if state == NOT_ENABLED:
         value = None
@@ -598,20 +598,58 @@ def attention_decision(s: Scenario, version: str) -> Decision:
     )
 
 
-def _default_attention(kind: str | None, major: int | None, model) -> str | None:
+# Architectures with DeepSeek sparse attention (DSA): SGLang picks its native sparse backend on every GPU.
+NSA_ARCHS = frozenset({"DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"})
+# is_fa3_default_architecture (python/sglang/srt/utils/common.py): standard-attention models that default to FA3 on
+# Hopper; any other standard model (hybrid linear-attention ones included) gets FlashInfer there.
+FA3_DEFAULT_ARCHS = frozenset({
+    "Llama4ForConditionalGeneration", "LlamaForCausalLM", "Olmo2ForCausalLM", "Gemma2ForCausalLM",
+    "Gemma3ForConditionalGeneration", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
+    "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration", "Glm4MoeForCausalLM",
+    "Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration", "Step3VLForConditionalGeneration",
+})  # fmt: skip
+# Model-specific defaults on SM100 (_handle_model_specific_adjustments): the hybrid linear-attention models.
+SM100_MODEL_ATTENTION = {"Qwen3NextForCausalLM": "triton", "NemotronHForCausalLM": "flashinfer"}
+
+
+DSA_NAME_FROM = "0.5.13"  # the sparse-attention backend "nsa" is called "dsa" from v0.5.13
+# From v0.5.8 (the v0.5.8 golden) the hybrid linear-attention models get FA3 on Hopper too, and Qwen3.5 (seen from v0.5.14)
+# gets Qwen3-Next's triton default on SM100.
+HYBRID_FA3_FROM = "0.5.8"
+HYBRID_ARCHS = frozenset({"Qwen3NextForCausalLM", "NemotronHForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+                          "Qwen3_5ForConditionalGeneration"})  # fmt: skip
+TRTLLM_MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"})
+
+
+def _default_attention(
+    kind: str | None, major: int | None, model, s: Scenario | None = None, version: str | None = None
+) -> str | None:
+    """SGLang's default (v0.5.7 _handle_attention_backend_compatibility and the model-specific steps before it)."""
     if kind is None or major is None:
         return None
+    release = parse_release(rules_release(version)) if version else parse_release(NEWEST)
+    newer_hybrids = release >= parse_release(HYBRID_FA3_FROM)
+    if model.architecture in NSA_ARCHS:
+        return "dsa" if release >= parse_release(DSA_NAME_FROM) else "nsa"
+    sm90 = is_sm90(s)[0] if s is not None else major == 9
+    sm100 = is_sm100(s)[0] if s is not None else major == 10
     if kind == "mla":
-        if major == 9:
+        if sm90:
             return "fa3"
-        if major == 10:
-            return "trtllm_mla" if model.architecture == "DeepseekV3ForCausalLM" else "flashinfer"
+        if sm100:
+            return "trtllm_mla" if model.architecture in TRTLLM_MLA_ARCHS else "flashinfer"
         return "triton"
-    if major == 9:
+    if kind == "sinks":
+        return "trtllm_mha" if sm100 else "fa3" if sm90 else "triton"
+    if sm100 and model.architecture in SM100_MODEL_ATTENTION:
+        return SM100_MODEL_ATTENTION[model.architecture]
+    if sm100 and newer_hybrids and model.architecture.startswith("Qwen3_5"):
+        return "triton"
+    if sm90 and (model.architecture in FA3_DEFAULT_ARCHS or (newer_hybrids and model.architecture in HYBRID_ARCHS)):
         return "fa3"
-    if major == 10:
+    if sm100:
         return "trtllm_mha"
-    return "triton" if kind == "sinks" else "flashinfer"
+    return "flashinfer"
 
 
 # -- MoE runner backend on SM100 ---------------------------------------------------------------------------------------
@@ -624,29 +662,67 @@ _QWEN_FAMILY = frozenset({
     "Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration", "Qwen3NextForCausalLM",
     "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
 })  # fmt: skip
-# family -> (quantizations that qualify, backend); None stands for unquantized.
-MOE_RUNNER_TABLE: tuple[tuple[frozenset[str], frozenset[str | None], str], ...] = (
-    (_DEEPSEEK_FAMILY, frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
-    (_QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
-    (frozenset({"Glm4MoeForCausalLM"}), frozenset({"modelopt_fp4", None}), "flashinfer_trtllm"),
-    (frozenset({"GptOssForCausalLM"}), frozenset({"mxfp4"}), "flashinfer_mxfp4"),
+
+
+@dataclass(frozen=True)
+class MoeRunnerRow:
+    """One family's FlashInfer MoE default under releases first..last (_handle_model_specific_adjustments)."""
+
+    first: str
+    last: str
+    families: frozenset[str]
+    quantizations: frozenset[str | None]  # None stands for unquantized
+    backend: str
+    blackwell: bool = False  # True: any Blackwell (SM10x/11x/12x); False: SM10x only
+    a2a_blocks: bool = True  # an MoE all-to-all backend keeps the runner on auto
+
+
+_GPT_OSS = frozenset({"GptOssForCausalLM"})
+_GLM45 = frozenset({"Glm4MoeForCausalLM"})
+# fmt: off
+MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
+    # Kimi K2.5 joins the DeepSeek family's runner by v0.5.13 (the v0.5.9 golden says auto, v0.5.13 flashinfer_trtllm)
+    MoeRunnerRow("0.5.7", "0.5.12", _DEEPSEEK_FAMILY - {"KimiK25ForConditionalGeneration"}, frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.13", "9.9.9", _DEEPSEEK_FAMILY, frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.7", "0.5.7", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4"}), "flashinfer_trtllm"),
+    # v0.5.8: unquantized checkpoints too ("self.quantization in (fp8, modelopt_fp4) or self.quantization is None")
+    MoeRunnerRow("0.5.8", "9.9.9", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    # GLM-4.5: modelopt_fp4 only (read in v0.5.8 to v0.5.11; it also needs flashinfer-python >= 0.6.2), unquantized
+    # checkpoints too by v0.5.18 (the v0.5.14 golden still says auto, the v0.5.23 golden flashinfer_trtllm; v0.5.15, where
+    # this step moved to arg_groups/overrides.py, is taken as the first)
+    MoeRunnerRow("0.5.7", "0.5.14", _GLM45, frozenset({"modelopt_fp4"}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.15", "9.9.9", _GLM45, frozenset({"modelopt_fp4", None}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.7", "9.9.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", blackwell=True, a2a_blocks=False),
 )
+# fmt: on
+
+
+def moe_runner_row(architecture: str, version: str) -> MoeRunnerRow | None:
+    release = parse_release(rules_release(version))
+    return next((r for r in MOE_RUNNER_TABLE if architecture in r.families
+                 and parse_release(r.first) <= release <= parse_release(r.last)), None)  # fmt: skip
 
 
 def moe_runner_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
     model = s.model
-    entry = None
-    if model is not None:
-        entry = next((e for e in MOE_RUNNER_TABLE if model.architecture in e[0]), None)
+    entry = moe_runner_row(model.architecture, version) if model is not None else None
 
     def is_moe(s: Scenario):
         return (None if model is None else model.is_moe), (
             "model unknown" if model is None else f"{model.num_experts or 0} experts"), "a MoE model"
 
     def sm100(s: Scenario):
+        if entry is not None and entry.blackwell:
+            ok, observed = is_blackwell(s)
+            return ok, observed, "Blackwell (SM10x/11x/12x) with torch CUDA >= 12.8"
         ok, observed = is_sm100(s)
         return ok, observed, "SM10x with torch CUDA >= 12.8"
+
+    def a2a(s: Scenario):
+        if entry is not None and not entry.a2a_blocks:
+            return True, f"moe_a2a_backend {s.intent.moe_a2a_backend or 'none'}", f"any (not checked for {entry.backend})"
+        return _c_a2a_none(s)
 
     def family(s: Scenario):
         if model is None:
@@ -656,8 +732,8 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
     def quant(s: Scenario):
         if model is None or entry is None:
             return (None if model is None else False), (model.quantization if model else None) or "unquantized", "a supported quantization"
-        allowed = sorted(q or "unquantized" for q in entry[1])
-        return model.quantization in entry[1], model.quantization or "unquantized", ", ".join(allowed)
+        allowed = sorted(q or "unquantized" for q in entry.quantizations)
+        return model.quantization in entry.quantizations, model.quantization or "unquantized", ", ".join(allowed)
 
     conditions = (
         Condition("moe_model", "MoE model", is_moe, "only MoE layers have a runner backend", "n/a for dense models"),
@@ -667,14 +743,14 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
                   "SGLang picks the FlashInfer runner per model family", f"pass {MOE_RUNNER_BACKEND} NAME"),
         Condition("quantization", "quantization supported by that runner", quant,
                   "each runner supports a set of weight formats", "use a supported checkpoint format"),
-        Condition("a2a_none", "no MoE all-to-all backend", _c_a2a_none,
+        Condition("a2a_none", "no MoE all-to-all backend", a2a,
                   "an a2a backend (deepep, mooncake, ...) brings its own dispatch and sets ep_size = tp_size",
                   "use --moe-a2a-backend none"),
     )  # fmt: skip
     results = tuple(c.evaluate(s) for c in conditions)
     chosen = s.flag(MOE_RUNNER_BACKEND)
     state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
-    value = chosen if state == FORCED_ON else (entry[2] if state == AUTO_ENABLED else "auto")
+    value = chosen if state == FORCED_ON else (entry.backend if state == AUTO_ENABLED else "auto")
     notes = []
     if s.intent.moe_a2a_backend not in (None, "", "none"):
         notes.append(f"--moe-a2a-backend {s.intent.moe_a2a_backend} forces ep_size = tp_size ({s.tp})")
@@ -707,27 +783,123 @@ MEMORY_TABLE: tuple[tuple[float, int, int, int], ...] = (
 UNKNOWN_MEMORY = (4096, 160)
 
 
-def memory_defaults(mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int) -> dict[str, float | int | None]:
-    """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them."""
+def memory_defaults(
+    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None = None,
+    prefill_graph: str | None = None,
+) -> dict[str, float | int | None]:
+    """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them.
+
+    The reserve is computed from the chunk size before DP attention divides it (the division comes later, in
+    _handle_data_parallelism); multimodal models then scale the fraction down (adjust_mem_fraction_for_vlm).
+    """
     if mem_mib is None:
         chunk, max_bs = UNKNOWN_MEMORY
     else:
         gib = mem_mib / 1024
         _, chunk, small, large = next(row for row in MEMORY_TABLE if gib < row[0])
         max_bs = large if tp >= 4 else small
-    if dp_attention and dp_size > 1:
-        chunk //= dp_size
     fraction = None
     if mem_mib is not None:
-        reserved = 512 + max(chunk, 2048) * 1.5 + max_bs * 2 + tp * 1 / 8 * 1024
-        if dp_attention:
-            reserved += max_bs * dp_size * 3
-            if max_bs > 300:
-                reserved += max_bs * dp_size * 1.5
-        if mem_mib > 60 * 1024:
-            reserved = max(reserved, 10 * 1024)
+        reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph)
         fraction = round((mem_mib - reserved) / mem_mib, 3)
+        if vision is not None:
+            fraction *= vlm_factor(vision)
+    if dp_attention and dp_size > 1:
+        chunk //= dp_size
     return {"chunked_prefill_size": chunk, "cuda_graph_max_bs": max_bs, "mem_fraction_static": fraction}
+
+
+def prefill_graph_sizes(max_tokens: int) -> list[int]:
+    """The prefill (piecewise) CUDA-graph capture sizes up to max_tokens (v0.5.14 _generate_prefill_cuda_graph_batch_sizes)."""
+    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64), *range(1280, 4097, 256),
+             *range(4608, max_tokens + 1, 512)]  # fmt: skip
+    return [n for n in sizes if n <= max_tokens]
+
+
+def prefill_graph_reserve(chunk: int, kind: str | None) -> float:
+    """MiB reserved for the prefill CUDA graphs: 8 per captured size (1.5 GiB flat for MLA models)."""
+    return 1.5 * 1024 if kind == "mla" else len(prefill_graph_sizes(chunk)) * 8
+
+
+def reserved_mib(
+    chunk: int, max_bs: int, tp: int, dp_attention: bool, dp_size: int, mem_mib: int, prefill_graph: str | None = None
+) -> float:
+    """Activations and CUDA-graph buffers SGLang keeps outside the static pool (MiB). ``prefill_graph``: None when the
+    prefill CUDA graph is off, else the attention kind ("mla" or "standard") that sizes its reserve."""
+    reserved = 512 + max(chunk, 2048) * 1.5 + max_bs * 2 + tp * 1 / 8 * 1024
+    if dp_attention:
+        reserved += max_bs * dp_size * 3
+        if max_bs > 300:
+            reserved += max_bs * dp_size * 1.5
+    if prefill_graph is not None:
+        reserved += prefill_graph_reserve(chunk, prefill_graph)
+    if mem_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return reserved
+
+
+def memory_arithmetic(
+    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None,
+    prefill_graph: str | None = None,
+) -> str:
+    """The mem_fraction_static estimate written out with this scenario's numbers (for `advisor explain`)."""
+    if mem_mib is None:
+        return "mem_fraction_static: GPU memory unknown, so no estimate (SGLang uses 0.88 without a GPU memory figure)"
+    value = memory_defaults(mem_mib, tp, dp_attention, dp_size, vision, prefill_graph)
+    gib = mem_mib / 1024
+    _, chunk, small, large = next(row for row in MEMORY_TABLE if gib < row[0])
+    max_bs = large if tp >= 4 else small
+    terms = [f"512 + 1.5 x {max(chunk, 2048)} (chunked prefill) + 2 x {max_bs} (CUDA-graph batch) + {tp}/8 x 1024 (tp)"]
+    if dp_attention:
+        terms.append(f" + 3 x {max_bs} x {dp_size} (DP attention)")
+        if max_bs > 300:
+            terms.append(f" + 1.5 x {max_bs} x {dp_size} (DP attention, batch > 300)")
+    raw = 512 + max(chunk, 2048) * 1.5 + max_bs * 2 + tp / 8 * 1024
+    if dp_attention:
+        raw += max_bs * dp_size * 3 + (max_bs * dp_size * 1.5 if max_bs > 300 else 0)
+    if prefill_graph is not None:
+        raw += prefill_graph_reserve(chunk, prefill_graph)
+        terms.append(" + 1.5 x 1024 (prefill CUDA graphs, MLA)" if prefill_graph == "mla"
+                     else f" + 8 x {len(prefill_graph_sizes(chunk))} (prefill CUDA graph sizes)")  # fmt: skip
+    reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph)
+    text = f"reserved = {''.join(terms)} = {raw:g} MiB"
+    if reserved != raw:
+        text += f", raised to the 10 GiB floor above 60 GiB: {reserved:g} MiB"
+    base = round((mem_mib - reserved) / mem_mib, 3)
+    text += f"; mem_fraction_static = ({mem_mib} - {reserved:g}) / {mem_mib} = {base}"
+    if vision is not None:
+        text += f", x {vlm_factor(vision):.4f} for the vision tower = {value['mem_fraction_static']:.4f}"
+    text += ". Lower it (--mem-fraction-static) if start-up runs out of memory; raise it for a larger KV cache"
+    return text
+
+
+def vlm_factor(vision: tuple[int | None, int | None]) -> float:
+    """adjust_mem_fraction_for_vlm: 0.95 x a factor in [0.8, 1.05] from the vision tower's layers x hidden size squared,
+    relative to 24 layers of 1024 (the defaults SGLang assumes when vision_config lacks the keys)."""
+    layers, hidden = vision[0] or 24, vision[1] or 1024
+    ratio = layers * hidden**2 / (24 * 1024**2)
+    return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+
+
+PREFILL_GRAPH_WITH_DP_FROM = "0.5.18"  # DP attention and a2a no longer turn it off (v0.5.18 golden; v0.5.15-17 unchecked)
+PREFILL_GRAPH_FROM = "0.5.13"  # verified against the v0.5.13 and v0.5.14 goldens; v0.5.10 to v0.5.12 not modelled yet
+# Hybrid linear-attention models whose prefill CUDA graph SGLang leaves off (seen in the v0.5.14 golden).
+NO_PREFILL_GRAPH_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+
+
+def prefill_graph_kind(s: Scenario, version: str) -> str | None:
+    """The attention kind sizing the prefill CUDA-graph reserve, or None when that graph is off: before PREFILL_GRAPH_FROM, with DP
+    attention, with an MoE all-to-all backend, for multimodal and hybrid linear-attention models."""
+    if parse_release(rules_release(version)) < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
+        return None
+    release = parse_release(rules_release(version))
+    if release < parse_release(PREFILL_GRAPH_WITH_DP_FROM) and (
+        s.intent.dp_attention or s.intent.moe_a2a_backend not in (None, "", "none")
+    ):
+        return None
+    if s.model.vision is not None or s.model.architecture in NO_PREFILL_GRAPH_ARCHS:
+        return None
+    return attention_kind(s.model)
 
 
 def memory_decision(s: Scenario, version: str) -> Decision:
@@ -745,7 +917,9 @@ def memory_decision(s: Scenario, version: str) -> Decision:
                   "pass --chunked-prefill-size, --cuda-graph-max-bs, --mem-fraction-static to choose"),
     )  # fmt: skip
     results = tuple(c.evaluate(s) for c in conditions)
-    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size)
+    vision = s.model.vision if s.model is not None else None
+    prefill_graph = prefill_graph_kind(s, version)
+    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph)
     explicit = {
         "chunked_prefill_size": s.flag("--chunked-prefill-size"),
         "cuda_graph_max_bs": s.flag("--cuda-graph-max-bs"),
@@ -759,8 +933,9 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     state = state_of(results, forced_on=forced)
     if state == NOT_ENABLED:
         value = {k: None for k in value}
-    notes = ["mem_fraction_static is an estimate: (memory - reserved) / memory, reserved = 512 MiB + 1.5 x max(chunk, 2048)"
-             " + 2 x cuda_graph_max_bs + tp/8 x 1024 (+ DP attention padding), at least 10 GiB above 60 GiB"]  # fmt: skip
+    notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph)]
+    if explicit["mem_fraction_static"]:
+        notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
     if s.intent.dp_attention and s.intent.dp_size > 1:
         notes.append(f"with DP attention chunked_prefill_size is divided by dp size {s.intent.dp_size}")
     return Decision(

@@ -1,0 +1,35 @@
+"""python -m conformance {sglang,vllm,report} ...: see each harness's --help."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+USAGE = "usage: python -m conformance {sglang,vllm,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "sglang":
+        from conformance.sglang import main as run
+    elif command == "report":
+        from conformance.sglang.report import main as run
+    elif command == "vllm":
+        try:
+            run = importlib.import_module("conformance.vllm").main
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("conformance.vllm",):
+                raise
+            print("error: the vLLM harness (conformance/vllm/) is not in this checkout; merge the vllm branch", file=sys.stderr)
+            return 2
+    else:
+        print(f"error: unknown harness {command!r}; {USAGE}", file=sys.stderr)
+        return 2
+    return run(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

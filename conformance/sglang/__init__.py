@@ -1,0 +1,201 @@
+"""``python -m conformance sglang X [Y ...]``: run SGLang release X's own ServerArgs resolution over the scenario grid.
+
+The environment is cached under ~/.cache/tp-advisor/conformance/sglang/: one base venv with CPU torch 2.13.0 and the
+packages argument resolution imports (shared by all releases), and per release a ``pip install --no-deps --target``
+folder with that sglang wheel and the transformers it pins. The runner (runner.py) fakes the GPU where SGLang reads it
+and writes one JSON line per scenario; the golden file tests/conformance/golden/sglang-X.jsonl joins them to the scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+import zipfile
+from pathlib import Path
+
+from conformance.sglang.grid import GPUS, scenarios
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIGS = REPO / "tests" / "conformance" / "configs"
+GOLDEN = REPO / "tests" / "conformance" / "golden"
+CACHE = Path(os.environ.get("TP_ADVISOR_CONFORMANCE_CACHE", Path.home() / ".cache" / "tp-advisor" / "conformance")) / "sglang"
+RUNNER = Path(__file__).with_name("runner.py")
+
+TORCH = "torch==2.13.0+cpu"
+# What ServerArgs resolution imports across v0.5.7..v0.5.23, found by running it (transformers is per release).
+BASE_PACKAGES = (
+    "numpy", "orjson", "tqdm", "psutil", "pybase64", "requests", "ipython", "triton", "packaging", "pydantic", "pillow",
+    "aiohttp", "safetensors", "starlette", "msgspec", "pyzmq", "fastapi", "openai", "partial_json_parser", "dill",
+    "sentencepiece", "apache-tvm-ffi", "loguru", "gguf", "regex", "tokenizers", "pyyaml", "filelock", "jinja2", "httpx", "einops",
+)  # fmt: skip
+# These would pull a transformers into the base venv; the release's own transformers serves them.
+BASE_NO_DEPS = ("compressed-tensors", "xgrammar")
+
+
+class HarnessError(Exception):
+    """One line naming what failed and the fix."""
+
+
+def _pip(python: Path, *args: str) -> None:
+    cmd = [str(python), "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["?"]
+        raise HarnessError(f"pip install {' '.join(args)} failed: {tail[0]}; check the package index is reachable")
+
+
+def base_python() -> Path:
+    base = CACHE / "base"
+    python = base / "bin" / "python"
+    marker = base / ".complete"
+    if marker.exists():
+        return python
+    print(f"creating the base venv {base} (CPU torch and resolution imports)", file=sys.stderr)
+    venv.EnvBuilder(with_pip=True, clear=True).create(base)
+    constraints = CACHE / "constraints.txt"
+    constraints.write_text(TORCH + "\n")  # nothing may replace the CPU build with a CUDA one
+    _pip(python, TORCH)
+    _pip(python, "-c", str(constraints), *BASE_PACKAGES)
+    _pip(python, "--no-deps", *BASE_NO_DEPS)
+    marker.write_text("ok\n")
+    return python
+
+
+# Distribution -> module of the CUDA-only packages a release may depend on (see runner.PLACEHOLDER_PACKAGES).
+CUDA_ONLY = {
+    "torchvision": "torchvision", "flashinfer_python": "flashinfer", "flashinfer-python": "flashinfer",
+    "sgl-kernel": "sgl_kernel", "sglang-kernel": "sgl_kernel", "sgl-deep-gemm": "deep_gemm", "sgl-deep-ep": "deep_ep",
+    "sgl-flash-mla": "flash_mla",
+}  # fmt: skip
+
+
+def _requires(wheel: Path) -> list[str]:
+    """The wheel's unconditional Requires-Dist lines (no extras)."""
+    with zipfile.ZipFile(wheel) as zf:
+        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        return _requires_lines(zf.read(meta).decode())
+
+
+def _requires_lines(metadata: str) -> list[str]:
+    lines = metadata.splitlines()
+    return [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Requires-Dist:") and "extra ==" not in ln]
+
+
+def _placeholders(requires: list[str]) -> list[str]:
+    names = {re.split(r"[\[<>=!~; ]", r, maxsplit=1)[0] for r in requires}
+    return sorted({module for dist, module in CUDA_ONLY.items() if dist in names})
+
+
+def _pinned_transformers(wheel_dir: Path, release: str) -> list[str]:
+    """transformers (and, for 4.x, a huggingface_hub below 1.0) as the release's wheel pins it."""
+    lines = ["Requires-Dist: " + r for r in _requires(next(wheel_dir.glob(f"sglang-{release}-*.whl")))]
+    pins = [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Requires-Dist: transformers==")]
+    out = pins[:1] or ["transformers"]
+    if out[0].startswith("transformers==4."):
+        out += ["huggingface_hub<1", "tokenizers<0.23"]
+    elif out[0] == "transformers":
+        pass
+    elif tuple(int(x) for x in out[0].split("==")[1].split(".")[:2]) < (5, 19):
+        out += ["huggingface_hub>=1,<2", "tokenizers<=0.23.0"]  # the base venv's newer ones fail its version check
+    return out
+
+
+def release_dir(release: str) -> Path:
+    target = CACHE / "releases" / release
+    if (target / ".complete").exists():
+        return target
+    python = base_python()
+    print(f"installing sglang=={release} into {target}", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        download = [str(python), "-m", "pip", "download", "-q", "--no-deps", f"sglang=={release}", "-d", tmp]
+        if subprocess.run(download, capture_output=True).returncode != 0:
+            raise HarnessError(f"sglang=={release} is not on the package index; pass a released version (e.g. 0.5.14)")
+        wheel = next(Path(tmp).glob("*.whl"))
+        _pip(python, "--no-deps", "--target", str(target), str(wheel), *_pinned_transformers(Path(tmp), release))
+    (target / ".complete").write_text("ok\n")
+    return target
+
+
+def _job(release: str, limit: int | None) -> tuple[dict, dict[str, dict]]:
+    groups: dict[str, dict] = {}
+    by_id: dict[str, dict] = {}
+    for sc in scenarios(limit):
+        gpu = GPUS[sc["gpu"]]
+        group = groups.setdefault(sc["gpu"], {"gpu": gpu["fake"], "torch_cuda": gpu["torch_cuda"], "scenarios": []})
+        config_dir = str(CONFIGS / sc["model"])
+        group["scenarios"].append({"id": sc["id"], "config_dir": config_dir, "argv": sc_argv(sc, config_dir)})
+        by_id[sc["id"]] = sc
+    metadata = next(release_dir(release).glob(f"sglang-{release}.dist-info/METADATA")).read_text()
+    placeholders = _placeholders(_requires_lines(metadata))
+    return {"groups": list(groups.values()), "placeholders": placeholders}, by_id
+
+
+def sc_argv(sc: dict, config_dir: str) -> list[str]:
+    argv = ["--model-path", config_dir, "--tp-size", str(sc["tp"]), "--load-format", "dummy"]
+    if sc["nnodes"] > 1:
+        argv += ["--nnodes", str(sc["nnodes"]), "--node-rank", "0", "--dist-init-addr", "127.0.0.1:50000"]
+    if sc["dp_attention"]:
+        argv += ["--enable-dp-attention", "--dp-size", str(sc["dp_size"])]
+    if sc["a2a"] != "none":
+        argv += ["--moe-a2a-backend", sc["a2a"]]
+    return argv
+
+
+def generate(release: str, limit: int | None = None) -> tuple[Path, float, int, int]:
+    """Run the release over the grid and write its golden file; (path, seconds, scenarios, rejected)."""
+    start = time.monotonic()
+    python = base_python()
+    target = release_dir(release)
+    job, by_id = _job(release, limit)
+    with tempfile.TemporaryDirectory() as tmp:
+        job_file, out_file = Path(tmp) / "job.json", Path(tmp) / "out.jsonl"
+        job_file.write_text(json.dumps(job))
+        env = {**os.environ, "PYTHONPATH": str(target), "SGLANG_LOGGING_CONFIG_PATH": ""}
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+        log = CACHE / f"runner-{release}.log"
+        with open(log, "w") as err:
+            done = subprocess.run([str(python), str(RUNNER), str(job_file), str(out_file)], env=env, stdout=err,
+                                  stderr=subprocess.STDOUT, cwd=tmp)  # fmt: skip
+        results = [json.loads(line) for line in out_file.read_text().splitlines()] if out_file.exists() else []
+    if done.returncode != 0 or len(results) != len(by_id):
+        raise HarnessError(f"the sglang {release} runner stopped after {len(results)}/{len(by_id)} scenarios; see {log}")
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    path = GOLDEN / f"sglang-{release}.jsonl"
+    rejected = 0
+    with open(path, "w") as f:
+        for result in results:
+            sc = by_id[result["id"]]
+            line = {"id": sc["id"], "scenario": {k: v for k, v in sc.items() if k != "id"}}
+            if "error" in result:
+                rejected += 1
+                line["error"] = result["error"]
+            else:
+                line["fields"] = result["fields"]
+            line["log"] = sorted(set(result["log"]))
+            f.write(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n")
+    return path, time.monotonic() - start, len(results), rejected
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance sglang", description=__doc__.splitlines()[0])
+    parser.add_argument("releases", nargs="+", metavar="X.Y.Z", help="SGLang releases, e.g. 0.5.14 0.5.23")
+    parser.add_argument("--limit", type=int, default=None, help="run only the first N scenarios (a quick try)")
+    args = parser.parse_args(argv)
+    failed = 0
+    for release in args.releases:
+        release = release.lstrip("v")
+        try:
+            path, seconds, count, rejected = generate(release, args.limit)
+        except HarnessError as exc:
+            print(f"error: {exc}", file=sys.stderr)  # the next release may still run
+            failed += 1
+            continue
+        print(f"sglang {release}: {count} scenarios ({rejected} rejected by SGLang) in {seconds:.0f} s -> {path}", flush=True)
+    return 1 if failed else 0

@@ -1,0 +1,98 @@
+"""Compare the advisor's SGLang plan with the goldens: per scenario, per field. Needs only the advisor, never SGLang."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "golden"
+CONFIGS = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "configs"
+
+# The fields the advisor models, in report order.
+FIELDS = (
+    "fusion", "attention_backend", "moe_runner_backend", "chunked_prefill_size", "cuda_graph_max_bs",
+    "mem_fraction_static", "disable_custom_all_reduce",
+)  # fmt: skip
+
+
+def golden_releases() -> list[str]:
+    names = [p.name[len("sglang-") : -len(".jsonl")] for p in GOLDEN.glob("sglang-*.jsonl")]
+    return sorted(names, key=lambda r: tuple(int(x) for x in r.split(".")))
+
+
+def golden_lines(release: str) -> Iterator[dict]:
+    with open(GOLDEN / f"sglang-{release}.jsonl") as f:
+        for line in f:
+            yield json.loads(line)
+
+
+def golden_values(fields: dict) -> dict:
+    backend = fields.get("flashinfer_allreduce_fusion_backend")
+    return {
+        "fusion": bool(fields.get("enable_flashinfer_allreduce_fusion")) or backend not in (None, "", "none"),
+        "attention_backend": fields.get("attention_backend"),
+        "moe_runner_backend": fields.get("moe_runner_backend"),
+        "chunked_prefill_size": fields.get("chunked_prefill_size"),
+        "cuda_graph_max_bs": fields.get("cuda_graph_max_bs"),
+        "mem_fraction_static": fields.get("mem_fraction_static"),
+        "disable_custom_all_reduce": bool(fields.get("disable_custom_all_reduce")),
+    }
+
+
+@cache
+def _facts(profile: str):
+    from advisor.probe.profiles import load_profile
+
+    return load_profile(profile)
+
+
+@cache
+def _model(name: str):
+    from advisor.models import load_config_dir
+
+    return load_config_dir(CONFIGS / name, model_id=name)
+
+
+def advisor_values(release: str, scenario: dict) -> dict:
+    from advisor.plan import Intent, build_plan
+    from advisor.rules.engine import FORCED_OFF
+
+    intent = Intent(
+        model=scenario["model"], tp=scenario["tp"], nnodes=scenario["nnodes"], dp_attention=scenario["dp_attention"],
+        dp_size=scenario["dp_size"], moe_a2a_backend=scenario["a2a"], engine="sglang", engine_version=release,
+    )  # fmt: skip
+    plan = build_plan(_facts(scenario["gpu"]), _model(scenario["model"]), intent)
+    memory = plan.decision("memory_defaults").value or {}
+    fraction = memory.get("mem_fraction_static")
+    return {
+        "fusion": plan.decision("flashinfer_allreduce_fusion").enabled,
+        "attention_backend": plan.decision("attention_backend").value,
+        "moe_runner_backend": plan.decision("moe_runner_backend").value,
+        "chunked_prefill_size": memory.get("chunked_prefill_size"),
+        "cuda_graph_max_bs": memory.get("cuda_graph_max_bs"),
+        "mem_fraction_static": None if fraction is None else round(fraction, 3),
+        "disable_custom_all_reduce": plan.decision("custom_allreduce").state == FORCED_OFF,
+    }
+
+
+def disagreements(release: str) -> tuple[set[tuple[str, str, str]], int, int]:
+    """({(release, scenario id, field)} where the advisor differs, scenarios compared, scenarios SGLang rejected)."""
+    out: set[tuple[str, str, str]] = set()
+    compared = rejected = 0
+    for line in golden_lines(release):
+        if "fields" not in line:
+            rejected += 1  # SGLang refused the arguments; the advisor's checks are not compared here
+            continue
+        compared += 1
+        want, got = golden_values(line["fields"]), advisor_values(release, line["scenario"])
+        for field in FIELDS:
+            a, b = want[field], got[field]
+            if field == "mem_fraction_static" and a is not None and b is not None:
+                same = round(a, 3) == round(b, 3)
+            else:
+                same = a == b
+            if not same:
+                out.add((release, line["id"], field))
+    return out, compared, rejected

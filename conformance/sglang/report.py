@@ -1,0 +1,61 @@
+"""``python -m conformance report [--write-known]``: per-release, per-field agreement of the advisor with the SGLang goldens.
+
+--write-known rewrites tests/conformance/sglang_known_disagreements.json with today's disagreements (after a rule fix,
+or after new goldens): the test asserts that set exactly, so every change in agreement is a visible diff.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from conformance.sglang.compare import FIELDS, disagreements, golden_releases
+
+KNOWN = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "sglang_known_disagreements.json"
+
+
+def load_known() -> set[tuple[str, str, str]]:
+    """The known set, stored as {release: {field: [scenario ids]}}."""
+    if not KNOWN.exists():
+        return set()
+    data = json.loads(KNOWN.read_text())
+    return {(release, sid, field) for release, by_field in data.items() for field, ids in by_field.items() for sid in ids}
+
+
+def dump_known(found: set[tuple[str, str, str]]) -> str:
+    data: dict[str, dict[str, list[str]]] = {}
+    for release, sid, field in sorted(found):
+        data.setdefault(release, {}).setdefault(field, []).append(sid)
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance report", description=__doc__.splitlines()[0])
+    parser.add_argument("--write-known", action="store_true", help=f"rewrite {KNOWN.name} with today's disagreements")
+    args = parser.parse_args(argv)
+    releases = golden_releases()
+    if not releases:
+        print("error: no goldens in tests/conformance/golden/; run python -m conformance sglang X.Y.Z first")
+        return 1
+    everything: set[tuple[str, str, str]] = set()
+    print("| release | scenarios (rejected) | " + " | ".join(FIELDS) + " |")
+    print("|---|---|" + "---|" * len(FIELDS))
+    totals = dict.fromkeys(FIELDS, 0)
+    all_compared = 0
+    for release in releases:
+        found, compared, rejected = disagreements(release)
+        everything |= found
+        all_compared += compared
+        cells = []
+        for field in FIELDS:
+            bad = sum(1 for _, _, f in found if f == field)
+            totals[field] += bad
+            cells.append(f"{100 * (compared - bad) / compared:.1f}%" if compared else "-")
+        print(f"| {release} | {compared} ({rejected}) | " + " | ".join(cells) + " |")
+    overall = [f"{100 * (all_compared - totals[f]) / all_compared:.1f}%" if all_compared else "-" for f in FIELDS]
+    print(f"| all | {all_compared} | " + " | ".join(overall) + " |")
+    if args.write_known:
+        KNOWN.write_text(dump_known(everything))
+        print(f"wrote {len(everything)} known disagreements to {KNOWN}")
+    return 0

@@ -1,0 +1,46 @@
+"""The advisor's SGLang plan against what each release itself resolves (goldens written by `python -m conformance sglang X`).
+
+CI never installs SGLang: it reads tests/conformance/golden/sglang-*.jsonl. Every (release, scenario, field) where the
+advisor differs must be listed in sglang_known_disagreements.json, and nothing else: the test fails on a regression and
+on a silent fix alike (rewrite the list with `python -m conformance report --write-known` and read its diff).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # conformance/ is a repo folder, not part of the wheel
+
+from conformance.sglang.compare import FIELDS, golden_lines, golden_releases  # noqa: E402
+from conformance.sglang.compare import disagreements as find_disagreements  # noqa: E402
+from conformance.sglang.report import load_known  # noqa: E402
+
+RELEASES = golden_releases()
+
+
+def test_goldens_cover_the_grid():
+    assert RELEASES, "no goldens: run python -m conformance sglang X.Y.Z"
+    for release in RELEASES:
+        lines = list(golden_lines(release))
+        assert len(lines) >= 500, f"sglang {release}: {len(lines)} scenarios, the grid has >= 500"
+        assert sum("fields" in line for line in lines) >= 500, f"sglang {release}: most scenarios were rejected"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_field_agrees_or_is_a_known_disagreement(release):
+    found, compared, _ = find_disagreements(release)
+    known = {k for k in load_known() if k[0] == release}
+    new = sorted(found - known)
+    fixed = sorted(known - found)
+    assert not new, f"{len(new)} new disagreements with sglang {release}, e.g. {new[:5]}"
+    assert not fixed, f"{len(fixed)} known disagreements now agree (update the list), e.g. {fixed[:5]}"
+
+
+def test_known_disagreements_name_only_modelled_fields_and_goldens():
+    for release, _, field in load_known():
+        assert release in RELEASES and field in FIELDS
