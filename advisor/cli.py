@@ -174,6 +174,13 @@ def options_from_context(ctx: click.Context):
     return Options.from_params(params)
 
 
+def with_engine_args(options, engine_args: tuple[str, ...]):
+    """The options with the engine arguments given after `--` added to the overrides the plan evaluates."""
+    from dataclasses import replace
+
+    return replace(options, overrides=tuple(options.overrides) + tuple(engine_args)) if engine_args else options
+
+
 # -- the group ---------------------------------------------------------------------------------------------------------
 
 # Subcommands owned by other modules, imported only when used (keeps `advisor check --json` fast).
@@ -280,15 +287,19 @@ def main(ctx: click.Context, **_params) -> None:
 @main.command()
 @common_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object (advisor/schema/plan.schema.json).")
+@click.argument("engine_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ENGINE ARGS...]")
 @click.pass_context
-def check(ctx: click.Context, as_json: bool, **_params) -> None:
+def check(ctx: click.Context, as_json: bool, engine_args: tuple[str, ...], **_params) -> None:
     """Explain what the engine will auto-enable here, condition by condition, and what will break.
+
+    Arguments after `--` are the engine's own (as `advisor launch` passes them), e.g. `-- -O0` or
+    `-- --disable-custom-all-reduce`: the plan evaluates them, as forced-on / forced-off or the value given.
 
     Exit codes: 0 no errors, 1 errors found (or warnings with --strict) or an input that could not be read, 2 usage error.
     """
     from advisor.context import exit_code_for, make_plan
 
-    options = options_from_context(ctx)
+    options = with_engine_args(options_from_context(ctx), engine_args)
     plan = make_plan(options)
     if as_json:
         from advisor.report import dumps, plan_to_dict
@@ -308,16 +319,17 @@ def check(ctx: click.Context, as_json: bool, **_params) -> None:
 @click.argument("rule", metavar="RULE", shell_complete=_complete_rules)
 @common_options
 @click.option("--json", "as_json", is_flag=True, help="Print the decision (and its release matrix) as JSON.")
+@click.argument("engine_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ENGINE ARGS...]")
 @click.pass_context
-def explain(ctx: click.Context, rule: str, as_json: bool, **_params) -> None:
+def explain(ctx: click.Context, rule: str, as_json: bool, engine_args: tuple[str, ...], **_params) -> None:
     """Explain one decision in full: every condition with why it exists and how to change it, and for the FlashInfer
     fusion the outcome under every modelled release.
 
     RULE is a decision id, e.g. flashinfer_allreduce_fusion, custom_allreduce, attention_backend, moe_runner_backend,
-    memory_defaults."""
+    memory_defaults; the vLLM ones are listed in the README. Arguments after `--` are the engine's own, as for check."""
     from advisor.context import AdvisorError, make_plan
 
-    options = options_from_context(ctx)
+    options = with_engine_args(options_from_context(ctx), engine_args)
     plan = make_plan(options)
     decision = plan.decision(rule)
     if decision is None:
