@@ -44,9 +44,7 @@ def _complete_engine_versions(ctx, param, incomplete):
         if engine == "sglang":
             from advisor.rules.sglang import RELEASES
         elif engine == "vllm":
-            from advisor.rules.vllm import NEWEST
-
-            RELEASES = (NEWEST,)  # noqa: N806
+            from advisor.rules.vllm import VERIFIED as RELEASES  # noqa: N811
         else:
             return []
         return [r for r in reversed(RELEASES) if r.startswith(incomplete)]

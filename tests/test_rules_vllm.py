@@ -63,7 +63,8 @@ def test_max_size_table(capability, world, mb):
     ],
 )  # fmt: skip
 def test_fusion_conditions(profile, tp, packages, overrides, state, blocker):
-    d = vllm.fusion_decision(scenario(profile, tp=tp, packages=packages, overrides=overrides), "0.18.0")
+    # v0.30.0: the first modelled release with the SM103 x 8 entry at 4 MB (v0.18 has no SM103 entry at all)
+    d = vllm.fusion_decision(scenario(profile, tp=tp, packages=packages, overrides=overrides), "0.30.0")
     assert d.state == state
     if blocker:
         assert blocker in failed(d)
@@ -80,8 +81,8 @@ def test_unknown_capability_is_unavailable():
 
 def test_tokens_fused_follow_dtype_and_hidden():
     qwen = resolve_model("Qwen/Qwen3-30B-A3B")  # hidden 2048, bf16
-    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8), "0.18.0").value == 4 * 2**20 // (2048 * 2)
-    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8, dtype="float32"), "0.18.0").value == 4 * 2**20 // (2048 * 4)
+    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8), "0.30.0").value == 4 * 2**20 // (2048 * 2)
+    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8, dtype="float32"), "0.30.0").value == 4 * 2**20 // (2048 * 4)
 
 
 def test_versions():
