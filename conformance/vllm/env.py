@@ -97,24 +97,25 @@ def run_resolver(version: str, scenarios: Path, out: Path, timeout: float = 3600
                           env=env, timeout=timeout)  # fmt: skip
 
 
-def ensure(version: str, probe: Path, log=print) -> None:
-    """Unpack vllm==version and install what its config resolution imports, trying ``probe`` (a scenarios file)."""
+def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> bool:
+    """Unpack vllm==version and install what its config resolution imports, trying ``probe`` (a scenarios file).
+    True when the environment was built by this call, which leaves the probe's results in ``out``."""
     _unpack(version)
     root = release_dir(version)
     deps = root / "deps"
     if (root / "ready").exists():
-        return
+        return False
     if not deps.exists():
         _seed(deps)
     deps.mkdir(exist_ok=True)
     pins = _pins(version)
-    out = root / "probe.jsonl"
+    out = out or root / "probe.jsonl"
     for _ in range(MAX_INSTALLS):
         done = run_resolver(version, probe, out)
         missing = _MISSING.findall(done.stderr)
         if done.returncode == 0:
             (root / "ready").write_text("ok\n")
-            return
+            return True
         if not missing:
             tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
             raise EnvError(f"vllm {version} resolver failed: {tail[0]}")
