@@ -53,7 +53,8 @@ def _complete_engine_versions(ctx, param, incomplete):
 
 
 # Decision ids of the Contracts; `advisor explain` also accepts any other id the plan has.
-RULE_IDS = ("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend", "memory_defaults")
+RULE_IDS = ("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend", "memory_defaults",
+            "compilation", "chunked_prefill", "prefix_caching", "async_scheduling")  # the last four: vLLM
 
 
 def _complete_rules(ctx, param, incomplete):
