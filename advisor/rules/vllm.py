@@ -56,13 +56,15 @@ GiB = 2**30
 FUSION_DEFAULT_ON: list[tuple[str, bool]] = [("0.12.0", False), ("0.17.1", True)]
 # Largest message fused, in MiB, by capability (major*10 + minor) then world size.
 _SM90 = {2: 64, 4: 2, 8: 0.5}
+_SM100 = {2: 64, 4: 32, 8: 1}
+_SM103 = {2: 64, 4: 64, 8: 2}
 FUSION_MAX_SIZE_MB: list[tuple[str, dict[int, dict[int, float]]]] = [
-    ("0.12.0", {90: _SM90, 100: {2: 64, 4: 32, 8: 1}}),
-    ("0.19.1", {90: _SM90, 100: {2: 64, 4: 32, 8: 1}, 103: {2: 64, 4: 64, 8: 2}}),
-    ("0.25.1", {90: _SM90, 100: {2: 64, 4: 32, 8: 1, 16: 64}, 103: {2: 64, 4: 64, 8: 2, 16: 64}}),
-    ("0.30.0", {90: _SM90, 100: {2: 64, 4: 32, 8: 1, 16: 64}, 103: {2: 64, 4: 64, 8: 4, 16: 64},
-                107: {2: 64, 4: 64, 8: 2}}),
-]  # fmt: skip
+    ("0.12.0", {90: _SM90, 100: _SM100}),
+    ("0.19.1", {90: _SM90, 100: _SM100, 103: _SM103}),
+    ("0.25.1", {90: _SM90, 100: {**_SM100, 16: 64}, 103: {**_SM103, 16: 64}}),  # 16: multi-node MNNVL
+    ("0.27.1", {90: _SM90, 100: {**_SM100, 16: 64}, 103: {**_SM103, 16: 64}, 107: {2: 64, 4: 64, 8: 2}}),
+    ("0.29.0", {90: _SM90, 100: {**_SM100, 16: 64}, 103: {**_SM103, 8: 4, 16: 64}, 107: {2: 64, 4: 64, 8: 2}}),
+]
 MAX_SIZE_MB = FUSION_MAX_SIZE_MB[-1][1]  # the newest table
 # CacheConfig.gpu_memory_utilization's default.
 GPU_MEMORY_UTILIZATION: list[tuple[str, float]] = [("0.12.0", 0.9), ("0.20.2", 0.92)]
@@ -70,7 +72,7 @@ GPU_MEMORY_UTILIZATION: list[tuple[str, float]] = [("0.12.0", 0.9), ("0.20.2", 0
 # max_num_batched_tokens) tiers, first match wins; below every tier 256 / 2048.
 BATCH_TIERS: list[tuple[str, tuple[tuple[int, bool, int, int], ...]]] = [
     ("0.12.0", ((70, True, 1024, 8192),)),
-    ("0.30.0", ((160, False, 1024, 16384), (70, True, 1024, 8192))),
+    ("0.28.0", ((160, False, 1024, 16384), (70, True, 1024, 8192))),
 ]
 SMALL_GPU_BATCH = (256, 2048)
 
