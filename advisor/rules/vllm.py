@@ -343,6 +343,8 @@ def compilation_decision(s: Scenario, version: str) -> Decision:
 
 # The backend CudaPlatform.get_attn_backend_cls picks: the first of the priority list whose checks pass.
 ATTENTION_FLAG = "--attention-backend"
+# First MLA backend on SM100 (_get_backend_priorities): CUTLASS MLA up to v0.14.1, FlashInfer MLA from v0.15.1.
+MLA_SM100_FIRST: list[tuple[str, str]] = [("0.12.0", "CUTLASS_MLA"), ("0.15.1", "FLASHINFER_MLA")]
 
 
 def attention_backend(s: Scenario, version: str) -> str | None:
@@ -353,7 +355,8 @@ def attention_backend(s: Scenario, version: str) -> str | None:
         return None
     major = cap[0]
     if model.uses_mla:
-        return {10: "FLASHINFER_MLA", 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
+        sm100 = at(MLA_SM100_FIRST, version)
+        return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
     if major == 10:
         return "FLASHINFER"
     sinks = model.model_type == "gpt_oss"
