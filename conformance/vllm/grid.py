@@ -37,16 +37,14 @@ def scenarios() -> list[dict]:
         out.append({"id": scenario_id(profile, model, tp, overrides), "profile": profile, "model": model, "tp": tp,
                     "overrides": list(overrides)})  # fmt: skip
 
-    for profile in PROFILES:
-        count = len(load_profile(profile).engine_gpus)
-        for tp in TPS:
-            if tp <= count:
-                add(profile, BASE_MODEL, tp)
-        for model, tp in OTHER_MODELS:
-            if tp <= count:
+    # Profiles innermost, so that the first lines of a run that is cut short already span every GPU.
+    counts = {profile: len(load_profile(profile).engine_gpus) for profile in PROFILES}
+    for model, tp in [(BASE_MODEL, tp) for tp in TPS] + list(OTHER_MODELS):
+        for profile in PROFILES:
+            if tp <= counts[profile]:
                 add(profile, model, tp)
-    for profile, tp in VARIANT_AT:
-        for overrides in VARIANTS:
+    for overrides in VARIANTS:
+        for profile, tp in VARIANT_AT:
             add(profile, BASE_MODEL, tp, overrides)
     return out
 
