@@ -11,6 +11,7 @@ Exit codes: 0 written, 1 a release could not be resolved, 2 bad arguments.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -42,11 +43,22 @@ def run_release(version: str, out: Path, limit: int | None = None, log=print) ->
             if done.returncode:
                 tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
                 raise env.EnvError(f"vllm {version} resolver failed: {tail[0]}")
-        by_id = {json.loads(line)["scenario"]: json.loads(line) for line in results.read_text().splitlines()}
+        return write_golden(version, items, results, out)
+
+
+def write_golden(version: str, items: list[dict], results: Path, out: Path = GOLDEN_DIR) -> Path:
+    """The golden from the resolver's results, in grid order; scenarios without a result (a run cut short) are left out."""
+    by_id = {}
+    for line in results.read_text().splitlines():
+        with contextlib.suppress(ValueError):  # a last line cut mid-write
+            record = json.loads(line)
+            by_id[record["scenario"]] = record
     path = golden_path(version, out)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as f:
         for item in items:
+            if item["id"] not in by_id:
+                continue
             result = dict(by_id[item["id"]])
             result.pop("scenario")
             scenario = {k: item[k] for k in ("profile", "model", "tp", "overrides")}
