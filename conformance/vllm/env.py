@@ -91,6 +91,13 @@ def _seed(deps: Path) -> None:
         shutil.copytree(built[-1], deps, copy_function=os.link)
 
 
+def missing_in(results: Path | None) -> list[str]:
+    """Modules the scenarios of a resolver run could not import (their error lines)."""
+    if results is None or not results.exists():
+        return []
+    return sorted(set(_MISSING.findall(results.read_text())))
+
+
 def run_resolver(version: str, scenarios: Path, out: Path, timeout: float = 3600) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=pythonpath(version), PYTHONNOUSERSITE="1")
     return subprocess.run([sys.executable, str(RESOLVER), str(scenarios), str(out)], capture_output=True, text=True,
@@ -103,7 +110,7 @@ def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> boo
     _unpack(version)
     root = release_dir(version)
     deps = root / "deps"
-    if (root / "ready").exists():
+    if (root / "ready").exists() and not missing_in(out):
         return False
     if not deps.exists():
         _seed(deps)
@@ -114,8 +121,11 @@ def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> boo
         done = run_resolver(version, probe, out)
         missing = _MISSING.findall(done.stderr)
         if done.returncode == 0:
-            (root / "ready").write_text("ok\n")
-            return True
+            # A module only some scenarios import (a quantization method's) shows as those scenarios' errors.
+            missing = missing_in(out)
+            if not missing:
+                (root / "ready").write_text("ok\n")
+                return True
         if not missing:
             tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
             raise EnvError(f"vllm {version} resolver failed: {tail[0]}")
