@@ -91,6 +91,17 @@ def _seed(deps: Path) -> None:
         shutil.copytree(built[-1], deps, copy_function=os.link)
 
 
+def _install(version: str, module: str, pins: dict[str, str], deps: Path, log) -> None:
+    dist = DISTRIBUTIONS.get(module, module)
+    requirement = pins.get(_norm(dist), dist)
+    log(f"vllm {version}: installing {requirement} (imports {module})")
+    result = _pip("install", "--no-deps", "--target", str(deps), requirement)
+    if result.returncode and requirement != dist:
+        result = _pip("install", "--no-deps", "--target", str(deps), dist)
+    if result.returncode:
+        raise EnvError(f"cannot install {dist} for vllm {version}: {result.stderr.strip().splitlines()[-1:]}")
+
+
 def missing_in(results: Path | None) -> list[str]:
     """Modules the scenarios of a resolver run could not import (their error lines)."""
     if results is None or not results.exists():
@@ -116,10 +127,13 @@ def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> boo
         _seed(deps)
     deps.mkdir(exist_ok=True)
     pins = _pins(version)
+    missing = missing_in(out)  # what an earlier run's scenarios could not import
     out = out or root / "probe.jsonl"
     for _ in range(MAX_INSTALLS):
+        for module in missing:
+            _install(version, module, pins, deps, log)
         done = run_resolver(version, probe, out)
-        missing = _MISSING.findall(done.stderr)
+        missing = _MISSING.findall(done.stderr)[-1:]
         if done.returncode == 0:
             # A module only some scenarios import (a quantization method's) shows as those scenarios' errors.
             missing = missing_in(out)
@@ -129,13 +143,4 @@ def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> boo
         if not missing:
             tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
             raise EnvError(f"vllm {version} resolver failed: {tail[0]}")
-        module = missing[-1]
-        dist = DISTRIBUTIONS.get(module, module)
-        requirement = pins.get(_norm(dist), dist)
-        log(f"vllm {version}: installing {requirement} (imports {module})")
-        result = _pip("install", "--no-deps", "--target", str(deps), requirement)
-        if result.returncode and requirement != dist:
-            result = _pip("install", "--no-deps", "--target", str(deps), dist)
-        if result.returncode:
-            raise EnvError(f"cannot install {dist} for vllm {version}: {result.stderr.strip().splitlines()[-1:]}")
     raise EnvError(f"vllm {version} still misses modules after {MAX_INSTALLS} installs; see {root}")
