@@ -517,6 +517,10 @@ def switch_setting(s: Scenario, flag: str) -> bool | None:
     return setting
 
 
+# SchedulerConfig.async_scheduling: False up to v0.13.0, None (decided by VllmConfig: on where supported) from v0.14.1.
+ASYNC_SCHEDULING_DEFAULT_ON: list[tuple[str, bool]] = [("0.12.0", False), ("0.14.1", True)]
+
+
 def switch_decision(s: Scenario, version: str, which: str) -> Decision:
     release = rules_release(version)
     decision_id, title, flag, why = next(sw for sw in SWITCHES if sw[0] == which)
@@ -524,7 +528,15 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
     def single_node(s: Scenario):
         return True, "generative model, no pipeline parallelism", "a generative model"
 
+    def by_default(s: Scenario):
+        on = at(ASYNC_SCHEDULING_DEFAULT_ON, release)
+        return on, f"vllm {version}", "v0.14.1 or newer (on by default)"
+
     conditions = (Condition("default", f"{title} supported", single_node, why, f"pass --no-{flag[2:]} to turn it off"),)
+    if which == "async_scheduling":
+        conditions += (Condition("release_default", "on by default in this release", by_default,
+                                 "SchedulerConfig.async_scheduling defaulted to False before v0.14.1",
+                                 f"pass {flag} or upgrade vLLM"),)  # fmt: skip
     results = tuple(c.evaluate(s) for c in conditions)
     setting = switch_setting(s, flag)
     state = state_of(results, forced_on=setting is True, forced_off=setting is False)
