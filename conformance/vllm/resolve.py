@@ -107,18 +107,20 @@ def _fake_torch_cuda(torch) -> None:
                                      total_memory=_Gpu.memory_bytes, multi_processor_count=132, uuid="GPU-fake")
 
     cuda.get_device_properties = properties
-    # What vLLM's cuda_device_count_stateless reads (NVML through torch) in releases before the platform answered.
-    cuda._is_compiled = lambda: True
-    cuda._device_count_nvml = lambda: _Gpu.count
-    torch._C._cuda_getDeviceCount = lambda: _Gpu.count
 
 
-def _clear_device_count_cache() -> None:
-    """cuda_device_count_stateless caches per CUDA_VISIBLE_DEVICES; the faked count changes per scenario."""
+def _fake_device_count() -> None:
+    """cuda_device_count_stateless (ParallelConfig checks world size against it) asks NVML through torch, cached per
+    CUDA_VISIBLE_DEVICES; its cached helper answers the faked count instead, whichever module holds it."""
+    import importlib
+
     for name in ("vllm.utils.torch_utils", "vllm.utils", "vllm.platforms.cuda"):
-        cached = getattr(sys.modules.get(name), "_cuda_device_count_stateless", None)
-        if cached is not None and hasattr(cached, "cache_clear"):
-            cached.cache_clear()
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "_cuda_device_count_stateless"):
+            module._cuda_device_count_stateless = lambda *args, **kwargs: _Gpu.count
 
 
 def _fake_platform():
@@ -287,7 +289,6 @@ def resolve(scenario: dict, parser, EngineArgs, UsageContext, handler: _LogCaptu
     _Gpu.name, _Gpu.capability = gpu["name"], tuple(gpu["capability"])
     _Gpu.memory_bytes, _Gpu.count = int(gpu["memory_gib"] * GiB), gpu["count"]
     handler.lines.clear()
-    _clear_device_count_cache()
     try:
         args = parser.parse_args(scenario["argv"])
         engine_args = EngineArgs.from_cli_args(args)
@@ -318,6 +319,7 @@ def main(argv: list[str]) -> int:
     import vllm.utils.flashinfer as vllm_flashinfer
 
     vllm_flashinfer.has_flashinfer = lambda: True
+    _fake_device_count()
     from vllm.engine.arg_utils import AsyncEngineArgs as EngineArgs
     from vllm.usage.usage_lib import UsageContext
 
