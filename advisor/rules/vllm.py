@@ -357,9 +357,9 @@ def attention_backend(s: Scenario, version: str) -> str | None:
     if model.uses_mla:
         sm100 = at(MLA_SM100_FIRST, version)
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
+    sinks = model.model_type == "gpt_oss"  # attention sinks: FlashInfer's prefill path rejects them
     if major == 10:
-        return "FLASHINFER"
-    sinks = model.model_type == "gpt_oss"
+        return "FLASH_ATTN" if sinks else "FLASHINFER"
     if sinks and major != 9:
         return "TRITON_ATTN"
     return "FLASH_ATTN"
