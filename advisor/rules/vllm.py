@@ -345,6 +345,9 @@ def compilation_decision(s: Scenario, version: str) -> Decision:
 ATTENTION_FLAG = "--attention-backend"
 # First MLA backend on SM100 (_get_backend_priorities): CUTLASS MLA up to v0.14.1, FlashInfer MLA from v0.15.1.
 MLA_SM100_FIRST: list[tuple[str, str]] = [("0.12.0", "CUTLASS_MLA"), ("0.15.1", "FLASHINFER_MLA")]
+# Attention sinks (gpt-oss) on SM100: Triton in v0.12.0 and v0.15.1, FlashAttention in v0.30.0 and v0.33.0 (goldens; the
+# releases in between are unproven: their gpt-oss scenarios did not resolve here).
+SINKS_SM100: list[tuple[str, str]] = [("0.12.0", "TRITON_ATTN"), ("0.30.0", "FLASH_ATTN")]
 
 
 def attention_backend(s: Scenario, version: str) -> str | None:
@@ -359,7 +362,7 @@ def attention_backend(s: Scenario, version: str) -> str | None:
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
     sinks = model.model_type == "gpt_oss"  # attention sinks: FlashInfer's prefill path rejects them
     if major == 10:
-        return "FLASH_ATTN" if sinks else "FLASHINFER"
+        return at(SINKS_SM100, version) if sinks else "FLASHINFER"
     if sinks and major != 9:
         return "TRITON_ATTN"
     return "FLASH_ATTN"
