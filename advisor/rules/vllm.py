@@ -291,10 +291,16 @@ COMPILE_NONE, VLLM_COMPILE = 0, 3
 CUDAGRAPH_BY_LEVEL = {0: "NONE", 1: "PIECEWISE", 2: "FULL_AND_PIECEWISE", 3: "FULL_AND_PIECEWISE"}
 
 
-def compilation_value(s: Scenario) -> dict[str, int | str]:
+# --enforce-eager also lowers the optimization level to -O0 (VllmConfig.__post_init__) up to v0.16.0, not from v0.17.1.
+EAGER_LOWERS_LEVEL: list[tuple[str, bool]] = [("0.12.0", True), ("0.17.1", False)]
+
+
+def compilation_value(s: Scenario, version: str = NEWEST) -> dict[str, int | str]:
     """optimization_level, compilation_mode and cudagraph_mode as VllmConfig resolves them."""
     level = optimization_level(s)
     eager = s.has(ENFORCE_EAGER)
+    if eager and at(EAGER_LOWERS_LEVEL, rules_release(version)):
+        level = 0
     mode = VLLM_COMPILE if compiles(s) else COMPILE_NONE
     graphs = "NONE" if eager else CUDAGRAPH_BY_LEVEL.get(level, "FULL_AND_PIECEWISE")
     return {"optimization_level": level, "compilation_mode": mode, "cudagraph_mode": graphs}
@@ -302,7 +308,7 @@ def compilation_value(s: Scenario) -> dict[str, int | str]:
 
 def compilation_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
-    value = compilation_value(s)
+    value = compilation_value(s, release)
 
     def level(s: Scenario):
         lvl = value["optimization_level"]
