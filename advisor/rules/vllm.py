@@ -351,9 +351,9 @@ def compilation_decision(s: Scenario, version: str) -> Decision:
 ATTENTION_FLAG = "--attention-backend"
 # First MLA backend on SM100 (_get_backend_priorities): CUTLASS MLA up to v0.14.1, FlashInfer MLA from v0.15.1.
 MLA_SM100_FIRST: list[tuple[str, str]] = [("0.12.0", "CUTLASS_MLA"), ("0.15.1", "FLASHINFER_MLA")]
-# Attention sinks (gpt-oss) on SM100: Triton in v0.12.0 and v0.15.1, FlashAttention in v0.30.0 and v0.33.0 (goldens; the
-# releases in between are unproven: their gpt-oss scenarios did not resolve here).
-SINKS_SM100: list[tuple[str, str]] = [("0.12.0", "TRITON_ATTN"), ("0.30.0", "FLASH_ATTN")]
+# Attention sinks (gpt-oss) on SM100: Triton in v0.12.0 and v0.15.1, FlashAttention from v0.20.2 (goldens; the releases
+# between v0.15.1 and v0.20.2 are unproven).
+SINKS_SM100: list[tuple[str, str]] = [("0.12.0", "TRITON_ATTN"), ("0.20.2", "FLASH_ATTN")]
 
 
 def attention_backend(s: Scenario, version: str) -> str | None:
