@@ -40,22 +40,17 @@ def _complete_models(ctx, param, incomplete):
 def _complete_engine_versions(ctx, param, incomplete):
     """The modelled releases of the chosen engine (SGLang's when none is chosen yet)."""
     try:
-        engine = ctx.params.get("engine") or "sglang"
-        if engine == "sglang":
-            from advisor.rules.sglang import RELEASES
-        elif engine == "vllm":
-            from advisor.rules.vllm import NEWEST
+        from advisor.diff import modelled_releases
 
-            RELEASES = (NEWEST,)  # noqa: N806
-        else:
-            return []
-        return [r for r in reversed(RELEASES) if r.startswith(incomplete)]
+        engine = ctx.params.get("engine") or "sglang"
+        return [r for r in reversed(modelled_releases(engine)) if r.startswith(incomplete)]
     except Exception:
         return []
 
 
 # Decision ids of the Contracts; `advisor explain` also accepts any other id the plan has.
-RULE_IDS = ("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend", "memory_defaults")
+RULE_IDS = ("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend", "memory_defaults",
+            "compilation", "chunked_prefill", "prefix_caching", "async_scheduling")  # the last four: vLLM
 
 
 def _complete_rules(ctx, param, incomplete):
@@ -172,6 +167,13 @@ def options_from_context(ctx: click.Context):
             if name not in params or node.get_parameter_source(name) not in (ParameterSource.DEFAULT, None):
                 params[name] = value
     return Options.from_params(params)
+
+
+def with_engine_args(options, engine_args: tuple[str, ...]):
+    """The options with the engine arguments given after `--` added to the overrides the plan evaluates."""
+    from dataclasses import replace
+
+    return replace(options, overrides=tuple(options.overrides) + tuple(engine_args)) if engine_args else options
 
 
 # -- the group ---------------------------------------------------------------------------------------------------------
@@ -302,13 +304,17 @@ def main(ctx: click.Context, **_params) -> None:
 @main.command()
 @common_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object (advisor/schema/plan.schema.json).")
+@click.argument("engine_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ENGINE ARGS...]")
 @click.pass_context
-def check(ctx: click.Context, as_json: bool, **_params) -> None:
+def check(ctx: click.Context, as_json: bool, engine_args: tuple[str, ...], **_params) -> None:
     """Explain what the engine will auto-enable here, condition by condition, and what will break.
+
+    Arguments after `--` are the engine's own (as `advisor launch` passes them), e.g. `-- -O0` or
+    `-- --disable-custom-all-reduce`: the plan evaluates them, as forced-on / forced-off or the value given.
 
     Exit codes: 0 no errors, 1 errors found (or warnings with --strict) or an input that could not be read, 2 usage error.
     """
-    ctx.exit(_check_report(options_from_context(ctx), as_json))
+    ctx.exit(_check_report(with_engine_args(options_from_context(ctx), engine_args), as_json))
 
 
 def _stdout_is_terminal() -> bool:
@@ -338,16 +344,17 @@ def _check_report(options, as_json: bool) -> int:
 @click.argument("rule", metavar="RULE", shell_complete=_complete_rules)
 @common_options
 @click.option("--json", "as_json", is_flag=True, help="Print the decision (and its release matrix) as JSON.")
+@click.argument("engine_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ENGINE ARGS...]")
 @click.pass_context
-def explain(ctx: click.Context, rule: str, as_json: bool, **_params) -> None:
+def explain(ctx: click.Context, rule: str, as_json: bool, engine_args: tuple[str, ...], **_params) -> None:
     """Explain one decision in full: every condition with why it exists and how to change it, and for the FlashInfer
     fusion the outcome under every modelled release.
 
     RULE is a decision id, e.g. flashinfer_allreduce_fusion, custom_allreduce, attention_backend, moe_runner_backend,
-    memory_defaults."""
+    memory_defaults; the vLLM ones are listed in the README. Arguments after `--` are the engine's own, as for check."""
     from advisor.context import AdvisorError, make_plan
 
-    options = options_from_context(ctx)
+    options = with_engine_args(options_from_context(ctx), engine_args)
     plan = make_plan(options)
     decision = plan.decision(rule)
     if decision is None:

@@ -25,7 +25,7 @@ VERSIONED_ENGINES = ("sglang", "vllm")
 
 
 def modelled_releases(engine: str) -> tuple[str, ...]:
-    """The releases whose rules the advisor models, oldest first (vLLM: one table, from its first modelled release)."""
+    """The releases whose rules the advisor models, oldest first (vLLM: every release where a modelled behaviour changes)."""
     if engine == "sglang":
         from advisor.rules import sglang
 
@@ -33,7 +33,7 @@ def modelled_releases(engine: str) -> tuple[str, ...]:
     if engine == "vllm":
         from advisor.rules import vllm
 
-        return tuple(getattr(vllm, "RELEASES", (vllm.NEWEST,)))
+        return tuple(vllm.RELEASES)
     return ()
 
 

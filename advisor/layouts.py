@@ -40,7 +40,6 @@ MIB = 1024**2
 CONTEXT_CAP = 32768  # default --context-len: the model's context, capped here
 MIN_SEQUENCES = 8  # a recommended layout holds at least this many sequences of --context-len
 VLLM_BLOCK_SIZE = 16  # vLLM's default KV-cache block (tokens) on CUDA
-VLLM_DEFAULT_UTILIZATION = 0.9  # vLLM's default --gpu-memory-utilization (vllm/config/cache.py)
 VLLM_UTILIZATION_FLAG = "--gpu-memory-utilization"
 # Decisions that pick a setting (a backend, memory sizes) rather than turn an optimization on: left out of `enabled`
 # (`advisor check` shows their values).
@@ -173,7 +172,7 @@ def weights_bytes_per_gpu(model: ModelSpec, dtype: str | None, tp: int, attentio
 
 def memory_fraction(plan: Plan) -> float | None:
     """The engine's static memory fraction: SGLang's mem_fraction_static from the memory_defaults decision; vLLM's
-    gpu_memory_utilization from a decision that reports it, else an explicit flag, else vLLM's default 0.9."""
+    gpu_memory_utilization from a decision that reports it, else an explicit flag, else vLLM's default for the release."""
     engine = plan.intent.engine
     key = {"sglang": "mem_fraction_static", "vllm": "gpu_memory_utilization"}.get(engine)
     if key is None:
@@ -183,12 +182,14 @@ def memory_fraction(plan: Plan) -> float | None:
             return float(decision.value[key])
     if engine == "vllm":
         from advisor.rules.engine import flag_value
+        from advisor.rules.vllm import default_gpu_memory_utilization
 
+        default = default_gpu_memory_utilization(plan.engine.get("rules"))
         raw = flag_value(plan.intent.overrides, VLLM_UTILIZATION_FLAG)
         try:
-            return float(raw) if raw else VLLM_DEFAULT_UTILIZATION
+            return float(raw) if raw else default
         except ValueError:
-            return VLLM_DEFAULT_UTILIZATION
+            return default
     return None
 
 

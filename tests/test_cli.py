@@ -306,3 +306,17 @@ def test_engine_choices_are_the_plans():
 
     option = next(p for p in main.commands["check"].params if p.name == "engine")
     assert tuple(option.type.choices) == ENGINES
+
+
+def test_check_and_explain_take_engine_args_after_double_dash():
+    _, data = check_json("--profile", "h200-8", "--model", "Qwen/Qwen3-8B", "--engine", "vllm", "--tp", "2", "--", "-O0",
+                         "--max-num-seqs", "64")  # fmt: skip
+    decisions = {d["id"]: d for d in data["decisions"]}
+    assert decisions["compilation"]["state"] == "forced-off"
+    assert decisions["flashinfer_allreduce_fusion"]["state"] == "not-enabled"
+    assert decisions["memory_defaults"]["state"] == "forced-on" and decisions["memory_defaults"]["value"]["max_num_seqs"] == 64
+    assert data["intent"]["overrides"] == ["-O0", "--max-num-seqs", "64"]
+    result = invoke("explain", "custom_allreduce", "--json", "--profile", "h200-8", "--model", "Qwen/Qwen3-8B",
+                    "--engine", "vllm", "--tp", "2", "--", "--disable-custom-all-reduce")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["decision"]["state"] == "forced-off"

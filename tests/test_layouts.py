@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from advisor.cli import main
 from advisor.context import Options, plan_for, resolve
 from advisor.models import catalog_spec
+from advisor.rules.vllm import default_gpu_memory_utilization
 
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "advisor/schema/layouts.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
@@ -147,10 +148,11 @@ def test_sglang_dp_attention_pools_per_rank():
 def test_vllm_kv_tokens_follow_gpu_memory_utilization(model, tp, per_token_layer):
     data = layouts_json("--profile", "h100-sxm-8", "--model", model, "--engine", "vllm")
     r = row(data, tp)
-    assert r["gpu_memory_utilization"] == 0.9 and r["mem_fraction_static"] is None
+    utilization = default_gpu_memory_utilization(data["engine"]["rules"])  # the newest release's default
+    assert r["gpu_memory_utilization"] == utilization and r["mem_fraction_static"] is None
     spec = catalog_spec(model)
     weights = spec.num_params * 2 / tp
-    available = int(smallest_gpu_bytes("h100-sxm-8") * 0.9 - weights)
+    available = int(smallest_gpu_bytes("h100-sxm-8") * utilization - weights)
     page = 16 * per_token_layer * spec.num_layers  # one 16-token block over all layers
     assert r["kv_cache_tokens"] == available // page * 16
     assert all(not x["dp_attention"] for x in data["layouts"])  # DP attention is SGLang's
@@ -161,7 +163,8 @@ def test_vllm_mla_block_holds_one_latent_per_token():
     data = layouts_json("--profile", "h200-8", "--model", "deepseek-ai/DeepSeek-V3", "--engine", "vllm")
     r = row(data, 8)
     weights = catalog_spec("deepseek-ai/DeepSeek-V3").num_params * 1.0 / 8  # fp8 checkpoint
-    available = int(smallest_gpu_bytes("h200-8") * 0.9 - weights)
+    available = int(smallest_gpu_bytes("h200-8") * r["gpu_memory_utilization"] - weights)
+    assert r["gpu_memory_utilization"] == default_gpu_memory_utilization(data["engine"]["rules"])
     assert r["fits"] is True and r["kv_cache_tokens"] == available // (16 * 576 * 2 * 61) * 16
 
 

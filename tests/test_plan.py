@@ -108,7 +108,9 @@ def test_bundled_plan_on_gpus_and_on_cpu():
 
 def test_vllm_plan():
     plan = plan_for("h200-8", "Qwen/Qwen3-30B-A3B", tp=8, engine="vllm", engine_version="0.18.0")
-    assert [d.id for d in plan.decisions] == ["flashinfer_allreduce_fusion", "custom_allreduce"]
+    assert [d.id for d in plan.decisions] == ["flashinfer_allreduce_fusion", "custom_allreduce", "compilation",
+                                              "attention_backend", "memory_defaults", "chunked_prefill",
+                                              "prefix_caching", "async_scheduling"]  # fmt: skip
     assert plan.decision("flashinfer_allreduce_fusion").value == 128  # 0.5 MiB / (2048 x 2 bytes)
     assert "vllm.entrypoints.openai.api_server" in plan.argv
 

@@ -63,7 +63,8 @@ def test_max_size_table(capability, world, mb):
     ],
 )  # fmt: skip
 def test_fusion_conditions(profile, tp, packages, overrides, state, blocker):
-    d = vllm.fusion_decision(scenario(profile, tp=tp, packages=packages, overrides=overrides), "0.18.0")
+    # v0.30.0: the first modelled release with the SM103 x 8 entry at 4 MB (v0.18 has no SM103 entry at all)
+    d = vllm.fusion_decision(scenario(profile, tp=tp, packages=packages, overrides=overrides), "0.30.0")
     assert d.state == state
     if blocker:
         assert blocker in failed(d)
@@ -80,8 +81,8 @@ def test_unknown_capability_is_unavailable():
 
 def test_tokens_fused_follow_dtype_and_hidden():
     qwen = resolve_model("Qwen/Qwen3-30B-A3B")  # hidden 2048, bf16
-    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8), "0.18.0").value == 4 * 2**20 // (2048 * 2)
-    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8, dtype="float32"), "0.18.0").value == 4 * 2**20 // (2048 * 4)
+    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8), "0.30.0").value == 4 * 2**20 // (2048 * 2)
+    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8, dtype="float32"), "0.30.0").value == 4 * 2**20 // (2048 * 4)
 
 
 def test_versions():
@@ -113,3 +114,65 @@ def test_custom_allreduce(profile, tp, intent, state, blocker):
     assert d.state == state
     if blocker:
         assert blocker in failed(d)
+
+
+def test_installed_release_rules_and_newer_release_warning():
+    from advisor.plan import build_plan
+
+    facts = load_profile("h200-8").with_packages({"vllm": "0.20.2"})
+    model = resolve_model("Qwen/Qwen3-8B")
+    installed = build_plan(facts, model, Intent(model="Qwen/Qwen3-8B", engine="vllm", tp=2))
+    assert installed.engine["rules"] == "0.20.2"
+    assert installed.decision("memory_defaults").value["gpu_memory_utilization"] == 0.92
+    newer = build_plan(facts, model, Intent(model="Qwen/Qwen3-8B", engine="vllm", tp=2, engine_version="99.1.0"))
+    assert newer.engine == {"name": "vllm", "version": "99.1.0", "rules": vllm.NEWEST}
+    assert "engine_version_newer" in {p.id for p in newer.problems}
+    assert "engine_version_newer" not in {p.id for p in installed.problems}
+
+
+@pytest.mark.parametrize(
+    ("version", "profile", "tp", "mb"),
+    [("0.18.0", "b300-8", 8, None), ("0.19.1", "b300-8", 8, 2), ("0.29.0", "b300-8", 8, 4), ("0.24.0", "b200-8", 16, None),
+     ("0.25.1", "b200-8", 16, 64)],
+)  # fmt: skip
+def test_size_table_per_release(version, profile, tp, mb):
+    assert vllm.max_size_mb(load_profile(profile).engine_gpus[0].capability, tp, version) == mb
+
+
+def test_fusion_off_by_default_before_0_17_1():
+    assert "release_default" in failed(vllm.fusion_decision(scenario("h200-8"), "0.16.0"))
+    assert vllm.fusion_decision(scenario("h200-8"), "0.17.1").state == AUTO_ENABLED
+
+
+def test_forced_fusion_without_compilation_says_it_cannot_take_effect():
+    d = vllm.fusion_decision(scenario("h200-8", overrides=("-O0", f"{vllm.FUSE_FLAG}=True")), "0.33.0")
+    assert d.state == NOT_ENABLED and "cannot take effect" in d.notes[0]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "value"),
+    [((), (2, 3, "FULL_AND_PIECEWISE")), (("-O0",), (0, 0, "NONE")), (("-O1",), (1, 3, "PIECEWISE")),
+     (("--enforce-eager",), (2, 0, "NONE"))],
+)  # fmt: skip
+def test_compilation_value(overrides, value):
+    d = vllm.compilation_decision(scenario("h200-8", overrides=overrides), "0.33.0")
+    assert tuple(d.value.values()) == value
+
+
+@pytest.mark.parametrize(
+    ("profile", "version", "seqs", "tokens"),
+    [("a100-sxm-8", "0.33.0", 256, 2048), ("h100-sxm-8", "0.33.0", 1024, 8192), ("b200-8", "0.27.1", 1024, 8192),
+     ("b200-8", "0.28.0", 1024, 16384), ("l40s-4", "0.33.0", 256, 2048)],
+)  # fmt: skip
+def test_batch_defaults(profile, version, seqs, tokens):
+    value = vllm.memory_decision(scenario(profile, tp=2), version).value
+    assert (value["max_num_seqs"], value["max_num_batched_tokens"]) == (seqs, tokens)
+    forced = vllm.memory_decision(scenario(profile, tp=2, overrides=("--max-num-seqs", "64")), version)
+    assert forced.state == FORCED_ON and forced.value["max_num_seqs"] == 64
+
+
+def test_switches_follow_flags():
+    s = scenario("h200-8", overrides=("--no-enable-prefix-caching", "--async-scheduling"))
+    assert vllm.switch_decision(s, "0.33.0", "prefix_caching").state == FORCED_OFF
+    assert vllm.switch_decision(s, "0.33.0", "async_scheduling").state == FORCED_ON
+    assert vllm.switch_decision(s, "0.33.0", "chunked_prefill").state == AUTO_ENABLED

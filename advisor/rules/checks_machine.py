@@ -30,7 +30,6 @@ IOMMU_TRANSLATED = ("DMA", "DMA-FQ")  # IOMMU group types that translate DMA (pe
 # GPU memory already taken beyond this is worth saying (a driver context alone holds a few hundred MiB).
 IN_USE_REPORT_MIB = 1024
 SGLANG_BALANCE = 0.9  # SGLang: a rank with less than 0.9 x the free memory of another is "unbalanced"
-VLLM_DEFAULT_UTILIZATION = 0.9  # vllm/config/cache.py CacheConfig.gpu_memory_utilization
 PCIE_DISTANCE = {"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
 
 
@@ -309,6 +308,17 @@ def _weights_per_gpu_mib(ctx: _Context) -> float:
     return model.num_params * per_param / max(ctx.intent.tp, 1) / 2**20 if per_param else 0.0
 
 
+def _vllm_default_utilization(ctx: _Context) -> float:
+    """vLLM's own default for the release the plan models (the one asked for, else the installed one)."""
+    from advisor.rules import vllm
+
+    version = ctx.intent.engine_version
+    if not version:
+        pkg = ctx.facts.package("vllm")
+        version = pkg.base_version if pkg.installed else None
+    return vllm.default_gpu_memory_utilization(version)
+
+
 def check_gpu_memory(ctx: _Context) -> list[Problem]:
     """gpu_memory_in_use: memory other processes hold on the GPUs, against the engine's memory fraction."""
     engine = ctx.intent.engine
@@ -318,7 +328,7 @@ def check_gpu_memory(ctx: _Context) -> list[Problem]:
     flag = "--gpu-memory-utilization" if engine == "vllm" else "--mem-fraction-static"
     raw = flag_value(ctx.intent.overrides, flag) or None
     try:
-        fraction = float(raw) if raw is not None else (VLLM_DEFAULT_UTILIZATION if engine == "vllm" else None)
+        fraction = float(raw) if raw is not None else (_vllm_default_utilization(ctx) if engine == "vllm" else None)
     except ValueError:
         fraction = None
     weights = _weights_per_gpu_mib(ctx)  # 0 when the model is unknown: then only the engine's own budget counts

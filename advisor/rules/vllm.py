@@ -1,6 +1,8 @@
-"""vLLM's FlashInfer allreduce + RMSNorm fusion default and its custom allreduce (reference/vllm-nvml-torchrun.md).
+"""vLLM's start-up decisions, release by release: the FlashInfer allreduce + RMSNorm fusion pass, custom allreduce,
+compilation and CUDA graphs (-O), the attention backend, memory and scheduling defaults.
 
-Models the newest releases: ``PassConfig.fuse_allreduce_rms`` (``-cc.pass_config.fuse_allreduce_rms=True|False``), on by
+Every table is proven against vLLM's own engine-config resolution (tests/conformance/golden/vllm-X.jsonl, written by
+``python -m conformance.vllm X``). The fusion pass in the newest releases: ``PassConfig.fuse_allreduce_rms`` (``-cc.pass_config.fuse_allreduce_rms=True|False``), on by
 default at -O2/-O3 when tp > 1 on CUDA with flashinfer importable and a capability 9.0 or 10.x GPU, limited per
 (capability, world size) to the message sizes of the table below.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 from advisor.models import dtype_bytes
 from advisor.rules.engine import (
     AUTO_ENABLED,
+    NOT_ENABLED,
     Condition,
     Decision,
     Problem,
@@ -25,25 +28,72 @@ from advisor.rules.engine import (
 )
 
 ENGINE = "vllm"
-# The modelled behaviour (PassConfig.fuse_allreduce_rms, on by default at -O2) holds from late 2025 on; older releases
-# spelled it enable_fi_allreduce_fusion and kept it off by default. The table has no upper bound: it is the newest.
+# v0.12.0 renamed the pass option to fuse_allreduce_rms (enable_fi_allreduce_fusion before, off by default).
 MODELLED_FROM = "0.12.0"
-NEWEST = MODELLED_FROM  # used only when no version is known
+# Releases whose engine-config resolution is recorded in tests/conformance/golden/vllm-X.jsonl (python -m conformance.vllm).
+VERIFIED = ("0.12.0", "0.15.1", "0.20.2", "0.25.1", "0.30.0", "0.33.0")
+NEWEST = VERIFIED[-1]  # the newest modelled release: used when no version is known, and for newer releases
 PASS_FILE = "vllm/compilation/passes/fusion/allreduce_rms_fusion.py"
 CONFIG_FILE = "vllm/config/compilation.py"
+VLLM_CONFIG_FILE = "vllm/config/vllm.py"
+ARG_UTILS_FILE = "vllm/engine/arg_utils.py"
+CACHE_CONFIG_FILE = "vllm/config/cache.py"
+PLATFORM_FILE = "vllm/platforms/cuda.py"
 CUSTOM_AR_FILE = "vllm/distributed/device_communicators/custom_all_reduce.py"
 
 FUSE_FLAG = "-cc.pass_config.fuse_allreduce_rms"
 DISABLE_CUSTOM_AR = "--disable-custom-all-reduce"
 ENFORCE_EAGER = "--enforce-eager"
+MiB = 2**20
+GiB = 2**30
 
-# Largest message fused, in MiB, by capability (major*10 + minor) then world size (newest table).
-MAX_SIZE_MB: dict[int, dict[int, float]] = {
-    90: {2: 64, 4: 2, 8: 0.5},
-    100: {2: 64, 4: 32, 8: 1, 16: 64},
-    103: {2: 64, 4: 64, 8: 4, 16: 64},
-    107: {2: 64, 4: 64, 8: 2},
-}
+# Each table below is a list of (first release, value), read from the released wheels' code: a version gets the value
+# of the newest entry at or below it. The releases named are the first read with the change (the one before it, read
+# too, lacks it).
+
+# -O2/-O3 turn the pass on by default (enable_allreduce_rms_fusion in OPTIMIZATION_LEVEL_02/03); off at every level
+# before (v0.16.0 has it False everywhere, v0.17.1 has the predicate).
+FUSION_DEFAULT_ON: list[tuple[str, bool]] = [("0.12.0", False), ("0.17.1", True)]
+# Largest message fused, in MiB, by capability (major*10 + minor) then world size.
+_SM90 = {2: 64, 4: 2, 8: 0.5}
+_SM100 = {2: 64, 4: 32, 8: 1}
+_SM103 = {2: 64, 4: 64, 8: 2}
+FUSION_MAX_SIZE_MB: list[tuple[str, dict[int, dict[int, float]]]] = [
+    ("0.12.0", {90: _SM90, 100: _SM100}),
+    ("0.19.1", {90: _SM90, 100: _SM100, 103: _SM103}),
+    ("0.25.1", {90: _SM90, 100: {**_SM100, 16: 64}, 103: {**_SM103, 16: 64}}),  # 16: multi-node MNNVL
+    ("0.27.1", {90: _SM90, 100: {**_SM100, 16: 64}, 103: {**_SM103, 16: 64}, 107: {2: 64, 4: 64, 8: 2}}),
+    ("0.29.0", {90: _SM90, 100: {**_SM100, 16: 64}, 103: {**_SM103, 8: 4, 16: 64}, 107: {2: 64, 4: 64, 8: 2}}),
+]
+MAX_SIZE_MB = FUSION_MAX_SIZE_MB[-1][1]  # the newest table
+# CacheConfig.gpu_memory_utilization's default.
+GPU_MEMORY_UTILIZATION: list[tuple[str, float]] = [("0.12.0", 0.9), ("0.20.2", 0.92)]
+# EngineArgs.get_batch_defaults for `vllm serve` (OPENAI_API_SERVER): (min GiB, A100 excluded, max_num_seqs,
+# max_num_batched_tokens) tiers, first match wins; below every tier 256 / 2048.
+BATCH_TIERS: list[tuple[str, tuple[tuple[int, bool, int, int], ...]]] = [
+    ("0.12.0", ((70, True, 1024, 8192),)),
+    ("0.28.0", ((160, False, 1024, 16384), (70, True, 1024, 8192))),
+]
+SMALL_GPU_BATCH = (256, 2048)
+
+
+def at(table: list[tuple[str, object]], version: str):
+    """The value of a change table for ``version`` (the newest entry at or below it; the first for older ones)."""
+    release = parse_release(version)
+    value = table[0][1]
+    for first, entry in table:
+        if parse_release(first) <= release:
+            value = entry
+    return value
+
+
+def default_gpu_memory_utilization(version: str | None) -> float:
+    """vLLM's default --gpu-memory-utilization for ``version`` (None or not a release: the newest modelled release's)."""
+    try:
+        release = rules_release(version) if version else NEWEST
+    except ReleaseError:
+        release = NEWEST
+    return at(GPU_MEMORY_UTILIZATION, release)
 
 
 class ReleaseError(ValueError):
@@ -51,18 +101,27 @@ class ReleaseError(ValueError):
 
 
 def rules_release(version: str) -> str:
-    """The release whose behaviour is modelled: the version itself from v0.12 on, else v0.12 (with a plan warning)."""
+    """The release whose behaviour is modelled: the version itself from v0.12 to the newest modelled release; v0.12
+    for older ones and the newest for newer ones (each with a plan warning)."""
     release = parse_release(version)
     if release is None:
         raise ReleaseError(f"vllm version {version!r} is not a version; pass --engine-version X.Y.Z (e.g. {NEWEST})")
-    return release_text(max(release, parse_release(MODELLED_FROM)))
+    release = max(release, parse_release(MODELLED_FROM))
+    return release_text(min(release, parse_release(NEWEST)))
 
 
 def version_problems(version: str, installed: str | None = None) -> list[Problem]:
-    """engine_version_older; it is about the vllm package when ``installed`` (its version) is the release judged."""
+    """engine_version_older / engine_version_newer; about the vllm package when ``installed`` is the release judged."""
+    about = ("vllm",) if installed is not None and parse_release(installed) == parse_release(version) else ()
+    if parse_release(version) > parse_release(NEWEST):
+        return [Problem(
+            "engine_version_newer", "warning",
+            f"vllm {version} is newer than the newest modelled release; this plan uses the newest modelled rules v{NEWEST}",
+            "check vLLM's release notes for changed defaults, or pass --engine-version to pick a modelled release",
+            f"vllm v{NEWEST}", about,
+        )]  # fmt: skip
     if parse_release(version) >= parse_release(MODELLED_FROM):
         return []
-    about = ("vllm",) if installed is not None and parse_release(installed) == parse_release(version) else ()
     return [Problem(
         "engine_version_older", "warning",
         f"vllm {version} predates the modelled behaviour (v{MODELLED_FROM}+): it spelled the fusion enable_fi_allreduce_fusion"
@@ -95,10 +154,16 @@ def _user_setting(s: Scenario) -> bool | None:
     return raw.strip().lower() in ("", "true", "1")
 
 
-def max_size_mb(capability: tuple[int, int] | None, world: int) -> float | None:
+def max_size_mb(capability: tuple[int, int] | None, world: int, version: str = NEWEST) -> float | None:
+    """PassConfig.flashinfer_max_size's default for this GPU and world size, in MiB; None: no entry (pass off)."""
     if capability is None:
         return None
-    return MAX_SIZE_MB.get(capability[0] * 10 + capability[1], {}).get(world)
+    return at(FUSION_MAX_SIZE_MB, version).get(capability[0] * 10 + capability[1], {}).get(world)
+
+
+def compiles(s: Scenario) -> bool:
+    """Whether vLLM compiles the model (CompilationMode.VLLM_COMPILE): -O1 and above, without --enforce-eager."""
+    return optimization_level(s) >= 1 and not s.has(ENFORCE_EAGER)
 
 
 def fusion_decision(s: Scenario, version: str) -> Decision:
@@ -106,6 +171,10 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     prediction = s.flashinfer
     level = optimization_level(s)
     cap = None if s.no_gpu else s.capability
+    default_on = at(FUSION_DEFAULT_ON, release)
+
+    def by_default(s: Scenario):
+        return default_on, f"vllm {version}", "v0.17.1 or newer (on by default at -O2/-O3)"
 
     def compiled(s: Scenario):
         eager = s.has(ENFORCE_EAGER)
@@ -135,13 +204,16 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     def size_entry(s: Scenario):
         if cap is None:
             return (False if s.no_gpu else None), "capability unknown", "an entry for (capability, world size)"
-        size = max_size_mb(cap, s.tp)
+        size = max_size_mb(cap, s.tp, release)
         observed = f"{size} MB for SM{cap[0]}{cap[1]} x {s.tp}" if size else f"no entry for SM{cap[0]}{cap[1]} x {s.tp}"
         return size is not None, observed, "an entry for (capability, world size)"
 
     conditions = (
+        Condition("release_default", "on by default in this release", by_default,
+                  "before v0.17.1 every -O level set fuse_allreduce_rms=False", f"upgrade vLLM or set {FUSE_FLAG}=True"),
         Condition("compilation", "torch.compile passes run", compiled,
-                  "the fusion is a compilation pass; -O0/-O1 and --enforce-eager skip it", "drop --enforce-eager; use -O2"),
+                  "the fusion is a compilation pass, on by default at -O2/-O3; -O0 and --enforce-eager compile nothing",
+                  "drop --enforce-eager; use -O2"),
         Condition("tp_gt_1", "tensor parallelism (tp > 1)", check_tp_gt_1, "with one rank there is no allreduce", "raise --tp"),
         Condition("cuda", "CUDA platform", cuda, "the kernels are CUDA-only", "run on NVIDIA GPUs with a CUDA torch"),
         Condition("flashinfer", "flashinfer importable with the fusion API", importable,
@@ -155,14 +227,19 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     results = tuple(c.evaluate(s) for c in conditions)
     user = _user_setting(s)
     state = state_of(results, forced_on=user is True, forced_off=user is False)
+    notes = []
+    if user is True and not compiles(s):
+        # The flag is accepted but the pass never runs: nothing is compiled.
+        state = NOT_ENABLED
+        notes.append(f"{FUSE_FLAG}=True is set but cannot take effect: -O0 / --enforce-eager compile nothing, so no"
+                     " compilation pass runs")  # fmt: skip
     enabled = is_enabled(state)
     value = None
-    notes = []
-    size = max_size_mb(cap, s.tp)
+    size = max_size_mb(cap, s.tp, release)
     hidden = s.model.hidden_size if s.model is not None else None
     elem = _dtype_bytes(s)
     if enabled and size and hidden and elem:
-        value = int(size * 2**20 // (hidden * elem))
+        value = int(size * MiB // (hidden * elem))
         notes.append(f"fuses batches up to {value} tokens ({size} MB / (hidden {hidden} x {elem} bytes)); larger ones"
                      " use the plain allreduce")  # fmt: skip
     if enabled:
@@ -178,7 +255,7 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
         value=value,
         conditions=results,
         flags=(),
-        source=Source(f"vllm v{release}", CONFIG_FILE, PASS_FILE),
+        source=Source(f"vllm v{release}", VLLM_CONFIG_FILE, f"enable_allreduce_rms_fusion; sizes in {PASS_FILE}"),
         notes=tuple(notes),
     )
 
@@ -216,7 +293,300 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
     )
 
 
+# -- compilation and CUDA graphs ---------------------------------------------------------------------------------------
+
+# CompilationMode values (vllm/config/compilation.py) and the CUDA-graph mode each -O level sets.
+COMPILE_NONE, VLLM_COMPILE = 0, 3
+CUDAGRAPH_BY_LEVEL = {0: "NONE", 1: "PIECEWISE", 2: "FULL_AND_PIECEWISE", 3: "FULL_AND_PIECEWISE"}
+
+
+# --enforce-eager also lowers the optimization level to -O0 (VllmConfig.__post_init__) up to v0.16.0, not from v0.17.1.
+EAGER_LOWERS_LEVEL: list[tuple[str, bool]] = [("0.12.0", True), ("0.17.1", False)]
+
+
+def compilation_value(s: Scenario, version: str = NEWEST) -> dict[str, int | str]:
+    """optimization_level, compilation_mode and cudagraph_mode as VllmConfig resolves them."""
+    level = optimization_level(s)
+    eager = s.has(ENFORCE_EAGER)
+    if eager and at(EAGER_LOWERS_LEVEL, rules_release(version)):
+        level = 0
+    mode = VLLM_COMPILE if compiles(s) else COMPILE_NONE
+    graphs = "NONE" if eager else CUDAGRAPH_BY_LEVEL.get(level, "FULL_AND_PIECEWISE")
+    return {"optimization_level": level, "compilation_mode": mode, "cudagraph_mode": graphs}
+
+
+def compilation_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+    value = compilation_value(s, release)
+
+    def level(s: Scenario):
+        lvl = value["optimization_level"]
+        return lvl >= 1, f"-O{lvl}", "-O1 or above (-O2 is the default)"
+
+    def eager(s: Scenario):
+        on = s.has(ENFORCE_EAGER)
+        return not on, "--enforce-eager" if on else "not set", "no --enforce-eager"
+
+    conditions = (
+        Condition("optimization_level", "an optimization level that compiles", level,
+                  "-O0 compiles nothing and captures no CUDA graphs; -O1 piecewise graphs; -O2/-O3 full and piecewise",
+                  "drop -O0 (the default is -O2)"),
+        Condition("not_eager", "no --enforce-eager", eager,
+                  "--enforce-eager turns off torch.compile and CUDA graphs whatever the level", "drop --enforce-eager"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    forced_off = s.has(ENFORCE_EAGER) or value["optimization_level"] == 0
+    state = state_of(results, forced_off=forced_off and bool(s.overrides))
+    notes = [f"compilation mode {'VLLM_COMPILE' if value['compilation_mode'] == VLLM_COMPILE else 'NONE'}, CUDA graphs"
+             f" {value['cudagraph_mode']}"]  # fmt: skip
+    if value["compilation_mode"] == COMPILE_NONE:
+        notes.append("no compilation pass (e.g. the allreduce + RMSNorm fusion) runs in this mode")
+    return Decision(
+        id="compilation",
+        title="torch.compile and CUDA graphs (-O level)",
+        state=state,
+        enabled=is_enabled(state),
+        value=value,
+        conditions=results,
+        flags=(),
+        source=Source(f"vllm v{release}", VLLM_CONFIG_FILE, "OPTIMIZATION_LEVEL_TO_CONFIG, VllmConfig.__post_init__"),
+        notes=tuple(notes),
+    )
+
+
+# -- attention backend ---------------------------------------------------------------------------------------------------
+
+# The backend CudaPlatform.get_attn_backend_cls picks: the first of the priority list whose checks pass.
+ATTENTION_FLAG = "--attention-backend"
+# First MLA backend on SM100 (_get_backend_priorities): CUTLASS MLA up to v0.14.1, FlashInfer MLA from v0.15.1.
+MLA_SM100_FIRST: list[tuple[str, str]] = [("0.12.0", "CUTLASS_MLA"), ("0.15.1", "FLASHINFER_MLA")]
+# Attention sinks (gpt-oss) on SM100: Triton in v0.12.0 and v0.15.1, FlashAttention from v0.20.2 (goldens; the releases
+# between v0.15.1 and v0.20.2 are unproven).
+SINKS_SM100: list[tuple[str, str]] = [("0.12.0", "TRITON_ATTN"), ("0.20.2", "FLASH_ATTN")]
+
+
+def attention_backend(s: Scenario, version: str) -> str | None:
+    """The backend name vLLM selects for the model's attention layers on this GPU (None when the GPU is unknown)."""
+    cap = s.capability
+    model = s.model
+    if cap is None or model is None:
+        return None
+    major = cap[0]
+    if model.uses_mla:
+        sm100 = at(MLA_SM100_FIRST, version)
+        return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
+    sinks = model.model_type == "gpt_oss"  # attention sinks: FlashInfer's prefill path rejects them
+    if major == 10:
+        return at(SINKS_SM100, version) if sinks else "FLASHINFER"
+    if sinks and major != 9:
+        return "TRITON_ATTN"
+    return "FLASH_ATTN"
+
+
+def attention_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+    chosen = s.flag(ATTENTION_FLAG)
+    value = chosen or attention_backend(s, release)
+
+    def gpu(s: Scenario):
+        cap = s.capability
+        if s.no_gpu:
+            return False, "no GPU", "a CUDA GPU with a known capability"
+        return (None, "capability unknown", "a known capability") if cap is None else (True, f"{cap[0]}.{cap[1]}", "a known capability")
+
+    def model(s: Scenario):
+        m = s.model
+        if m is None:
+            return None, "no model", "a model config"
+        kind = "MLA" if m.uses_mla else ("attention sinks" if m.model_type == "gpt_oss" else "standard attention")
+        return True, f"{m.architecture} ({kind})", "a model config"
+
+    conditions = (
+        Condition("gpu", "GPU capability known", gpu,
+                  "the priority list depends on the major capability (FlashInfer first on 10.x, FlashAttention elsewhere)",
+                  f"pass {ATTENTION_FLAG} NAME to choose"),
+        Condition("model", "model attention kind", model,
+                  "MLA models use the MLA backends; sinks (gpt-oss) need FlashAttention 3 (SM90) or another backend",
+                  f"pass {ATTENTION_FLAG} NAME to choose"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    state = state_of(results, forced_on=chosen is not None)
+    return Decision(
+        id="attention_backend",
+        title="attention backend",
+        state=state,
+        enabled=is_enabled(state),
+        value=value if is_enabled(state) else None,
+        conditions=results,
+        flags=(),
+        source=Source(f"vllm v{release}", PLATFORM_FILE, "_get_backend_priorities, get_attn_backend_cls"),
+        notes=("the value given" if chosen else "vLLM's own choice; pass --attention-backend NAME to override",),
+    )
+
+
+# -- memory and batch defaults ----------------------------------------------------------------------------------------------
+
+MEMORY_FLAGS = {"gpu_memory_utilization": "--gpu-memory-utilization", "max_num_seqs": "--max-num-seqs",
+                "max_num_batched_tokens": "--max-num-batched-tokens", "kv_cache_dtype": "--kv-cache-dtype",
+                "block_size": "--block-size"}  # fmt: skip
+
+
+def batch_defaults(s: Scenario, version: str) -> tuple[int, int] | None:
+    """(max_num_seqs, max_num_batched_tokens) of get_batch_defaults for `vllm serve`; None when the GPU is unknown."""
+    gpu = s.gpu
+    if gpu is None or gpu.memory_total_mib is None:
+        return None
+    gib = gpu.memory_total_mib * MiB / GiB
+    name = (gpu.name or "").lower()
+    for min_gib, no_a100, seqs, tokens in at(BATCH_TIERS, version):
+        if gib >= min_gib and not (no_a100 and "a100" in name):
+            return seqs, tokens
+    return SMALL_GPU_BATCH
+
+
+def memory_value(s: Scenario, version: str) -> dict[str, object]:
+    release = rules_release(version)
+    batch = batch_defaults(s, release)
+    seqs, tokens = batch if batch else (None, None)
+    given = {key: s.flag(flag) for key, flag in MEMORY_FLAGS.items()}
+    if given["max_num_seqs"]:
+        seqs = _number(given["max_num_seqs"], int, seqs)
+    if given["max_num_batched_tokens"]:
+        tokens = _number(given["max_num_batched_tokens"], int, tokens)
+    elif seqs is not None and tokens is not None:
+        tokens = max(tokens, 0)
+    if seqs is not None and tokens is not None and not given["max_num_seqs"]:
+        seqs = min(seqs, tokens)
+    return {
+        "gpu_memory_utilization": _number(given["gpu_memory_utilization"], float, at(GPU_MEMORY_UTILIZATION, release)),
+        "max_num_seqs": seqs,
+        "max_num_batched_tokens": tokens,
+        "kv_cache_dtype": given["kv_cache_dtype"] or "auto",
+        "block_size": _number(given["block_size"], int, 16),
+    }
+
+
+def _number(raw: str | None, kind, default):
+    try:
+        return kind(raw) if raw else default
+    except ValueError:
+        return default
+
+
+def memory_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+    value = memory_value(s, release)
+
+    def gpu(s: Scenario):
+        g = s.gpu
+        if s.no_gpu:
+            return False, "no GPU", "GPU name and memory known"
+        if g is None or g.memory_total_mib is None:
+            return None, "unknown", "GPU name and memory known"
+        return True, f"{g.name}, {g.memory_total_mib * MiB / GiB:.1f} GiB", "GPU name and memory known"
+
+    conditions = (
+        Condition("gpu_memory", "GPU name and memory", gpu,
+                  "vLLM sizes max_num_seqs and max_num_batched_tokens by GPU memory (A100 excluded from the large tier)",
+                  "pass --max-num-seqs / --max-num-batched-tokens / --gpu-memory-utilization to choose"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    forced = any(s.flag(flag) for flag in MEMORY_FLAGS.values())
+    state = state_of(results, forced_on=forced)
+    tiers = ", ".join(f">= {g} GiB{' (not A100)' if no else ''}: {q} seqs / {t} tokens" for g, no, q, t in at(BATCH_TIERS, release))
+    notes = [f"`vllm serve` tiers: {tiers}; else {SMALL_GPU_BATCH[0]} / {SMALL_GPU_BATCH[1]}",
+             "max_num_batched_tokens is also capped at max_num_seqs x max_model_len"]  # fmt: skip
+    return Decision(
+        id="memory_defaults",
+        title="memory and batch defaults",
+        state=state,
+        enabled=is_enabled(state),
+        value=value,
+        conditions=results,
+        flags=(),
+        source=Source(f"vllm v{release}", ARG_UTILS_FILE, f"get_batch_defaults; gpu_memory_utilization in {CACHE_CONFIG_FILE}"),
+        notes=tuple(notes),
+    )
+
+
+# -- scheduling switches -------------------------------------------------------------------------------------------------
+
+# (decision id, title, --flag, why it is on by default)
+SWITCHES = (
+    ("chunked_prefill", "chunked prefill", "--enable-chunked-prefill",
+     "on for every generative model that supports it (ModelConfig.is_chunked_prefill_supported)"),
+    ("prefix_caching", "prefix caching", "--enable-prefix-caching",
+     "on for every model that supports it (ModelConfig.is_prefix_caching_supported)"),
+    ("async_scheduling", "async scheduling", "--async-scheduling",
+     "on unless pipeline parallelism, speculative decoding, a pooling model or an executor without support rules it out"),
+)  # fmt: skip
+
+
+def switch_setting(s: Scenario, flag: str) -> bool | None:
+    """True for --flag, False for --no-flag (the last one wins), None when neither is given."""
+    setting = None
+    negative = "--no-" + flag[2:]
+    for token in s.overrides:
+        name = token.split("=", 1)[0]
+        if name == flag:
+            setting = token.split("=", 1)[1].lower() not in ("false", "0") if "=" in token else True
+        elif name == negative:
+            setting = False
+    return setting
+
+
+# SchedulerConfig.async_scheduling: False up to v0.13.0, None (decided by VllmConfig: on where supported) from v0.14.1.
+ASYNC_SCHEDULING_DEFAULT_ON: list[tuple[str, bool]] = [("0.12.0", False), ("0.14.1", True)]
+
+
+def switch_decision(s: Scenario, version: str, which: str) -> Decision:
+    release = rules_release(version)
+    decision_id, title, flag, why = next(sw for sw in SWITCHES if sw[0] == which)
+
+    def single_node(s: Scenario):
+        return True, "generative model, no pipeline parallelism", "a generative model"
+
+    def by_default(s: Scenario):
+        on = at(ASYNC_SCHEDULING_DEFAULT_ON, release)
+        return on, f"vllm {version}", "v0.14.1 or newer (on by default)"
+
+    conditions = (Condition("default", f"{title} supported", single_node, why, f"pass --no-{flag[2:]} to turn it off"),)
+    if which == "async_scheduling":
+        conditions += (Condition("release_default", "on by default in this release", by_default,
+                                 "SchedulerConfig.async_scheduling defaulted to False before v0.14.1",
+                                 f"pass {flag} or upgrade vLLM"),)  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    setting = switch_setting(s, flag)
+    state = state_of(results, forced_on=setting is True, forced_off=setting is False)
+    return Decision(
+        id=decision_id,
+        title=title,
+        state=state,
+        enabled=is_enabled(state),
+        value=None,
+        conditions=results,
+        flags=(),
+        source=Source(f"vllm v{release}", ARG_UTILS_FILE if which != "async_scheduling" else VLLM_CONFIG_FILE),
+        notes=(),
+    )
+
+
 def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
     vllm = s.facts.package("vllm")
     problems = version_problems(version, vllm.version if vllm.installed else None)
-    return [fusion_decision(s, version), custom_allreduce_decision(s, version)], problems
+    decisions = [
+        fusion_decision(s, version),
+        custom_allreduce_decision(s, version),
+        compilation_decision(s, version),
+        attention_decision(s, version),
+        memory_decision(s, version),
+        *(switch_decision(s, version, sw[0]) for sw in SWITCHES),
+    ]
+    return decisions, problems
+
+
+# Every release where a modelled behaviour changes, plus those proven by goldens (oldest first): what `advisor diff`, the
+# completion of --engine-version and the app offer. A new change table belongs in this tuple.
+CHANGE_TABLES = (FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, GPU_MEMORY_UTILIZATION, BATCH_TIERS, EAGER_LOWERS_LEVEL,
+                 MLA_SM100_FIRST, SINKS_SM100, ASYNC_SCHEDULING_DEFAULT_ON)  # fmt: skip
+RELEASES = tuple(sorted({*VERIFIED, *(first for table in CHANGE_TABLES for first, _ in table)}, key=parse_release))

@@ -129,13 +129,10 @@ def apply_profile_choice(options: Any, choice: str, original: Any) -> Any:
 
 
 def releases_for(engine: str) -> list[str]:
-    """Modelled releases of an engine, oldest first: SGLang's table rows; vLLM and the bundled runtime have none (vLLM
-    is modelled as one current behaviour, advisor.rules.vllm.MODELLED_FROM and later)."""
-    if engine != "sglang":
-        return []
-    from advisor.rules.sglang import RELEASES
+    """Modelled releases of an engine, oldest first (none for the bundled runtime)."""
+    from advisor.diff import modelled_releases
 
-    return list(RELEASES)
+    return list(modelled_releases(engine))
 
 
 def model_suggestions() -> list[str]:

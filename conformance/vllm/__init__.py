@@ -1,0 +1,94 @@
+"""vLLM conformance: vLLM's own engine-config resolution, release by release, recorded as goldens.
+
+    python -m conformance.vllm 0.33.0 [0.30.0 ...] [--out DIR] [--limit N] [--jobs N]
+
+For each release: a cached environment (conformance.vllm.env), the scenario grid (conformance.vllm.grid) resolved by
+vLLM itself on a faked CUDA platform (conformance/vllm/resolve.py), written to DIR/vllm-X.jsonl (default
+tests/conformance/golden), one line per scenario: the scenario, then every resolved field, then the relevant log lines.
+Exit codes: 0 written, 1 a release could not be resolved, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+GOLDEN_DIR = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "golden"
+
+
+def golden_path(version: str, out: Path = GOLDEN_DIR) -> Path:
+    return out / f"vllm-{version}.jsonl"
+
+
+def run_release(version: str, out: Path, limit: int | None = None, log=print) -> Path:
+    from conformance.vllm import env, grid
+
+    items = grid.scenarios()[:limit] if limit else grid.scenarios()
+    root = env.release_dir(version)
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-") as tmp:
+        inputs = Path(tmp) / "scenarios.json"
+        inputs.write_text(json.dumps(grid.resolver_input(env.CACHE, items)))
+        results = Path(tmp) / "results.jsonl"
+        # A new environment is built by running the whole grid (each failed start costs minutes): its last run is the
+        # result; an environment already built runs the grid once.
+        if not env.ensure(version, inputs, log=log, out=results):
+            done = env.run_resolver(version, inputs, results)
+            if done.returncode:
+                tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
+                raise env.EnvError(f"vllm {version} resolver failed: {tail[0]}")
+            if env.missing_in(results):  # a scenario needed a module the environment lacks: install it, run again
+                env.ensure(version, inputs, log=log, out=results)
+        return write_golden(version, items, results, out)
+
+
+def write_golden(version: str, items: list[dict], results: Path, out: Path = GOLDEN_DIR) -> Path:
+    """The golden from the resolver's results, in grid order; scenarios without a result (a run cut short) are left out."""
+    by_id = {}
+    for line in results.read_text().splitlines():
+        with contextlib.suppress(ValueError):  # a last line cut mid-write
+            record = json.loads(line)
+            by_id[record["scenario"]] = record
+    path = golden_path(version, out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        for item in items:
+            if item["id"] not in by_id:
+                continue
+            result = dict(by_id[item["id"]])
+            result.pop("scenario")
+            scenario = {k: item[k] for k in ("profile", "model", "tp", "overrides")}
+            f.write(json.dumps({"vllm": version, "scenario": scenario, **result}, sort_keys=False) + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    from conformance.vllm.env import EnvError
+
+    parser = argparse.ArgumentParser(prog="python -m conformance.vllm", description=__doc__.splitlines()[0])
+    parser.add_argument("versions", nargs="+", help="vLLM releases, e.g. 0.33.0")
+    parser.add_argument("--out", type=Path, default=GOLDEN_DIR, help="directory of the goldens")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N scenarios (a quick try)")
+    parser.add_argument("--jobs", type=int, default=1, help="releases resolved at once")
+    args = parser.parse_args(argv)
+
+    def one(version: str) -> str:
+        start = time.monotonic()
+        try:
+            path = run_release(version, args.out, args.limit)
+        except EnvError as exc:
+            return f"error: {exc}"
+        return f"vllm {version}: wrote {path} in {time.monotonic() - start:.0f} s"
+
+    failed = False
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        for message in pool.map(one, args.versions):
+            print(message, file=sys.stderr if message.startswith("error") else sys.stdout, flush=True)
+            failed |= message.startswith("error")
+    return 1 if failed else 0

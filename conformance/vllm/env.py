@@ -1,0 +1,146 @@
+"""One cached environment per vLLM release, under ~/.cache/tp-advisor/conformance/vllm-X/.
+
+The release's wheel is unpacked without its compiled extensions (``site/``); the Python packages its config resolution
+imports go to ``deps/`` with ``pip install --no-deps --target``, at the release's own pins where its metadata has them;
+torch, transformers and the rest come from the running interpreter (CPU torch). Which packages are needed is found by
+trying: run the resolver, install the module it misses, again, until it runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+CACHE = Path(os.environ.get("TP_ADVISOR_CACHE", Path.home() / ".cache" / "tp-advisor")) / "conformance"
+RESOLVER = Path(__file__).with_name("resolve.py")
+# Import name -> distribution name, where they differ.
+DISTRIBUTIONS = {
+    "zmq": "pyzmq", "cpuinfo": "py-cpuinfo", "PIL": "pillow", "cv2": "opencv-python-headless", "yaml": "pyyaml",
+    "google": "protobuf", "openai_harmony": "openai-harmony", "sentencepiece": "sentencepiece", "attr": "attrs",
+    "jsonschema_specifications": "jsonschema-specifications", "dateutil": "python-dateutil",
+    "pythonjsonlogger": "python-json-logger", "mistral_common": "mistral-common", "llguidance": "llguidance",
+    "outlines_core": "outlines-core", "partial_json_parser": "partial-json-parser",
+    "lmformatenforcer": "lm-format-enforcer", "compressed_tensors": "compressed-tensors",
+    "prometheus_fastapi_instrumentator": "prometheus-fastapi-instrumentator", "pydantic_extra_types": "pydantic-extra-types",
+}  # fmt: skip
+MAX_INSTALLS = 60
+_MISSING = re.compile(r"No module named '([^'.]+)")
+
+
+class EnvError(RuntimeError):
+    """The environment could not be built; one line naming the fix."""
+
+
+def release_dir(version: str) -> Path:
+    return CACHE / f"vllm-{version}"
+
+
+def pythonpath(version: str) -> str:
+    root = release_dir(version)
+    return os.pathsep.join([str(root / "site"), str(root / "deps")])
+
+
+def _pip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pip", *args, "-q", "--disable-pip-version-check"],
+                          capture_output=True, text=True, timeout=1800)  # fmt: skip
+
+
+def _unpack(version: str) -> None:
+    root = release_dir(version)
+    if (root / "site" / "vllm" / "__init__.py").exists():
+        return
+    wheels = CACHE / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    found = sorted(wheels.glob(f"vllm-{version}-*.whl"))
+    if not found:
+        done = _pip("download", "--no-deps", f"vllm=={version}", "-d", str(wheels))
+        if done.returncode:
+            raise EnvError(f"cannot download vllm=={version}: {done.stderr.strip().splitlines()[-1:]}; check the version")
+        found = sorted(wheels.glob(f"vllm-{version}-*.whl"))
+    with zipfile.ZipFile(found[0]) as wheel:
+        members = [m for m in wheel.namelist() if not re.search(r"\.so(\.\d+)*$", m)]
+        wheel.extractall(root / "site", members)
+
+
+def _pins(version: str) -> dict[str, str]:
+    """Distribution (normalised) -> requirement text, from the release's METADATA (markers dropped)."""
+    pins: dict[str, str] = {}
+    for meta in (release_dir(version) / "site").glob("vllm-*.dist-info/METADATA"):
+        for line in meta.read_text().splitlines():
+            if line.startswith("Requires-Dist:") and "extra ==" not in line:
+                req = line.split(":", 1)[1].split(";")[0].strip()
+                name = re.split(r"[<>=!~\[ ]", req, maxsplit=1)[0]
+                pins[_norm(name)] = req.replace(" ", "")
+    return pins
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _seed(deps: Path) -> None:
+    """Start from a release already built (its packages rarely differ and every trial start costs minutes); the
+    resolver run then finds what this release misses, and a release's own pins are installed over the seed."""
+    built = sorted(p.parent / "deps" for p in CACHE.glob("vllm-*/ready"))
+    if built:
+        shutil.copytree(built[-1], deps, copy_function=os.link)
+
+
+def _install(version: str, module: str, pins: dict[str, str], deps: Path, log) -> None:
+    dist = DISTRIBUTIONS.get(module, module)
+    requirement = pins.get(_norm(dist), dist)
+    log(f"vllm {version}: installing {requirement} (imports {module})")
+    result = _pip("install", "--no-deps", "--target", str(deps), requirement)
+    if result.returncode and requirement != dist:
+        result = _pip("install", "--no-deps", "--target", str(deps), dist)
+    if result.returncode:
+        raise EnvError(f"cannot install {dist} for vllm {version}: {result.stderr.strip().splitlines()[-1:]}")
+
+
+def missing_in(results: Path | None) -> list[str]:
+    """Modules the scenarios of a resolver run could not import (their error lines)."""
+    if results is None or not results.exists():
+        return []
+    return sorted(set(_MISSING.findall(results.read_text())))
+
+
+def run_resolver(version: str, scenarios: Path, out: Path, timeout: float = 3600) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=pythonpath(version), PYTHONNOUSERSITE="1")
+    return subprocess.run([sys.executable, str(RESOLVER), str(scenarios), str(out)], capture_output=True, text=True,
+                          env=env, timeout=timeout)  # fmt: skip
+
+
+def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> bool:
+    """Unpack vllm==version and install what its config resolution imports, trying ``probe`` (a scenarios file).
+    True when the environment was built by this call, which leaves the probe's results in ``out``."""
+    _unpack(version)
+    root = release_dir(version)
+    deps = root / "deps"
+    if (root / "ready").exists() and not missing_in(out):
+        return False
+    if not deps.exists():
+        _seed(deps)
+    deps.mkdir(exist_ok=True)
+    pins = _pins(version)
+    missing = missing_in(out)  # what an earlier run's scenarios could not import
+    out = out or root / "probe.jsonl"
+    for _ in range(MAX_INSTALLS):
+        for module in missing:
+            _install(version, module, pins, deps, log)
+        done = run_resolver(version, probe, out)
+        missing = _MISSING.findall(done.stderr)[-1:]
+        if done.returncode == 0:
+            # A module only some scenarios import (a quantization method's) shows as those scenarios' errors.
+            missing = missing_in(out)
+            if not missing:
+                (root / "ready").write_text("ok\n")
+                return True
+        if not missing:
+            tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
+            raise EnvError(f"vllm {version} resolver failed: {tail[0]}")
+    raise EnvError(f"vllm {version} still misses modules after {MAX_INSTALLS} installs; see {root}")
