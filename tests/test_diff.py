@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import jsonschema
 import pytest
-from click.testing import CliRunner
+from cli_json import command_json, invoke
 
-from advisor.cli import main
 from advisor.rules import sglang
 
-SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "advisor/schema/diff.schema.json").read_text())
-VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 B300_VL = ["--profile", "b300-8", "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--tp", "8", "--engine", "sglang"]
 BACKEND = ["--flashinfer-allreduce-fusion-backend", "auto"]
 
@@ -23,17 +16,8 @@ def offline(empty_hf_cache):
     pass
 
 
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
 def diff_json(*args: str) -> dict:
-    result = invoke("diff", "--json", *args)
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
-    errors = sorted(VALIDATOR.iter_errors(data), key=str)
-    assert not errors, errors[0]
-    return data
+    return command_json("diff", "diff.schema.json", *args)
 
 
 def change(data: dict, decision_id: str) -> dict:

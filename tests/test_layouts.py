@@ -6,20 +6,13 @@ fraction comes from the plan's rules, so these tests stay right when the per-rel
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-import jsonschema
 import pytest
-from click.testing import CliRunner
+from cli_json import command_json, invoke
 
-from advisor.cli import main
 from advisor.context import Options, plan_for, resolve
 from advisor.models import catalog_spec
 from advisor.rules.vllm import default_gpu_memory_utilization
 
-SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "advisor/schema/layouts.schema.json").read_text())
-VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 MIB = 1024**2
 
 
@@ -28,17 +21,8 @@ def offline(empty_hf_cache):
     pass
 
 
-def invoke(*args: str):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
 def layouts_json(*args: str) -> dict:
-    result = invoke("layouts", "--json", *args)
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
-    errors = sorted(VALIDATOR.iter_errors(data), key=str)
-    assert not errors, errors[0]
-    return data
+    return command_json("layouts", "layouts.schema.json", *args)
 
 
 def row(data: dict, tp: int, dp_attention: bool = False) -> dict:
