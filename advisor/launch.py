@@ -71,7 +71,7 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
         for rank, argv in enumerate(commands):
             if nnodes > 1:
                 click.echo(f"# node {rank} of {nnodes}")
-            click.echo(shlex.join(argv))
+            click.echo(clean(shlex.join(argv), newlines=False))
         if refused:
             echo(click.style("the plan has errors: `advisor launch` would refuse to start it (see above; --force overrides)", fg="red"))
         ctx.exit(EXIT_ERRORS if refused else 0)
@@ -91,7 +91,7 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
     if nnodes > 1:
         echo(f"multi-node: run on each node the command for its rank (this one starts node {node_rank}):")
         for rank, argv in enumerate(commands):
-            echo(f"  node {rank}: {shlex.join(argv)}")
+            echo(f"  node {rank}: " + clean(shlex.join(argv), newlines=False))
     ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=plan.intent.engine))
 
 
@@ -100,7 +100,7 @@ def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run
     from launcher import spawn
 
     path = run_dir or spawn.default_run_dir(label)
-    _err(f"command: {shlex.join(argv)}")
+    _err("command: " + clean(shlex.join(argv), newlines=False))
     _err(f"logs: {path}")
     printer = _Printer(mute_agent_teardown=spawn.is_torchrun(argv))
     with spawn.forward_signals() as forwarder:  # in place before the child exists: no signal slips through
@@ -138,7 +138,7 @@ def _report_end(run, code: int | None, received: list[int]) -> int:
         sig = received[0] if received else signal.SIGTERM
         _err(f"stopped ({signal.Signals(sig).name}); every rank is gone. logs: {run.run_dir}")
     elif run.state == spawn.FAILED:
-        _err(click.style(f"error: {run.failure}", fg="red"))
+        _err(click.style("error: " + clean(run.failure, newlines=False), fg="red"))
         _err(f"logs: {run.run_dir}")
     return _exit_code(run, code, received)
 
@@ -287,9 +287,9 @@ class _Printer:
         if line.rank in (0, None) and line.stream == "stdout":
             click.echo(line.text)
         elif line.rank is None or line.text.startswith("[rank"):
-            _err(line.text)
+            _err(clean(line.text, newlines=False))  # engine logs may hold control characters: shown escaped
         else:
-            _err(f"[rank {line.rank}] {line.text}")
+            _err(f"[rank {line.rank}] " + clean(line.text, newlines=False))
 
 
 def _err(text: str) -> None:

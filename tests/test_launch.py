@@ -188,3 +188,21 @@ def test_strict_refuses_on_warnings_too():
 def test_dist_init_addr_must_be_host_port():
     result = invoke("--dry-run", "--profile", "h200-8", "--engine", "bundled", "--nnodes", "2", "--dist-init-addr", "node0")
     assert result.exit_code == 2 and "HOST:PORT" in result.stderr
+
+
+def test_a_path_with_terminal_escapes_is_shown_escaped_in_the_command(tmp_path):
+    """A model directory (or prompt) holding ESC must not reach the terminal raw: the printed command shows it escaped."""
+    model = tmp_path / "m\x1b]0;pwned\x07"
+    model.mkdir()
+    (model / "config.json").write_text(
+        '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,'
+        ' "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256,'
+        ' "torch_dtype": "float32"}'
+    )
+    for present in ("model.safetensors", "tokenizer.json"):
+        (model / present).write_bytes(b"")
+    result = invoke("--dry-run", "--profile", "cpu-only", "--engine", "bundled", "--model", str(model), "--mode",
+                    "generate", "--", "--prompt", "\x1b[2J")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "\\x1b]0;pwned\\x07" in result.stdout and "\\x1b[2J" in result.stdout
