@@ -138,7 +138,7 @@ def _report_end(run, code: int | None, received: list[int]) -> int:
         sig = received[0] if received else signal.SIGTERM
         _err(f"stopped ({signal.Signals(sig).name}); every rank is gone. logs: {run.run_dir}")
     elif run.state == spawn.FAILED:
-        _err(click.style("error: " + clean(run.failure, newlines=False), fg="red"))
+        _err(click.style("error: " + clean(str(run.failure), newlines=False), fg="red"))
         _err(f"logs: {run.run_dir}")
     return _exit_code(run, code, received)
 
