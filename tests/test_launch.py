@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -25,6 +26,19 @@ def dry_run(*args: str) -> list[list[str]]:
     result = invoke("--dry-run", *args)
     assert result.exit_code == 0, result.stderr
     return [shlex.split(line) for line in result.stdout.splitlines() if not line.startswith("#")]
+
+
+def tiny_llama_dir(model: Path) -> Path:
+    """A model directory the bundled launch accepts: a small Llama config.json and the files the runtime looks for."""
+    model.mkdir()
+    (model / "config.json").write_text(
+        '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,'
+        ' "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256,'
+        ' "torch_dtype": "float32"}'
+    )
+    for present in ("model.safetensors", "tokenizer.json"):  # what the runtime looks for before it starts
+        (model / present).write_bytes(b"")
+    return model
 
 
 def fusion_flag(release: str) -> list[str]:
@@ -95,15 +109,7 @@ def test_bundled_default_is_the_demo_model_at_tp_2_on_cpu():
 
 
 def test_bundled_mode_and_extra_args_and_a_path_with_spaces_and_semicolons(tmp_path):
-    model = tmp_path / "my model; rm -rf ~"
-    model.mkdir()
-    (model / "config.json").write_text(
-        '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,'
-        ' "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256,'
-        ' "torch_dtype": "float32"}'
-    )
-    for present in ("model.safetensors", "tokenizer.json"):  # what the runtime looks for before it starts
-        (model / present).write_bytes(b"")
+    model = tiny_llama_dir(tmp_path / "my model; rm -rf ~")
     argv = dry_run("--profile", "cpu-only", "--engine", "bundled", "--model", str(model), "--mode", "generate",
                    "--", "--prompt", "a b; c", "--max-tokens", "3")  # fmt: skip
     assert len(argv) == 1
@@ -192,15 +198,7 @@ def test_dist_init_addr_must_be_host_port():
 
 def test_a_path_with_terminal_escapes_is_shown_escaped_in_the_command(tmp_path):
     """A model directory (or prompt) holding ESC must not reach the terminal raw: the printed command shows it escaped."""
-    model = tmp_path / "m\x1b]0;pwned\x07"
-    model.mkdir()
-    (model / "config.json").write_text(
-        '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,'
-        ' "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256,'
-        ' "torch_dtype": "float32"}'
-    )
-    for present in ("model.safetensors", "tokenizer.json"):
-        (model / present).write_bytes(b"")
+    model = tiny_llama_dir(tmp_path / "m\x1b]0;pwned\x07")
     result = invoke("--dry-run", "--profile", "cpu-only", "--engine", "bundled", "--model", str(model), "--mode",
                     "generate", "--", "--prompt", "\x1b[2J")  # fmt: skip
     assert result.exit_code == 0, result.stderr
