@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from advisor.versions import parse_release, parse_version
+
 if TYPE_CHECKING:
     from advisor.facts import Facts
     from advisor.models import ModelSpec
@@ -25,8 +27,6 @@ EXIT_USAGE = 2  # the command line itself is wrong
 
 # tp of the bundled runtime's demo model on a machine without GPUs: two gloo ranks show the tensor-parallel mechanics.
 DEMO_CPU_TP = 2
-# A release number as engines publish them: 0.5.14, v0.5.4.post2, 0.5.0rc2, 0.11.0+cu128.
-VERSION_RE = re.compile(r"v?\d+(\.\d+){1,3}((\.|-)?(post|rc|a|b|dev)\d*)*(\+[A-Za-z0-9.]+)?")
 
 
 class AdvisorError(Exception):
@@ -83,13 +83,8 @@ class Options:
 # -- facts ---------------------------------------------------------------------------------------------------------------
 
 
-# A distribution name (PEP 508) and a version as PEP 440 writes them: 0.6.12, 2.9.1+cu128, 1.0rc1, 0.5.4.post2, 1!2.0.dev3.
+# A distribution name (PEP 508); its version is checked by packaging.version (PEP 440: 0.6.12, 2.9.1+cu128, 1.0rc1).
 PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
-PACKAGE_VERSION_RE = re.compile(
-    r"v?(\d+!)?\d+(\.\d+)*([-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?([-_.]?(post|rev|r)[-_.]?\d*)?"
-    r"([-_.]?dev[-_.]?\d*)?(\+[A-Za-z0-9]+([-_.][A-Za-z0-9]+)*)?",
-    re.IGNORECASE,
-)
 
 
 def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
@@ -104,7 +99,7 @@ def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
             )
         if not PACKAGE_NAME_RE.fullmatch(name):
             raise usage_error(f"--with-package {spec!r}: {name!r} is not a package name; pass NAME==VERSION")
-        if not PACKAGE_VERSION_RE.fullmatch(version):
+        if parse_version(version) is None:
             raise usage_error(
                 f"--with-package {spec!r}: {version!r} is not a version (PEP 440: 0.6.12, 2.9.1+cu128, 1.0rc1);"
                 " pass NAME==VERSION"
@@ -233,7 +228,7 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
     if options.engine is not None and options.engine not in ENGINES:
         raise usage_error(f"--engine {options.engine!r} is not an engine; choose one of {', '.join(ENGINES)}")
 
-    if options.engine_version is not None and not VERSION_RE.fullmatch(options.engine_version.strip()):
+    if options.engine_version is not None and parse_release(options.engine_version.strip()) is None:
         raise usage_error(
             f"--engine-version {options.engine_version!r} is not a release number; pass X.Y.Z, e.g. 0.5.14"
         )

@@ -6,11 +6,13 @@ evaluated, never short-circuited, so the user sees every blocker at once.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
+
+from advisor.rules.problem import Problem  # noqa: F401  (re-exported: the rules import it from here)
+from advisor.versions import parse_cuda, parse_release, release_text  # noqa: F401  (the rules import them from here)
 
 # Decision states (docs/architecture.md, "Contracts").
 AUTO_ENABLED = "auto-enabled"
@@ -68,18 +70,6 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class Problem:
-    id: str  # "flashinfer_version_mismatch"
-    severity: str  # "error" | "warning" | "info"
-    message: str
-    fix: str
-    source: str | None = None  # what behaviour it predicts ("flashinfer-python 0.6.12, flashinfer/__init__.py")
-    # The normalised distribution names the problem is about ("flashinfer-python", "torch"), set by the check that
-    # raises it; the package table marks these and only these. Empty for problems about the machine, layout or model.
-    packages: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class ReleaseOutcome:
     """One row of the release matrix: the fusion decision under one modelled release."""
 
@@ -90,32 +80,6 @@ class ReleaseOutcome:
 
 # -- rules as data ------------------------------------------------------------------------------------------------------
 # (Everything above is the shared vocabulary.)
-
-_RELEASE_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.\-+]?(?:post|rc|a|b|dev)?\d*)*(?:\+[A-Za-z0-9.]+)?\s*$")
-
-
-@lru_cache(maxsize=256)  # the rule tables compare the same few release strings many times per plan
-def parse_release(text: str | None) -> tuple[int, int, int] | None:
-    """"0.5.14", "v0.5.14", "0.5.14.post2", "0.5.14rc1", "0.11.2+cu128" -> (0, 5, 14); None when it is not a version."""
-    if not text:
-        return None
-    match = _RELEASE_RE.match(text)
-    if not match:
-        return None
-    return int(match[1]), int(match[2]), int(match[3] or 0)
-
-
-def release_text(release: tuple[int, ...]) -> str:
-    return ".".join(str(p) for p in release)
-
-
-def parse_cuda(text: str | None) -> tuple[int, int] | None:
-    """"12.8" (torch's or the driver's CUDA version) -> (12, 8); None when missing or not a version."""
-    parts = (text or "").split(".")
-    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
-        return None
-    return int(parts[0]), int(parts[1])
-
 
 def flag_value(tokens: Sequence[str], name: str) -> str | None:
     """The value of ``--name VALUE`` / ``--name=VALUE`` in a token list (last occurrence wins); "" for a bare flag."""

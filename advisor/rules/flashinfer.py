@@ -20,8 +20,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from packaging.version import Version
+
 from advisor.facts import Facts, Package
-from advisor.rules.engine import Problem, parse_cuda
+from advisor.rules.problem import Problem
+from advisor.versions import parse_cuda, parse_version
 
 PYTHON = "flashinfer-python"
 CUBIN = "flashinfer-cubin"
@@ -61,34 +64,9 @@ class ImportPrediction:
 
 # -- versions ------------------------------------------------------------------------------------------------------
 
-_VERSION_RE = re.compile(
-    r"^\s*v?(?P<release>\d+(?:\.\d+)*)"
-    r"(?:[.-]?(?P<pre>a|b|rc|alpha|beta|c)\.?(?P<pre_n>\d*))?"
-    r"(?:[.-]?post\.?(?P<post>\d*))?"
-    r"(?:[.-]?dev\.?(?P<dev>\d*))?"
-    r"(?:\+(?P<local>[A-Za-z0-9.]+))?\s*$",
-    re.IGNORECASE,
-)
-_PRE_RANK = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2}
-
-
-def version_key(version: str | None) -> tuple | None:
-    """A sortable key for a PEP 440 version ("0.6.18.post1", "0.7.0rc1", "0.7.4+cu130"); None when unparseable."""
-    if not version:
-        return None
-    match = _VERSION_RE.match(version)
-    if not match:
-        return None
-    release = tuple(int(p) for p in match["release"].split("."))
-    release = (release + (0, 0, 0))[:3] if len(release) < 3 else release
-    if match["pre"]:
-        pre = (_PRE_RANK[match["pre"].lower()], int(match["pre_n"] or 0))
-    elif match["dev"] is not None and match["post"] is None:
-        pre = (-1, 0)  # 0.7.0.dev1 sorts before 0.7.0a1
-    else:
-        pre = (3, 0)
-    post = int(match["post"] or 0) + 1 if match["post"] is not None else 0
-    return (release, pre, post)
+def version_key(version: str | None) -> Version | None:
+    """A sortable PEP 440 version ("0.6.18.post1", "0.7.0rc1", "0.7.4+cu130"); None when unparseable."""
+    return parse_version(version)
 
 
 def at_least(version: str | None, floor: str) -> bool | None:
@@ -110,10 +88,10 @@ def cuda_label(cuda: str | None) -> str | None:
 
 
 def label_cuda(label: str | None) -> tuple[int, int] | None:
-    """"cu128" -> (12, 8), "cu130" -> (13, 0)."""
-    if not label or not re.fullmatch(r"cu\d{3,4}", label):
+    """"cu128" -> (12, 8), "cu130" -> (13, 0): the wheel index's label, the CUDA version without its dot."""
+    digits = label[2:] if label and label.startswith("cu") else ""
+    if not (3 <= len(digits) <= 4 and digits.isascii() and digits.isdigit()):
         return None
-    digits = label[2:]
     return int(digits[:-1]), int(digits[-1])
 
 
