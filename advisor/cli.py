@@ -48,13 +48,36 @@ def _complete_engine_versions(ctx, param, incomplete):
         return []
 
 
-# Decision ids of the Contracts; `advisor explain` also accepts any other id the plan has.
-RULE_IDS = ("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend", "memory_defaults",
-            "compilation", "chunked_prefill", "prefix_caching", "async_scheduling")  # the last four: vLLM
-
-
 def _complete_rules(ctx, param, incomplete):
-    return [r for r in RULE_IDS if r.startswith(incomplete)]
+    """The decision ids of the chosen engine, else of every registered engine; `advisor explain` also accepts any other
+    id the plan has."""
+    try:
+        from advisor.rules import registry
+
+        chosen = ctx.params.get("engine")
+        engines = [registry.get(chosen)] if chosen in registry.names() else registry.engines()
+        ids = dict.fromkeys(i for engine in engines for i in engine.decision_ids)
+        return [r for r in ids if r.startswith(incomplete)]
+    except Exception:
+        return []
+
+
+class EngineChoice(click.Choice):
+    """`--engine`: one of the registered engines (advisor.rules.registry, which imports no rules: --help stays fast),
+    read when the option is used."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self):
+        from advisor.rules.registry import names
+
+        return names()
+
+    @choices.setter
+    def choices(self, _value) -> None:
+        pass  # click.Choice.__init__ sets it; the registry is the one list
 
 
 class PositiveInt(click.ParamType):
@@ -101,7 +124,7 @@ COMMON_OPTIONS = [
     click.option("--moe-a2a-backend", default="none", show_default=True, metavar="NAME", help="MoE all-to-all backend."),
     click.option(
         "--engine",
-        type=click.Choice(["bundled", "sglang", "vllm"]),  # advisor.plan.ENGINES (not imported: --help stays fast)
+        type=EngineChoice(),
         default=None,
         help="Serving engine. Default: sglang when the probed packages include sglang, else the bundled runtime.",
     ),
@@ -183,6 +206,7 @@ LAZY_COMMANDS = {
     "launch": ("advisor.launch", "launch"),
     "layouts": ("advisor.cli_compare", "layouts"),
     "diff": ("advisor.cli_compare", "diff"),
+    "completions": ("advisor.completions", "completions"),  # that module imports this one (the app it completes)
 }
 
 
@@ -451,15 +475,3 @@ def profiles(as_json: bool) -> None:
     width = max((len(n) for n in rows), default=0)
     for name, text in rows.items():
         click.echo(f"{name:<{width}}  {text}")
-
-
-# -- completions -------------------------------------------------------------------------------------------------------
-
-
-@main.command()
-@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
-def completions(shell: str) -> None:
-    """Print the shell completion script for SHELL (the same files ship in completions/)."""
-    from advisor.completions import script
-
-    click.echo(script(shell), nl=False)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import click
+
 PROG_NAME = "advisor"
 COMPLETE_VAR = "_ADVISOR_COMPLETE"
 # Shell -> file name in completions/, and where a user installs it.
@@ -51,6 +53,13 @@ def write_all(directory: Path) -> list[Path]:
         write_text_atomic(path, script(shell), "completion script")
         written.append(path)
     return written
+
+
+@click.command()
+@click.argument("shell", type=click.Choice(list(FILES)))
+def completions(shell: str) -> None:
+    """Print the shell completion script for SHELL (the same files ship in completions/)."""
+    click.echo(script(shell), nl=False)
 
 
 if __name__ == "__main__":

@@ -220,13 +220,14 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
     """Facts, the model (None: the bundled runtime's demo model) and the Intent, with every default filled in.
 
     ``facts``: already loaded for these options (the TUI caches them, so a form change does not probe again)."""
-    from advisor.plan import ENGINES, Intent
+    from advisor.plan import Intent
+    from advisor.rules.registry import names as engine_names
 
     _check_positive("--tp", options.tp)
     _check_positive("--nnodes", options.nnodes)
     _check_positive("--dp-size", options.dp_size)
-    if options.engine is not None and options.engine not in ENGINES:
-        raise usage_error(f"--engine {options.engine!r} is not an engine; choose one of {', '.join(ENGINES)}")
+    if options.engine is not None and options.engine not in engine_names():
+        raise usage_error(f"--engine {options.engine!r} is not an engine; choose one of {', '.join(engine_names())}")
 
     if options.engine_version is not None and parse_release(options.engine_version.strip()) is None:
         raise usage_error(

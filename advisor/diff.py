@@ -21,20 +21,14 @@ if TYPE_CHECKING:
     from advisor.rules.engine import Decision, Problem
 
 DIFF_SCHEMA_VERSION = 1
-VERSIONED_ENGINES = ("sglang", "vllm")
 
 
 def modelled_releases(engine: str) -> tuple[str, ...]:
-    """The releases whose rules the advisor models, oldest first (vLLM: every release where a modelled behaviour changes)."""
-    if engine == "sglang":
-        from advisor.rules import sglang
+    """The releases whose rules the advisor models, oldest first (vLLM: every release where a modelled behaviour changes);
+    none for an engine without releases or one that is not registered."""
+    from advisor.rules import registry
 
-        return tuple(sglang.RELEASES)
-    if engine == "vllm":
-        from advisor.rules import vllm
-
-        return tuple(vllm.RELEASES)
-    return ()
+    return registry.get(engine).releases if engine in registry.names() else ()
 
 
 @dataclass(frozen=True)
@@ -87,10 +81,13 @@ def resolve_releases(facts: Facts, engine: str, release_from: str | None, releas
     else the installed release, else the modelled release before `to`."""
     from advisor.context import usage_error
 
-    if engine not in VERSIONED_ENGINES:
+    if not modelled_releases(engine):
+        from advisor.rules import registry
+
+        versioned = registry.versioned()
         raise usage_error(
-            f"advisor diff compares releases of sglang or vllm; the {engine} engine has no releases (pass --engine sglang"
-            " or --engine vllm)"
+            f"advisor diff compares releases of {' or '.join(versioned)}; the {engine} engine has no releases (pass "
+            + " or ".join(f"--engine {name}" for name in versioned) + ")"
         )
     releases = modelled_releases(engine)
     to = _normalise(engine, release_to, "--to") if release_to else releases[-1]

@@ -247,22 +247,24 @@ def _check_directories(run_dir: str | None, engine: str) -> None:
 
 def _check_engine_installed(plan, python: str | None, mode: str | None) -> None:
     from advisor.context import AdvisorError
-    from launcher.engines import install_command, missing_runtime_modules
+    from advisor.rules import registry
+    from launcher.engines import missing_runtime_modules
 
     engine = plan.intent.engine
+    spec = registry.get(engine)  # its package and install hint
     if engine == "bundled":  # it runs in this interpreter, whatever --python says
         missing = missing_runtime_modules(mode)
         if missing:
             raise AdvisorError(
                 f"the bundled runtime needs {', '.join(missing)}, not installed in this Python environment:"
-                f" {install_command('bundled')}"
+                f" {spec.install_hint(None)}"
             )
         return
-    if plan.facts.package(engine).installed:
+    if plan.facts.package(spec.package).installed:
         return
     where = f"the interpreter {python}" if python else "this Python environment"
     raise AdvisorError(
-        f"{engine} is not installed in {where}: {install_command(engine, plan.intent.engine_version)}; or pass"
+        f"{engine} is not installed in {where}: {spec.install_hint(plan.intent.engine_version)}; or pass"
         " --python PATH of an environment that has it, or --engine bundled"
     )
 

@@ -1,11 +1,12 @@
 """Intent + Facts + ModelSpec -> Plan.
 
-The engine's release decides which rule tables apply: ``intent.engine_version``, else the version of the engine package
-probed on the machine, else the newest modelled table. The plan holds every decision (each with all its conditions), the
-problems (compatibility checks plus plan-level findings), the resolved engine flags, the command line, and the release
-matrix (the SGLang fusion outcome of this scenario under every modelled release).
+The engine comes from the registry (advisor.rules.registry); its release decides which rule tables apply:
+``intent.engine_version``, else the version of the engine package probed on the machine, else the newest modelled table,
+resolved once per plan. The plan holds every decision (each with all its conditions), the problems (compatibility
+checks plus plan-level findings), the resolved engine flags, the command line, and the release matrix (the engine's
+fusion outcome of this scenario under every modelled release).
 
-Cheap to import: no torch, flashinfer or textual (checks and launcher.engines are imported inside build_plan).
+Cheap to import: no torch, flashinfer or textual (the engines' rules and the checks are imported inside build_plan).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import dataclass, field, replace
 
 from advisor.facts import Facts
 from advisor.models import ModelSpec
-from advisor.rules.engine import Decision, Problem, ReleaseOutcome, Scenario, flag_groups, parse_release
+from advisor.rules import registry
+from advisor.rules.engine import Decision, Problem, ReleaseError, ReleaseOutcome, Scenario, flag_groups, parse_release
 
-ENGINES = ("bundled", "sglang", "vllm")
+ENGINES = registry.names()  # the engines registered when this module was imported (advisor.rules.registry)
 
 
 class PlanError(Exception):
@@ -62,8 +64,8 @@ class Plan:
 
 
 def _validate(intent: Intent) -> None:
-    if intent.engine not in ENGINES:
-        raise PlanError(f"unknown engine {intent.engine!r}; choose one of {', '.join(ENGINES)}")
+    if intent.engine not in registry.names():
+        raise PlanError(f"unknown engine {intent.engine!r}; choose one of {', '.join(registry.names())}")
     for name in ("tp", "nnodes", "dp_size"):
         value = getattr(intent, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -104,47 +106,23 @@ def _merge_flags(decisions: list[Decision]) -> tuple[str, ...]:
 
 def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     """Decide every rule of the chosen engine release, run the checks, and resolve flags and argv."""
-    from advisor.rules import sglang
-
     _validate(intent)
+    engine = registry.get(intent.engine)
     scenario = Scenario(facts, model, intent)
     problems: list[Problem] = []
 
-    if intent.engine == "sglang":
-        version, found = _engine_version(facts, intent, sglang.NEWEST)
+    version: str | None = None
+    if engine.releases:
+        version, found = _engine_version(facts, intent, engine.newest)
         problems += found
-        try:
-            row, newer = sglang.row_for(version)
-        except sglang.ReleaseError as exc:
-            raise PlanError(str(exc)) from None
-        rules = sglang.rules_release(version)
-        if newer:
-            problems.append(Problem(
-                "engine_version_newer", "warning",
-                f"sglang {version} is newer than the newest modelled release; this plan uses the newest modelled release v{rules}",
-                "check the release notes for changed defaults, or pass --engine-version to pick a modelled release",
-                f"sglang v{rules}",
-            ))  # fmt: skip
-        decisions, found = sglang.decide(scenario, version)
-        problems += found
-    elif intent.engine == "vllm":
-        from advisor.rules import vllm
-
-        version, found = _engine_version(facts, intent, vllm.NEWEST)
-        problems += found
-        try:
-            rules = vllm.rules_release(version)
-        except vllm.ReleaseError as exc:
-            raise PlanError(str(exc)) from None
-        decisions, found = vllm.decide(scenario, version)
-        problems += found
-    else:
-        from advisor import __version__
-        from advisor.rules import bundled
-
-        version = rules = __version__
-        decisions, found = bundled.decide(scenario)
-        problems += found
+    try:
+        rules, found = engine.resolve(version)  # once per plan
+    except ReleaseError as exc:
+        raise PlanError(str(exc)) from None
+    problems += found
+    version = version or rules
+    decisions, found = engine.decide(scenario, version)
+    problems += found
 
     from advisor.rules.checks import run_checks
 
@@ -160,18 +138,18 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
         decisions=tuple(decisions),
         problems=tuple(problems),
         flags=_merge_flags(decisions),
-        release_matrix=sglang.release_matrix(scenario),
+        release_matrix=engine.release_matrix(scenario),
     )
-    return _with_argv(plan)
+    return _with_argv(plan, engine.command)
 
 
-def _with_argv(plan: Plan) -> Plan:
-    """The command line as launcher.engines spells it; when it cannot be built, an empty argv and a problem saying why."""
-    from launcher import engines
+def _with_argv(plan: Plan, command) -> Plan:
+    """The command line as the engine spells it; when it cannot be built, an empty argv and a problem saying why."""
+    from launcher.engines import EngineCommandError
 
     try:
-        return replace(plan, argv=tuple(engines.command_for(plan)))
-    except engines.EngineCommandError as exc:
+        return replace(plan, argv=tuple(command(plan)))
+    except EngineCommandError as exc:
         problem = Problem("no_command", "error", f"cannot build the {plan.intent.engine} command: {exc}", str(exc),
                           "launcher/engines.py (command_for)")  # fmt: skip
         return replace(plan, problems=plan.problems + (problem,))

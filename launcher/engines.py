@@ -32,7 +32,6 @@ RUNTIME_MODULE = "launcher.runtime"
 TORCHRUN_MODULE = "torch.distributed.run"
 DEFAULT_RDZV_PORT = 29500
 DEMO_MODEL = "demo"
-ENGINES = ("bundled", "sglang", "vllm")
 RUNTIME_MODES = ("serve", "generate", "bench")  # the bundled runtime's --mode values
 # The bundled runtime's KV-cache defaults: --max-batch-size slots of --max-model-len tokens (capped at the model's
 # max_position_embeddings); advisor/layouts.py sizes the cache from them.
@@ -102,7 +101,7 @@ def command_for(
         return _sglang(plan, extra=extra, python=python, node_rank=node_rank, addr=addr)
     if engine == "vllm":
         return _vllm(plan, extra=extra, python=python, node_rank=node_rank, addr=addr)
-    raise EngineCommandError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    raise EngineCommandError(f"unknown engine {engine!r}: launcher/engines.py builds commands for bundled, sglang and vllm")
 
 
 def commands_for_nodes(

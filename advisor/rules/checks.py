@@ -17,7 +17,7 @@ from advisor.facts import Facts, Gpu
 from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules import flashinfer as fi
 from advisor.rules.checks_machine import MACHINE_CHECKS
-from advisor.rules.engine import Problem, parse_cuda
+from advisor.rules.engine import Forcing, Problem, parse_cuda
 
 if TYPE_CHECKING:  # advisor.plan imports this module
     from advisor.plan import Intent
@@ -26,10 +26,7 @@ ERROR, WARNING, INFO = "error", "warning", "info"
 GIB = 1024**3
 MIB = 1024**2
 
-# Engine flags that force the fusion off / on (SGLang names, sglang.md "CLI flags"; vLLM's pass config and eager mode).
-FORCE_OFF_FLAGS = ("--enforce-disable-flashinfer-allreduce-fusion", "--enforce-eager")
-FORCE_ON_FLAGS = ("--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend")
-VLLM_FUSION_FIELD = "fuse_allreduce_rms="  # -cc.pass_config.fuse_allreduce_rms=True|False
+FUSION = "flashinfer_allreduce_fusion"  # the decision id whose forcing flags the fusion estimate reads
 
 # Engines pre-allocate the fusion workspace for this many tokens (SGLang FUSE_ALLREDUCE_MAX_BATCH_SIZE).
 FUSION_MAX_TOKENS = 2048
@@ -92,10 +89,11 @@ class _Context:
         return dtype or (self.model.dtype if self.model else None)
 
     def forced_on(self) -> bool:
-        return any(o.split("=", 1)[0] in FORCE_ON_FLAGS or _vllm_fusion(o) is True for o in self.intent.overrides)
+        """An engine argument that forces the fusion on, in any registered engine's spelling."""
+        return any(f.forces_on(self.intent.overrides) for f in _fusion_forcing(self.intent.overrides))
 
     def forced_off(self) -> bool:
-        return any(o.split("=", 1)[0] in FORCE_OFF_FLAGS or _vllm_fusion(o) is False for o in self.intent.overrides)
+        return any(f.forces_off(self.intent.overrides) for f in _fusion_forcing(self.intent.overrides))
 
     def fusion(self) -> bool | None:
         """Would an engine try FlashInfer's fused allreduce here? The plan's decision when given, else an estimate."""
@@ -533,25 +531,26 @@ def check_mig(ctx: _Context) -> list[Problem]:
 
 def check_engine_installed(ctx: _Context) -> list[Problem]:
     """sglang_not_installed / vllm_not_installed / torch_not_installed: the chosen engine is missing here."""
+    from advisor.rules import registry
+
     engine = ctx.intent.engine
-    name = {"sglang": "sglang", "vllm": "vllm", "bundled": "torch"}.get(engine)
-    if name is None:
+    if engine not in registry.names():
         return []
+    spec = registry.get(engine)  # the package it needs and how to install it
+    name = spec.package
     pkg = ctx.facts.package(name)
     if pkg.installed:
         return []
     if pkg.unknown:
         return [_cannot(f"{name}_not_installed", f"whether {name} is installed", next(iter(pkg.unknown.values())),
                         "importlib.metadata", (name,))]  # fmt: skip
-    from launcher.engines import install_command  # one home for install hints (`advisor launch` names the same)
-
     live = ctx.facts.source == "live"
     if engine == "bundled":
         if not live:
             return []
         return [Problem("torch_not_installed", WARNING,
                         "torch is not installed in the probed Python: the bundled runtime cannot start",
-                        f"`{install_command('bundled')}` (installs a CUDA torch on GPU nodes)", "importlib.metadata",
+                        f"`{spec.install_hint(None)}` (installs a CUDA torch on GPU nodes)", "importlib.metadata",
                         (name,))]  # fmt: skip
     version = ctx.intent.engine_version
     rules = f"version {version}" if version else "the newest modelled release"
@@ -560,7 +559,7 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
             f"{name}_not_installed", WARNING if live else INFO,
             f"{name} is not installed {'here' if live else 'in these facts'}: the plan follows {rules}"
             + ("; `advisor launch` cannot start it" if live else ""),
-            f"`{install_command(engine, version)}`, or pass --engine-version to model another"
+            f"`{spec.install_hint(version)}`, or pass --engine-version to model another"
             " release",
             "importlib.metadata",
             (name,),
@@ -588,11 +587,13 @@ CHECKS: tuple[Callable[[_Context], list[Problem]], ...] = (
 # -- helpers -------------------------------------------------------------------------------------------------------
 
 
-def _vllm_fusion(token: str) -> bool | None:
-    """True/False for vLLM's `-cc.pass_config.fuse_allreduce_rms=True|False`, None for any other token."""
-    if VLLM_FUSION_FIELD not in token:
-        return None
-    return token.rsplit("=", 1)[1].strip().lower() in ("true", "1")
+def _fusion_forcing(overrides: tuple[str, ...]) -> list[Forcing]:
+    """Every registered engine's flags that force the fusion (none to read without engine arguments)."""
+    if not overrides:
+        return []
+    from advisor.rules import registry
+
+    return [e.forcing[FUSION] for e in registry.engines() if FUSION in e.forcing]
 
 
 def _cannot(problem_id: str, what: str, reason: str, source: str, packages: tuple[str, ...] = ()) -> Problem:

@@ -280,3 +280,57 @@ def state_of(results: Sequence[ConditionResult], *, forced_on: bool = False, for
 
 def is_enabled(state: str) -> bool:
     return state in (AUTO_ENABLED, FORCED_ON)
+
+
+# -- an engine: what the registry (advisor.rules.registry) holds for each one ------------------------------------------
+
+
+class ReleaseError(ValueError):
+    """An engine version the engine's tables cannot model; the message is one line naming the fix."""
+
+
+@dataclass(frozen=True)
+class Forcing:
+    """The engine arguments (after `--`) that force one decision on or off whatever its conditions say."""
+
+    on: tuple[str, ...] = ()  # flags (`--name` or `--name=VALUE`) that force it on
+    off: tuple[str, ...] = ()  # flags that force it off
+    # A `NAME=True|False` field inside an argument (vLLM's `-cc.pass_config.fuse_allreduce_rms=False`): True forces it on.
+    field: str | None = None
+
+    def forces_on(self, tokens: Sequence[str]) -> bool:
+        return any(t.split("=", 1)[0] in self.on or self._field(t) is True for t in tokens)
+
+    def forces_off(self, tokens: Sequence[str]) -> bool:
+        return any(t.split("=", 1)[0] in self.off or self._field(t) is False for t in tokens)
+
+    def _field(self, token: str) -> bool | None:
+        if not self.field or f"{self.field}=" not in token:
+            return None
+        return token.rsplit("=", 1)[1].strip().lower() in ("true", "1")
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One serving engine as the advisor models it; each package under advisor/rules/ exports one as ``ENGINE`` from
+    its engine.py, and advisor.rules.registry lists them.
+
+    ``resolve(version)`` is called once per plan: the modelled release whose rules apply and any warning about the
+    choice (raises :class:`ReleaseError` for a version the tables cannot model). ``version`` is None for an engine
+    without releases. ``decide(scenario, version)`` returns the decisions and the problems they raise."""
+
+    name: str  # "sglang": the --engine value and the plan's engine name
+    package: str  # the distribution whose installed version picks the rules ("torch" for the bundled runtime)
+    releases: tuple[str, ...]  # the modelled releases, oldest first; () for an engine without releases
+    resolve: Callable[[str | None], tuple[str, list[Problem]]]
+    decide: Callable[[Scenario, str], tuple[list[Decision], list[Problem]]]
+    # The what-if view: the FlashInfer fusion outcome of a scenario under every modelled release.
+    release_matrix: Callable[[Scenario], tuple[ReleaseOutcome, ...]]
+    command: Callable[..., list[str]]  # (plan, *, mode, extra, python, node_rank, dist_init_addr) -> argv
+    install_hint: Callable[[str | None], str]  # (version) -> the pip command that installs it
+    decision_ids: tuple[str, ...] = ()  # the ids of the decisions it makes (`advisor explain RULE` completes them)
+    forcing: dict[str, Forcing] = field(default_factory=dict)  # decision id -> the arguments that force it
+
+    @property
+    def newest(self) -> str | None:
+        return self.releases[-1] if self.releases else None

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Select
 
-from advisor.plan import ENGINES
+from advisor.rules.registry import names as engine_names
 from advisor.tui.session import FILE, LIVE, MOE_A2A_BACKENDS, profile_choice, releases_for
 
 
@@ -88,7 +88,7 @@ class PlanForm(Grid):
         )
         yield Label("Engine")
         yield Select(
-            _with_current([(e, e) for e in ENGINES], o.engine),
+            _with_current([(e, e) for e in engine_names()], o.engine),
             value=o.engine or Select.NULL,
             prompt="default",
             id="engine",

@@ -1,0 +1,43 @@
+"""The bundled runtime as the engine registry (advisor.rules.registry) sees it: one object, ENGINE.
+
+It ships with tp-advisor, so it has no releases to model: its version is the advisor's own."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from advisor import __version__
+from advisor.rules import bundled
+from advisor.rules.engine import Decision, Engine, Problem, ReleaseOutcome, Scenario
+from launcher.engines import command_for, install_command
+
+NAME = "bundled"
+
+
+def resolve(version: str | None) -> tuple[str, list[Problem]]:
+    """Always the advisor's own version: the runtime is part of it (--engine-version does not apply)."""
+    return __version__, []
+
+
+def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
+    return bundled.decide(s)
+
+
+def release_matrix(s: Scenario) -> tuple[ReleaseOutcome, ...]:
+    """No releases of its own: the what-if view is SGLang's, whose fusion the runtime's mirrors."""
+    from advisor.rules.sglang.engine import ENGINE as SGLANG
+
+    return SGLANG.release_matrix(s)
+
+
+ENGINE = Engine(
+    name=NAME,
+    package="torch",
+    releases=(),
+    resolve=resolve,
+    decide=decide,
+    release_matrix=release_matrix,
+    command=command_for,
+    install_hint=partial(install_command, NAME),
+    decision_ids=("flashinfer_allreduce_fusion", "device"),
+)

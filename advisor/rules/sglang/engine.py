@@ -1,0 +1,45 @@
+"""SGLang as the engine registry (advisor.rules.registry) sees it: one object, ENGINE, over the rules of this package."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from advisor.rules import sglang
+from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError
+from launcher.engines import command_for, install_command
+
+
+def resolve(version: str | None) -> tuple[str, list[Problem]]:
+    """The modelled release whose rules apply to ``version``; a warning when the version is newer than all of them."""
+    asked = version or sglang.NEWEST
+    try:
+        _, newer = sglang.row_for(asked)
+        rules = sglang.rules_release(asked)
+    except sglang.ReleaseError as exc:
+        raise ReleaseError(str(exc)) from None
+    if not newer:
+        return rules, []
+    return rules, [Problem(
+        "engine_version_newer", "warning",
+        f"sglang {asked} is newer than the newest modelled release; this plan uses the newest modelled release v{rules}",
+        "check the release notes for changed defaults, or pass --engine-version to pick a modelled release",
+        f"sglang v{rules}",
+    )]  # fmt: skip
+
+
+ENGINE = Engine(
+    name=sglang.ENGINE,
+    package="sglang",
+    releases=tuple(sglang.RELEASES),
+    resolve=resolve,
+    decide=sglang.decide,
+    release_matrix=sglang.release_matrix,
+    command=command_for,
+    install_hint=partial(install_command, sglang.ENGINE),
+    decision_ids=("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend",
+                  "memory_defaults"),  # fmt: skip
+    forcing={
+        "flashinfer_allreduce_fusion": Forcing(on=(sglang.BOOL_FLAG, sglang.BACKEND_FLAG), off=(sglang.ENFORCE_DISABLE,)),
+        "custom_allreduce": Forcing(off=(sglang.DISABLE_CUSTOM_AR,)),
+    },
+)

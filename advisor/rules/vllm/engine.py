@@ -1,0 +1,45 @@
+"""vLLM as the engine registry (advisor.rules.registry) sees it: one object, ENGINE, over the rules of this package."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from advisor.rules import vllm
+from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError, ReleaseOutcome, Scenario
+from launcher.engines import command_for, install_command
+
+
+def resolve(version: str | None) -> tuple[str, list[Problem]]:
+    """The modelled release whose rules apply to ``version`` (older and newer releases: warnings raised by decide)."""
+    try:
+        return vllm.rules_release(version or vllm.NEWEST), []
+    except vllm.ReleaseError as exc:
+        raise ReleaseError(str(exc)) from None
+
+
+def release_matrix(s: Scenario) -> tuple[ReleaseOutcome, ...]:
+    """The fusion outcome of this scenario under every modelled vLLM release."""
+    out = []
+    for release in vllm.RELEASES:
+        decision = vllm.fusion_decision(s, release)
+        out.append(ReleaseOutcome(release, decision.enabled, tuple(c.id for c in decision.failed)))
+    return tuple(out)
+
+
+ENGINE = Engine(
+    name=vllm.ENGINE,
+    package="vllm",
+    releases=tuple(vllm.RELEASES),
+    resolve=resolve,
+    decide=vllm.decide,
+    release_matrix=release_matrix,
+    command=command_for,
+    install_hint=partial(install_command, vllm.ENGINE),
+    decision_ids=("flashinfer_allreduce_fusion", "custom_allreduce", "compilation", "attention_backend",
+                  "memory_defaults", "chunked_prefill", "prefix_caching", "async_scheduling"),  # fmt: skip
+    forcing={
+        # -cc.pass_config.fuse_allreduce_rms=True|False; --enforce-eager compiles nothing, so no fusion pass runs.
+        "flashinfer_allreduce_fusion": Forcing(off=(vllm.ENFORCE_EAGER,), field=vllm.FUSE_FLAG.rsplit(".", 1)[1]),
+        "custom_allreduce": Forcing(off=(vllm.DISABLE_CUSTOM_AR,)),
+    },
+)
