@@ -156,7 +156,7 @@ def attention_params(model: ModelSpec) -> int | None:
 def weights_bytes_per_gpu(model: ModelSpec, dtype: str | None, tp: int, attention_tp: int) -> float | None:
     """num_params x bytes per param / tp; under DP attention the attention and the embedding are split over the
     attention tp only (sglang models: VocabParallelEmbedding(use_attn_tp_group=is_dp_attention_enabled()))."""
-    from advisor.rules.checks import weight_bytes_per_param
+    from advisor.models import weight_bytes_per_param
 
     per_param = weight_bytes_per_param(dtype, model.quantization)
     if not model.num_params or per_param is None:

@@ -38,6 +38,18 @@ def dtype_bytes(dtype: str | None) -> int | None:
     return DTYPE_BYTES.get(dtype.lower().removeprefix("torch."))
 
 
+def weight_bytes_per_param(dtype: str | None, quantization: str | None) -> float | None:
+    """Bytes per parameter of the checkpoint as loaded (quantized formats: an estimate including scales)."""
+    quant = (quantization or "").lower()
+    if quant:
+        if "fp4" in quant or quant in ("awq", "gptq", "w4a16", "int4", "awq_marlin", "gptq_marlin", "bitsandbytes"):
+            return 0.5625
+        if "fp8" in quant or quant in ("int8", "w8a8", "w8a8_int8", "w8a8_fp8", "modelopt", "fbgemm_fp8"):
+            return 1.0
+        return None
+    return dtype_bytes(dtype)
+
+
 class ModelError(Exception):
     """A model could not be resolved; the message is one line naming the problem and the fix."""
 

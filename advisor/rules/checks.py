@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from advisor.facts import Facts, Gpu
-from advisor.models import ModelSpec, dtype_bytes
+from advisor.models import ModelSpec, dtype_bytes, weight_bytes_per_param
 from advisor.rules import flashinfer as fi
 from advisor.rules.checks_machine import MACHINE_CHECKS
 from advisor.rules.engine import Forcing, Problem, parse_cuda
@@ -371,18 +371,6 @@ def check_tp_divisibility(ctx: _Context) -> list[Problem]:
 
 
 # -- memory --------------------------------------------------------------------------------------------------------
-
-
-def weight_bytes_per_param(dtype: str | None, quantization: str | None) -> float | None:
-    """Bytes per parameter of the checkpoint as loaded (quantized formats: an estimate including scales)."""
-    quant = (quantization or "").lower()
-    if quant:
-        if "fp4" in quant or quant in ("awq", "gptq", "w4a16", "int4", "awq_marlin", "gptq_marlin", "bitsandbytes"):
-            return 0.5625
-        if "fp8" in quant or quant in ("int8", "w8a8", "w8a8_int8", "w8a8_fp8", "modelopt", "fbgemm_fp8"):
-            return 1.0
-        return None
-    return dtype_bytes(dtype)
 
 
 def check_weights_fit(ctx: _Context) -> list[Problem]:

@@ -22,10 +22,10 @@ from starlette.requests import ClientDisconnect
 
 from launcher.runtime.engine import SamplingParams
 from launcher.runtime.serve import protocol
+from launcher.runtime.serve.limits import DEFAULT_MAX_REQUEST_BYTES
 from launcher.runtime.serve.metrics import CONTENT_TYPE, Metrics
 from launcher.runtime.serve.protocol import ChatCompletionRequest, CompletionRequest, OpenAIError
 from launcher.runtime.serve.scheduler import Failed, NotServing, QueueFull, Scheduler
-from launcher.runtime.serve.server import DEFAULT_MAX_REQUEST_BYTES
 from launcher.runtime.serve.textstream import TextStream
 
 ENDPOINTS = ("/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions")

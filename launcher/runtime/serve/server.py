@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable, Generator
 from typing import Any
 
+from launcher.runtime.serve.limits import DEFAULT_MAX_REQUEST_BYTES
+
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024  # generous: a 128k-token prompt sent as JSON token ids is about 1 MiB
 LOOPBACK_HINT = "use 127.0.0.1, ::1 or localhost"
 
 
