@@ -221,6 +221,7 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
 
     ``facts``: already loaded for these options (the TUI caches them, so a form change does not probe again)."""
     from advisor.plan import Intent
+    from advisor.rules.registry import get as get_engine
     from advisor.rules.registry import names as engine_names
 
     _check_positive("--tp", options.tp)
@@ -233,7 +234,7 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
         raise usage_error(
             f"--engine-version {options.engine_version!r} is not a release number; pass X.Y.Z, e.g. 0.5.14"
         )
-    from launcher.engines import ENGINE_DTYPES, MOE_A2A_BACKENDS
+    from launcher.engines import MOE_A2A_BACKENDS
 
     backend = options.moe_a2a_backend
     if backend is not None and backend not in MOE_A2A_BACKENDS:
@@ -241,9 +242,9 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
     if facts is None:
         facts = load_facts(options)
     engine = options.engine or default_engine(facts)
-    if options.dtype is not None and options.dtype not in ENGINE_DTYPES[engine]:
+    if options.dtype is not None and options.dtype not in (dtypes := get_engine(engine).dtypes):
         raise usage_error(
-            f"--dtype {options.dtype!r} is not a dtype {engine} accepts; choose one of {', '.join(ENGINE_DTYPES[engine])}"
+            f"--dtype {options.dtype!r} is not a dtype {engine} accepts; choose one of {', '.join(dtypes)}"
         )
     model = _resolve_model(options.model, engine)
     tp = options.tp if options.tp is not None else default_tp(facts, engine, options.model)

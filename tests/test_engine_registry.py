@@ -72,6 +72,7 @@ def command(plan, **options):
 ENGINE = Engine(
     name=rules.ENGINE, package="{name}-dist", releases=rules.RELEASES, resolve=resolve, decide=rules.decide,
     release_matrix=release_matrix, command=command, install_hint=lambda version: "pip install {name}-dist",
+    dtypes=("auto", "bfloat16"),
     decision_ids=("flashinfer_allreduce_fusion",),
     forcing={{"flashinfer_allreduce_fusion": Forcing(off=(rules.OFF_FLAG,))}},
 )
@@ -160,7 +161,7 @@ def test_the_cli_offers_and_checks_a_registered_engine(register):
     register("tpfake", [("1.0.0", False), ("1.1.0", True)])
     runner = CliRunner()
     result = runner.invoke(main, ["check", "--json", "--profile", "h200-8", "--engine", "tpfake", "--engine-version",
-                                  "1.1.0", "--model", "Qwen/Qwen3-8B", "--tp", "2"])  # fmt: skip
+                                  "1.1.0", "--model", "Qwen/Qwen3-8B", "--tp", "2", "--dtype", "bfloat16"])  # fmt: skip
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["engine"] == {"name": "tpfake", "version": "1.1.0", "rules": "1.1.0"}
@@ -168,6 +169,9 @@ def test_the_cli_offers_and_checks_a_registered_engine(register):
     assert [row["release"] for row in data["release_matrix"]] == ["1.0.0", "1.1.0"]
     unknown = runner.invoke(main, ["check", "--profile", "h200-8", "--engine", "nope"])
     assert unknown.exit_code == 2 and "tpfake" in unknown.output  # the choices name the registered engine
+    dtype = runner.invoke(main, ["check", "--profile", "h200-8", "--engine", "tpfake", "--model", "Qwen/Qwen3-8B",
+                                 "--dtype", "float32"])  # fmt: skip
+    assert dtype.exit_code == 2 and "choose one of auto, bfloat16" in dtype.output  # the engine's own --dtype values
     assert _complete("advisor check --engine tpfake --engine-version 1.") == ["1.1.0", "1.0.0"]
     assert _complete("advisor explain --engine tpfake flash") == ["flashinfer_allreduce_fusion"]
 

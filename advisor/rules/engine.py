@@ -328,6 +328,7 @@ class Engine:
     release_matrix: Callable[[Scenario], tuple[ReleaseOutcome, ...]]
     command: Callable[..., list[str]]  # (plan, *, mode, extra, python, node_rank, dist_init_addr) -> argv
     install_hint: Callable[[str | None], str]  # (version) -> the pip command that installs it
+    dtypes: tuple[str, ...] = ("auto",)  # the --dtype values it accepts
     decision_ids: tuple[str, ...] = ()  # the ids of the decisions it makes (`advisor explain RULE` completes them)
     forcing: dict[str, Forcing] = field(default_factory=dict)  # decision id -> the arguments that force it
 

@@ -6,7 +6,7 @@ from functools import partial
 
 from advisor.rules import sglang
 from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError
-from launcher.engines import command_for, install_command
+from launcher.engines import ENGINE_DTYPES, command_for, install_command
 
 
 def resolve(version: str | None) -> tuple[str, list[Problem]]:
@@ -36,6 +36,7 @@ ENGINE = Engine(
     release_matrix=sglang.release_matrix,
     command=command_for,
     install_hint=partial(install_command, sglang.ENGINE),
+    dtypes=ENGINE_DTYPES[sglang.ENGINE],
     decision_ids=("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend",
                   "memory_defaults"),  # fmt: skip
     forcing={

@@ -6,7 +6,7 @@ from functools import partial
 
 from advisor.rules import vllm
 from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError, ReleaseOutcome, Scenario
-from launcher.engines import command_for, install_command
+from launcher.engines import ENGINE_DTYPES, command_for, install_command
 
 
 def resolve(version: str | None) -> tuple[str, list[Problem]]:
@@ -35,6 +35,7 @@ ENGINE = Engine(
     release_matrix=release_matrix,
     command=command_for,
     install_hint=partial(install_command, vllm.ENGINE),
+    dtypes=ENGINE_DTYPES[vllm.ENGINE],
     decision_ids=("flashinfer_allreduce_fusion", "custom_allreduce", "compilation", "attention_backend",
                   "memory_defaults", "chunked_prefill", "prefix_caching", "async_scheduling"),  # fmt: skip
     forcing={
