@@ -71,7 +71,9 @@ def _normalise(engine: str, text: str, option: str) -> str:
 
 
 def _installed(facts: Facts, engine: str) -> str | None:
-    package = facts.package(engine)
+    from advisor.rules import registry
+
+    package = facts.package(registry.get(engine).package)
     return package.base_version if package.installed and package.version else None
 
 

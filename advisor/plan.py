@@ -11,12 +11,22 @@ Cheap to import: no torch, flashinfer or textual (the engines' rules and the che
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from advisor.facts import Facts
 from advisor.models import ModelSpec
 from advisor.rules import registry
-from advisor.rules.engine import Decision, Problem, ReleaseError, ReleaseOutcome, Scenario, flag_groups, parse_release
+from advisor.rules.engine import (
+    Decision,
+    Engine,
+    Problem,
+    ReleaseError,
+    ReleaseOutcome,
+    Scenario,
+    flag_groups,
+    parse_release,
+)
 
 ENGINES = registry.names()  # the engines registered when this module was imported (advisor.rules.registry)
 
@@ -75,11 +85,12 @@ def _validate(intent: Intent) -> None:
         raise PlanError(f"tp {intent.tp} does not split evenly over {intent.nnodes} nodes; choose a tp divisible by --nnodes")
 
 
-def _engine_version(facts: Facts, intent: Intent, newest: str) -> tuple[str, list[Problem]]:
-    """The version whose rules apply, and any warning about where it came from."""
+def _engine_version(facts: Facts, intent: Intent, engine: Engine) -> tuple[str, list[Problem]]:
+    """The version whose rules apply (asked for, else installed, else the newest modelled), and any warning about it."""
+    newest = engine.newest
     if intent.engine_version:
         return intent.engine_version.strip().lstrip("v"), []
-    pkg = facts.package(intent.engine)
+    pkg = facts.package(engine.package)
     if pkg.installed and pkg.version:
         if parse_release(pkg.version) is not None:
             return pkg.base_version, []
@@ -113,7 +124,7 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
 
     version: str | None = None
     if engine.releases:
-        version, found = _engine_version(facts, intent, engine.newest)
+        version, found = _engine_version(facts, intent, engine)
         problems += found
     try:
         rules, found = engine.resolve(version)  # once per plan
@@ -143,7 +154,7 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     return _with_argv(plan, engine.command)
 
 
-def _with_argv(plan: Plan, command) -> Plan:
+def _with_argv(plan: Plan, command: Callable[..., list[str]]) -> Plan:
     """The command line as the engine spells it; when it cannot be built, an empty argv and a problem saying why."""
     from launcher.engines import EngineCommandError
 

@@ -431,7 +431,9 @@ SHM_SOURCE = (f"{NCCL_TROUBLESHOOTING}: Docker, --shm-size=1g --ulimit memlock=-
 
 def check_shm(ctx: _Context) -> list[Problem]:
     """shm_too_small: /dev/shm below what NCCL and the engines' worker queues need (containers default to 64 MB)."""
-    if ctx.tp_per_node < 2 or ctx.intent.engine not in ("sglang", "vllm", "bundled"):
+    from advisor.rules import registry
+
+    if ctx.tp_per_node < 2 or ctx.intent.engine not in registry.names():
         return []
     system = ctx.facts.system
     if system.shm_mib is None:

@@ -7,6 +7,7 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from advisor.rules.registry import names as engine_names
 from advisor.tui.session import LIVE, releases_for
 
 
@@ -28,7 +29,7 @@ class AdvisorCommands(Provider):
         ]
         for name, summary in self.app.profiles:
             commands.append((f"Machine: {name}", partial(screen.set_profile, name), f"Simulated: {summary}"))
-        for engine in ("bundled", "sglang", "vllm"):
+        for engine in engine_names():
             commands.append((f"Engine: {engine}", partial(screen.set_engine, engine, None), "Installed or newest rules"))
             for release in reversed(releases_for(engine)):
                 commands.append(
