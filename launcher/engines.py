@@ -25,6 +25,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from launcher.runtime import contract
+
 if TYPE_CHECKING:
     from advisor.plan import Plan
 
@@ -33,14 +35,13 @@ TORCHRUN_MODULE = "torch.distributed.run"
 DEFAULT_RDZV_PORT = 29500
 DEMO_MODEL = "demo"
 ENGINES = ("bundled", "sglang", "vllm")
-RUNTIME_MODES = ("serve", "generate", "bench")  # the bundled runtime's --mode values
-# The bundled runtime's KV-cache defaults: --max-batch-size slots of --max-model-len tokens (capped at the model's
-# max_position_embeddings); advisor/layouts.py sizes the cache from them.
-RUNTIME_MAX_BATCH_SIZE = 8
-RUNTIME_MAX_MODEL_LEN = 2048
-# --dtype values each engine accepts. The bundled runtime: launcher.runtime.worker's parser (it imports this).
-# SGLang: python/sglang/srt/server_args.py, `--dtype` choices; vLLM: vllm/config (ModelDType), the same names.
-RUNTIME_DTYPES = ("auto", "bfloat16", "float16", "float32")
+# The bundled runtime's modes, KV-cache defaults and dtypes: its contract (launcher/runtime/contract.py).
+RUNTIME_MODES = contract.MODES
+RUNTIME_MAX_BATCH_SIZE = contract.MAX_BATCH_SIZE
+RUNTIME_MAX_MODEL_LEN = contract.MAX_MODEL_LEN
+RUNTIME_DTYPES = contract.DTYPES
+# --dtype values each engine accepts. SGLang: python/sglang/srt/server_args.py, `--dtype` choices; vLLM: vllm/config
+# (ModelDType), the same names.
 ENGINE_DTYPES = {
     "bundled": RUNTIME_DTYPES,
     "sglang": ("auto", "half", "float16", "bfloat16", "float", "float32"),
@@ -165,19 +166,27 @@ def _bundled(
     else:
         argv += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", addr]
     argv += ["--nproc-per-node", str(tp // nnodes), "--max-restarts", "0"]
-    flags = list(plan.flags)
-    allreduce = flag_value(flags, "--allreduce") or "torch"
-    flags = without_flag(flags, "--allreduce")
+    allreduce, device = _bundled_choices(plan)
     argv += [
         "-m", RUNTIME_MODULE,
         "--model", _bundled_model(plan),
         "--tp-size", str(tp),
         "--dtype", intent.dtype or "auto",
-        "--device", "cuda" if plan.facts.engine_gpus else "cpu",
-        "--allreduce", allreduce,
+        "--device", device,
+        contract.ALLREDUCE_FLAG, allreduce,
         "--mode", mode or intent.mode,
     ]  # fmt: skip
-    return argv + _tail(plan, flags, extra)
+    # The allreduce decision's own flag group is placed above, from its value; the rest of the plan's flags follow.
+    return argv + _tail(plan, without_flag(plan.flags, contract.ALLREDUCE_FLAG), extra)
+
+
+def _bundled_choices(plan: Plan) -> tuple[str, str]:
+    """(allreduce, device): the values of the plan's bundled decisions (advisor/rules/bundled). A plan without them
+    (made by hand) gets the runtime's plain allreduce and the device its facts give."""
+    fusion, device = plan.decision("flashinfer_allreduce_fusion"), plan.decision("device")
+    allreduce = fusion.value["allreduce"] if fusion is not None else contract.ALLREDUCE_TORCH
+    chosen = device.value["device"] if device is not None else contract.device_for(bool(plan.facts.engine_gpus))
+    return allreduce, chosen
 
 
 def _bundled_model(plan: Plan) -> str:

@@ -18,6 +18,7 @@ from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules import flashinfer as fi
 from advisor.rules.checks_machine import MACHINE_CHECKS
 from advisor.rules.engine import Problem, parse_cuda
+from launcher.runtime.contract import FUSION_MAJORS_BEFORE_SM12, FUSION_MAX_TOKENS
 
 if TYPE_CHECKING:  # advisor.plan imports this module
     from advisor.plan import Intent
@@ -31,8 +32,6 @@ FORCE_OFF_FLAGS = ("--enforce-disable-flashinfer-allreduce-fusion", "--enforce-e
 FORCE_ON_FLAGS = ("--enable-flashinfer-allreduce-fusion", "--flashinfer-allreduce-fusion-backend")
 VLLM_FUSION_FIELD = "fuse_allreduce_rms="  # -cc.pass_config.fuse_allreduce_rms=True|False
 
-# Engines pre-allocate the fusion workspace for this many tokens (SGLang FUSE_ALLREDUCE_MAX_BATCH_SIZE).
-FUSION_MAX_TOKENS = 2048
 KV_CACHE_MIN_SHARE = 0.10  # below this share of GPU memory left after weights, the KV cache is starved
 FP8_BLOCK = 128  # block-quantized fp8 checkpoints (DeepSeek/Qwen style) use 128x128 weight blocks
 
@@ -114,7 +113,7 @@ class _Context:
             return False
         gpus = self.gpus_used
         majors = {g.capability[0] for g in gpus if g.capability}
-        if majors and not majors <= set(pred.fusion_majors or (9, 10)):
+        if majors and not majors <= set(pred.fusion_majors or FUSION_MAJORS_BEFORE_SM12):
             return False
         if pred.importable is None or not gpus or any(g.capability is None for g in gpus):
             return None
