@@ -156,16 +156,16 @@ def _bundled(
     plan: Plan, *, mode: str | None, extra: Sequence[str], python: str | None, node_rank: int, addr: str
 ) -> list[str]:
     intent = plan.intent
-    tp = max(1, intent.tp)
-    nnodes = max(1, intent.nnodes)
-    if tp % nnodes:
-        raise EngineCommandError(f"tp {tp} does not split evenly over {nnodes} nodes; choose a tp divisible by --nnodes")
+    problem = intent.error()  # counts below 1, a tp that does not split over the nodes (advisor/intent.py)
+    if problem:
+        raise EngineCommandError(problem)
+    tp, nnodes = intent.tp, intent.nnodes
     argv = [python or sys.executable, "-m", TORCHRUN_MODULE]
     if nnodes == 1:
         argv += ["--standalone", "--nnodes", "1"]
     else:
         argv += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", addr]
-    argv += ["--nproc-per-node", str(tp // nnodes), "--max-restarts", "0"]
+    argv += ["--nproc-per-node", str(intent.gpus_per_node), "--max-restarts", "0"]
     allreduce, device = _bundled_choices(plan)
     argv += [
         "-m", RUNTIME_MODULE,

@@ -9,7 +9,6 @@ Ground truth: /work/shared/docs/flashinfer.md, gpus.md, sglang.md, vllm-nvml-tor
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -78,8 +77,7 @@ class _Context:
 
     @property
     def tp_per_node(self) -> int:
-        nnodes = max(self.intent.nnodes, 1)
-        return max(math.ceil(self.intent.tp / nnodes), 1)
+        return self.intent.gpus_per_node
 
     @property
     def gpus_used(self) -> tuple[Gpu, ...]:
