@@ -88,19 +88,21 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
         echo(f"multi-node: run on each node the command for its rank (this one starts node {node_rank}):")
         for rank, argv in enumerate(commands):
             echo(f"  node {rank}: " + clean(shlex.join(argv), newlines=False))
-    ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=plan.intent.engine))
+    ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=plan.intent.engine, engine=plan.intent.engine))
 
 
-def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run") -> int:
-    """Start ``argv`` through launcher.spawn, stream its lines, forward SIGINT/SIGTERM/SIGHUP; the exit code to use."""
+def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run", engine: str | None = None) -> int:
+    """Start ``argv`` through launcher.spawn, stream its lines, forward SIGINT/SIGTERM/SIGHUP; the exit code to use.
+    ``engine``: whose ready line to wait for (None: any engine's)."""
     from launcher import spawn
+    from launcher.engines import ready_signals
 
     path = run_dir or spawn.default_run_dir(label)
     _err("command: " + clean(shlex.join(argv), newlines=False))
     _err(f"logs: {path}")
     printer = _Printer(mute_agent_teardown=spawn.is_torchrun(argv))
     with spawn.forward_signals() as forwarder:  # in place before the child exists: no signal slips through
-        run = spawn.start(argv, run_dir=path, on_line=printer)
+        run = spawn.start(argv, run_dir=path, on_line=printer, ready=ready_signals(engine))
         forwarder.attach(run)
         code = run.wait()
     try:

@@ -21,8 +21,10 @@ Cheap to import: no torch, no advisor at run time (advisor.plan only for type ch
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from launcher.runtime import contract
@@ -56,6 +58,35 @@ RUNTIME_EXTRA = "tp-advisor[runtime]"
 # The modules the bundled runtime imports (the `runtime` extra of pyproject.toml); the server adds SERVE_MODULES.
 RUNTIME_MODULES = ("torch", "safetensors", "tokenizers")
 SERVE_MODULES = ("fastapi", "uvicorn", "jinja2")
+
+
+@dataclass(frozen=True)
+class ReadySignal:
+    """A line an engine prints once it accepts requests (`launcher.spawn` marks the run ready on the first one)."""
+
+    pattern: re.Pattern[str]  # group 1 is the URL
+    from_ranks: bool  # True: a worker rank prints it; False: only the engine's main process (a line without rank prefix)
+
+    def url(self, text: str, rank: int | None) -> str | None:
+        """The URL when ``text`` (from ``rank``, None for the main process) is this signal, else None."""
+        if rank is not None and not self.from_ranks:
+            return None
+        match = self.pattern.search(text)
+        return match.group(1) if match else None
+
+
+# The bundled runtime's serving rank prints "ready: URL" (launcher/runtime/serve/server.py).
+RUNTIME_READY = ReadySignal(re.compile(r"\b" + re.escape(contract.READY_PREFIX) + r"(https?://\S+)"), from_ranks=True)
+# SGLang and vLLM serve through uvicorn, which logs "Uvicorn running on URL" once it accepts connections.
+UVICORN_READY = ReadySignal(re.compile(r"\bUvicorn running on (https?://[^\s)]+)"), from_ranks=False)
+READY_SIGNALS = {"bundled": (RUNTIME_READY,), "sglang": (UVICORN_READY,), "vllm": (UVICORN_READY,)}
+
+
+def ready_signals(engine: str | None = None) -> tuple[ReadySignal, ...]:
+    """How ``engine`` says it is ready; every engine's signals when the engine is not known (None or another name)."""
+    if engine in READY_SIGNALS:
+        return READY_SIGNALS[engine]
+    return tuple(dict.fromkeys(signal for signals in READY_SIGNALS.values() for signal in signals))
 
 
 def install_command(engine: str, version: str | None = None) -> str:

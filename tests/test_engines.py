@@ -150,3 +150,17 @@ def test_bundled_reads_the_decision_values_not_the_flags():
     assert argv[argv.index("--allreduce") + 1] == "torch"
     assert argv[argv.index("--device") + 1] == "cpu"
     assert argv.count("--allreduce") == 1
+
+
+def test_each_engine_supplies_its_ready_line():
+    from launcher.engines import ready_signals
+    from launcher.runtime.contract import READY_PREFIX
+
+    def url(engine, text, rank):
+        return next((u for s in ready_signals(engine) if (u := s.url(text, rank)) is not None), None)
+
+    assert url("bundled", READY_PREFIX + "http://127.0.0.1:8000", 0) == "http://127.0.0.1:8000"
+    assert url("sglang", "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)", None) == "http://0.0.0.0:30000"
+    assert url("sglang", "ready: http://127.0.0.1:8000", None) is None  # not SGLang's line
+    assert url("vllm", "Uvicorn running on http://0.0.0.0:8000", 3) is None  # only the main process's counts
+    assert set(ready_signals()) == set(ready_signals("bundled") + ready_signals("vllm"))  # unknown engine: any

@@ -20,6 +20,9 @@ ALLREDUCE_TORCH = "torch"  # torch.distributed allreduce, then residual add + RM
 ALLREDUCE_FUSION = "flashinfer-fusion"  # FlashInfer's fused allreduce + residual + RMSNorm (trtllm backend)
 ALLREDUCE_CHOICES = (ALLREDUCE_TORCH, ALLREDUCE_FUSION)
 
+# What the serving rank prints once it accepts requests: READY_PREFIX + its URL (launcher.engines.RUNTIME_READY).
+READY_PREFIX = "ready: "
+
 # The KV-cache defaults: --max-batch-size slots of --max-model-len tokens (capped at the model's
 # max_position_embeddings); advisor/layouts.py sizes the cache from them.
 MAX_BATCH_SIZE = 8

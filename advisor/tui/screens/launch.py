@@ -161,9 +161,10 @@ class LaunchScreen(Screen):
     @work(thread=True, exclusive=True, group="launch")
     def _start(self, argv: list[str]) -> None:
         from launcher import spawn
+        from launcher.engines import ready_signals
 
         try:
-            run = spawn.start(argv, on_line=self._on_line)
+            run = spawn.start(argv, on_line=self._on_line, ready=ready_signals(self.plan.intent.engine))
         except (OSError, ValueError) as exc:
             self.app.call_from_thread(self._start_failed, str(exc))
             return

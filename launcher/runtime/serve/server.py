@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Generator
 from typing import Any
 
+from launcher.runtime.contract import READY_PREFIX
+
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024  # generous: a 128k-token prompt sent as JSON token ids is about 1 MiB
 LOOPBACK_HINT = "use 127.0.0.1, ::1 or localhost"
@@ -212,7 +214,7 @@ def run_serve(
     )
 
     def announce() -> None:
-        print(f"ready: {url_for(host, port)}", flush=True)
+        print(f"{READY_PREFIX}{url_for(host, port)}", flush=True)
 
     server = _uvicorn_server(build_app(state), args, announce)
     server_box.append(server)
