@@ -13,11 +13,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from advisor.facts import MEMLOCK_UNLIMITED, Gpu, Link
+from advisor.rules.checks_memory import weight_bytes_per_param
 from advisor.rules.engine import Problem, Scenario, flag_value, has_flag
 from advisor.rules.sglang import DISABLE_CUSTOM_AR  # the same flag in vLLM
 
 if TYPE_CHECKING:
-    from advisor.rules.checks import _Context
+    from advisor.rules.checks_context import _Context
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 GIB_MIB = 1024
@@ -299,8 +300,6 @@ def _holders(gpu: Gpu) -> str:
 
 
 def _weights_per_gpu_mib(ctx: _Context) -> float:
-    from advisor.rules.checks import weight_bytes_per_param  # checks.py imports this module
-
     model = ctx.model
     if model is None or not model.num_params:
         return 0.0
