@@ -57,7 +57,7 @@ MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep
 RUNTIME_EXTRA = "tp-advisor[runtime]"
 # The modules the bundled runtime imports (the `runtime` extra of pyproject.toml); the server adds SERVE_MODULES.
 RUNTIME_MODULES = ("torch", "safetensors", "tokenizers")
-SERVE_MODULES = ("fastapi", "uvicorn", "jinja2")
+SERVE_MODULES = ("fastapi", "uvicorn", "jinja2", "prometheus_client")
 
 
 @dataclass(frozen=True)
