@@ -131,17 +131,10 @@ def fusion_decision(s: Scenario) -> Decision:
         notes.append("forced on although a condition fails: the runtime will fail to create the workspace or fall back")
     if not enabled:
         notes.append(f"torch.distributed allreduce ({group_backend}) followed by residual add + RMSNorm")
-    return Decision(
-        id="flashinfer_allreduce_fusion",
-        title="FlashInfer fused allreduce + residual + RMSNorm (bundled runtime)",
-        state=state,
-        enabled=enabled,
-        value=value,
-        conditions=results,
-        flags=(ALLREDUCE_FLAG, FUSED if enabled else PLAIN),
-        source=Source(SOURCE_RELEASE, COMMUNICATOR, "flashinfer trtllm backend limits"),
-        notes=tuple(notes),
-    )
+    title = "FlashInfer fused allreduce + residual + RMSNorm (bundled runtime)"
+    flags = (ALLREDUCE_FLAG, FUSED if enabled else PLAIN)  # launcher.engines places it from the value
+    return _decision("flashinfer_allreduce_fusion", title, state, value, results, flags, notes,
+                     Source(SOURCE_RELEASE, COMMUNICATOR, "flashinfer trtllm backend limits"))  # fmt: skip
 
 
 def device_decision(s: Scenario) -> Decision:
@@ -159,17 +152,16 @@ def device_decision(s: Scenario) -> Decision:
     notes = [f"process group backend {group_backend}", f"dtype {chosen_dtype}"]
     if not s.intent.dtype and s.model is not None and s.model.dtype and s.model.dtype != chosen_dtype:
         notes.append(f"the {s.model.dtype} checkpoint runs in {chosen_dtype} (--dtype auto); pass --dtype to choose")
-    return Decision(
-        id="device",
-        title="Device, dtype and process-group backend",
-        state=AUTO_ENABLED,
-        enabled=True,
-        value={"device": dev, "dtype": chosen_dtype, "backend": group_backend},
-        conditions=results,
-        flags=(),  # launcher.engines passes --device and --dtype (auto) itself
-        source=Source(SOURCE_RELEASE, "launcher/runtime/dist.py"),
-        notes=tuple(notes),
-    )
+    value = {"device": dev, "dtype": chosen_dtype, "backend": group_backend}
+    # No flags: launcher.engines passes --device (this value) and --dtype (auto) itself.
+    return _decision("device", "Device, dtype and process-group backend", AUTO_ENABLED, value, results, (), notes,
+                     Source(SOURCE_RELEASE, "launcher/runtime/dist.py"))  # fmt: skip
+
+
+def _decision(decision_id: str, title: str, state: str, value: dict, conditions, flags, notes, source) -> Decision:
+    """A decision of the bundled runtime; enabled follows from the state."""
+    return Decision(decision_id, title, state, is_enabled(state), value, tuple(conditions), tuple(flags), source,
+                    tuple(notes))  # fmt: skip
 
 
 def model_problems(s: Scenario) -> list[Problem]:
