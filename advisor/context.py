@@ -211,22 +211,21 @@ def default_tp(facts: Facts, engine: str, model: str | None) -> int:
     return DEMO_CPU_TP if engine == "bundled" and model is None else 1
 
 
-def _check_positive(name: str, value: int | None) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise usage_error(f"{name} must be a whole number >= 1, got {value!r}")
 
 
 def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelSpec | None, Intent]:
     """Facts, the model (None: the bundled runtime's demo model) and the Intent, with every default filled in.
 
     ``facts``: already loaded for these options (the TUI caches them, so a form change does not probe again)."""
-    from advisor.plan import Intent
+    from advisor.intent import COUNT_OPTIONS, Intent, count_error
     from advisor.rules.registry import get as get_engine
     from advisor.rules.registry import names as engine_names
 
-    _check_positive("--tp", options.tp)
-    _check_positive("--nnodes", options.nnodes)
-    _check_positive("--dp-size", options.dp_size)
+    for name in COUNT_OPTIONS:  # before any probe; tp None means "the default", resolved below
+        value = getattr(options, name)
+        message = None if value is None else count_error(name, value)
+        if message:
+            raise usage_error(message)
     if options.engine is not None and options.engine not in engine_names():
         raise usage_error(f"--engine {options.engine!r} is not an engine; choose one of {', '.join(engine_names())}")
 
@@ -248,19 +247,9 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
         )
     model = _resolve_model(options.model, engine)
     tp = options.tp if options.tp is not None else default_tp(facts, engine, options.model)
-    intent = Intent(
-        model=options.model,
-        tp=tp,
-        nnodes=options.nnodes,
-        dp_attention=options.dp_attention,
-        dp_size=options.dp_size,
-        moe_a2a_backend=options.moe_a2a_backend,
-        engine=engine,
-        engine_version=options.engine_version,
-        dtype=options.dtype,
-        overrides=tuple(options.overrides),
-        mode=options.mode,
-    )
+    # Options carries every field of Intent (same names); the defaults resolved here replace the "not given" ones.
+    given = {f.name: getattr(options, f.name) for f in fields(Intent)}
+    intent = Intent(**{**given, "tp": tp, "engine": engine, "overrides": tuple(options.overrides)})
     return facts, model, intent
 
 

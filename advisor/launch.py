@@ -50,7 +50,8 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
     Exit codes: the engine's; 1 plan errors (without --force) or engine not installed; 2 usage error; 130 on Ctrl-C,
     143 on SIGTERM, 129 on SIGHUP (the terminal closed). If this process is killed, the engine's tree goes too.
     """
-    from advisor.context import AdvisorError, exit_code_for, make_plan
+    from advisor.context import AdvisorError, make_plan
+    from advisor.launching import NO_COMMAND, PLAN_ERRORS, prepare_launch
 
     if dist_init_addr is not None and not _is_host_port(dist_init_addr):
         raise AdvisorError(f"--dist-init-addr expects HOST:PORT (for example 10.0.0.1:29500), got {dist_init_addr!r}", 2)
@@ -64,47 +65,44 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
     echo = _err
     for line in summary_lines(plan):
         echo(line)
-    commands = _commands(plan, options.python, dist_init_addr)
-    refused = exit_code_for(plan, options.strict) != 0 and not force  # errors, or warnings under --strict
+    commands, refusals = prepare_launch(plan, python=options.python, dist_init_addr=dist_init_addr,
+                                        strict=options.strict, run_dir=run_dir)  # fmt: skip
+    refusals = [r for r in refusals if not (force and r.kind == PLAN_ERRORS)]
+    for refusal in refusals:
+        if refusal.kind == NO_COMMAND:
+            raise AdvisorError(refusal.message, refusal.exit_code)
 
     if dry_run:
         for rank, argv in enumerate(commands):
             if nnodes > 1:
                 click.echo(f"# node {rank} of {nnodes}")
             click.echo(clean(shlex.join(argv), newlines=False))
+        refused = any(r.kind == PLAN_ERRORS for r in refusals)  # only the plan decides a dry run's exit code
         if refused:
             echo(click.style("the plan has errors: `advisor launch` would refuse to start it (see above; --force overrides)", fg="red"))
         ctx.exit(EXIT_ERRORS if refused else 0)
 
-    if refused:
-        count = sum(p.severity == "error" for p in plan.problems)
-        what = f"{count} error(s)" if count else "warnings and --strict is set"
-        raise AdvisorError(f"not starting: the plan has {what} (listed above); fix them, or pass --force to start anyway")
-    if plan.facts.source != "live":
-        raise AdvisorError(
-            f"the facts describe another machine ({plan.facts.source}); add --dry-run to see the command, or drop"
-            " --profile/--facts to launch on this one",
-            2,
-        )
-    _check_directories(run_dir, plan.intent.engine)
-    _check_engine_installed(plan, options.python, options.mode)
+    if refusals:
+        raise AdvisorError(refusals[0].message, refusals[0].exit_code)
     if nnodes > 1:
         echo(f"multi-node: run on each node the command for its rank (this one starts node {node_rank}):")
         for rank, argv in enumerate(commands):
             echo(f"  node {rank}: " + clean(shlex.join(argv), newlines=False))
-    ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=plan.intent.engine))
+    ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=plan.intent.engine, engine=plan.intent.engine))
 
 
-def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run") -> int:
-    """Start ``argv`` through launcher.spawn, stream its lines, forward SIGINT/SIGTERM/SIGHUP; the exit code to use."""
+def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run", engine: str | None = None) -> int:
+    """Start ``argv`` through launcher.spawn, stream its lines, forward SIGINT/SIGTERM/SIGHUP; the exit code to use.
+    ``engine``: whose ready line to wait for (None: any engine's)."""
     from launcher import spawn
+    from launcher.engines import ready_signals
 
     path = run_dir or spawn.default_run_dir(label)
     _err("command: " + clean(shlex.join(argv), newlines=False))
     _err(f"logs: {path}")
     printer = _Printer(mute_agent_teardown=spawn.is_torchrun(argv))
     with spawn.forward_signals() as forwarder:  # in place before the child exists: no signal slips through
-        run = spawn.start(argv, run_dir=path, on_line=printer)
+        run = spawn.start(argv, run_dir=path, on_line=printer, ready=ready_signals(engine))
         forwarder.attach(run)
         code = run.wait()
     try:
@@ -215,58 +213,6 @@ def _why(decision) -> str:
 def _is_host_port(value: str) -> bool:
     host, sep, port = value.rpartition(":")
     return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)
-
-
-def _commands(plan, python: str | None, dist_init_addr: str | None) -> list[list[str]]:
-    from advisor.context import AdvisorError
-    from launcher.engines import EngineCommandError, commands_for_nodes
-
-    try:
-        # The bundled runtime runs in this interpreter (it ships with tp-advisor); --python picks SGLang's or vLLM's.
-        engine_python = python if plan.intent.engine != "bundled" else None
-        return commands_for_nodes(plan, python=engine_python, dist_init_addr=dist_init_addr)
-    except EngineCommandError as exc:
-        raise AdvisorError(str(exc), 2) from None
-
-
-def _check_directories(run_dir: str | None, engine: str) -> None:
-    """The run directory and the bundled runtime's cache must be directories (or creatable): one line, not a traceback."""
-    from advisor.context import AdvisorError
-    from launcher.files import FileRefused, check_directory, check_directory_variable
-
-    try:
-        if run_dir:
-            check_directory(run_dir, "--run-dir")
-        else:
-            check_directory_variable("TP_ADVISOR_RUNS")
-        if engine == "bundled":
-            check_directory_variable("TP_ADVISOR_CACHE")
-    except FileRefused as exc:
-        raise AdvisorError(str(exc)) from None
-
-
-def _check_engine_installed(plan, python: str | None, mode: str | None) -> None:
-    from advisor.context import AdvisorError
-    from advisor.rules import registry
-    from launcher.engines import missing_runtime_modules
-
-    engine = plan.intent.engine
-    spec = registry.get(engine)  # its package and install hint
-    if engine == "bundled":  # it runs in this interpreter, whatever --python says
-        missing = missing_runtime_modules(mode)
-        if missing:
-            raise AdvisorError(
-                f"the bundled runtime needs {', '.join(missing)}, not installed in this Python environment:"
-                f" {spec.install_hint(None)}"
-            )
-        return
-    if plan.facts.package(spec.package).installed:
-        return
-    where = f"the interpreter {python}" if python else "this Python environment"
-    raise AdvisorError(
-        f"{engine} is not installed in {where}: {spec.install_hint(plan.intent.engine_version)}; or pass"
-        " --python PATH of an environment that has it, or --engine bundled"
-    )
 
 
 class _Printer:

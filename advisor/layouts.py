@@ -476,7 +476,7 @@ def table_rows(report: LayoutsReport) -> list[tuple[str, ...]]:
 def print_layouts(report: LayoutsReport, console: Any) -> None:
     from rich.table import Table
 
-    from advisor.report import _box, emit
+    from advisor.report.render import _box, emit
 
     fraction = {"sglang": "mem_fraction_static", "vllm": "gpu_memory_utilization"}.get(report.engine.get("name"))
     version = report.engine.get("version")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from advisor.facts import Facts
+from advisor.intent import Intent  # its home is advisor.intent; `from advisor.plan import Intent` keeps working
 from advisor.models import ModelSpec
 from advisor.rules import registry
 from advisor.rules.engine import (
@@ -33,24 +34,6 @@ ENGINES = registry.names()  # the engines registered when this module was import
 
 class PlanError(Exception):
     """The intent cannot be planned (tp < 1, an unknown engine version, ...); the message is one line naming the fix."""
-
-
-@dataclass(frozen=True)
-class Intent:
-    """What the user asked for (CLI flags or the TUI form)."""
-
-    model: str | None = None  # id or directory; None -> the bundled runtime's demo model
-    tp: int = 1
-    nnodes: int = 1
-    dp_attention: bool = False
-    dp_size: int = 1
-    moe_a2a_backend: str = "none"
-    engine: str = "bundled"  # "bundled" | "sglang" | "vllm"
-    engine_version: str | None = None  # None -> the probed version, else the newest modelled release
-    dtype: str | None = None  # None -> the model's dtype
-    # Explicit engine flags the user passed after `--` (or set in the TUI), e.g. "--enforce-disable-flashinfer-allreduce-fusion".
-    overrides: tuple[str, ...] = ()
-    mode: str = "serve"  # for the bundled runtime: serve | generate | bench
 
 
 @dataclass(frozen=True)
@@ -76,13 +59,9 @@ class Plan:
 def _validate(intent: Intent) -> None:
     if intent.engine not in registry.names():
         raise PlanError(f"unknown engine {intent.engine!r}; choose one of {', '.join(registry.names())}")
-    for name in ("tp", "nnodes", "dp_size"):
-        value = getattr(intent, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            flag = "--" + name.replace("_", "-")
-            raise PlanError(f"{flag} must be a whole number >= 1, got {value!r}; pass e.g. {flag} 1")
-    if intent.tp % intent.nnodes:
-        raise PlanError(f"tp {intent.tp} does not split evenly over {intent.nnodes} nodes; choose a tp divisible by --nnodes")
+    problem = intent.error()
+    if problem:
+        raise PlanError(problem)
 
 
 def _engine_version(facts: Facts, intent: Intent, engine: Engine) -> tuple[str, list[Problem]]:

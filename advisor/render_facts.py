@@ -1,6 +1,6 @@
 """Facts (and a plan's problems) as plain rows: the machine summary, the `nvidia-smi topo -m` matrix, the package table.
 
-Pure functions returning strings and tuples, shared by the rich report (advisor/report.py) and the TUI; no rich here.
+Pure functions returning strings and tuples, shared by the rich report (advisor/report/render.py) and the TUI; no rich here.
 """
 
 from __future__ import annotations

@@ -21,9 +21,13 @@ Cheap to import: no torch, no advisor at run time (advisor.plan only for type ch
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from launcher.runtime import contract
 
 if TYPE_CHECKING:
     from advisor.plan import Plan
@@ -32,14 +36,13 @@ RUNTIME_MODULE = "launcher.runtime"
 TORCHRUN_MODULE = "torch.distributed.run"
 DEFAULT_RDZV_PORT = 29500
 DEMO_MODEL = "demo"
-RUNTIME_MODES = ("serve", "generate", "bench")  # the bundled runtime's --mode values
-# The bundled runtime's KV-cache defaults: --max-batch-size slots of --max-model-len tokens (capped at the model's
-# max_position_embeddings); advisor/layouts.py sizes the cache from them.
-RUNTIME_MAX_BATCH_SIZE = 8
-RUNTIME_MAX_MODEL_LEN = 2048
-# --dtype values each engine accepts. The bundled runtime: launcher.runtime.worker's parser (it imports this).
-# SGLang: python/sglang/srt/server_args.py, `--dtype` choices; vLLM: vllm/config (ModelDType), the same names.
-RUNTIME_DTYPES = ("auto", "bfloat16", "float16", "float32")
+# The bundled runtime's modes, KV-cache defaults and dtypes: its contract (launcher/runtime/contract.py).
+RUNTIME_MODES = contract.MODES
+RUNTIME_MAX_BATCH_SIZE = contract.MAX_BATCH_SIZE
+RUNTIME_MAX_MODEL_LEN = contract.MAX_MODEL_LEN
+RUNTIME_DTYPES = contract.DTYPES
+# --dtype values each engine accepts. SGLang: python/sglang/srt/server_args.py, `--dtype` choices; vLLM: vllm/config
+# (ModelDType), the same names.
 ENGINE_DTYPES = {
     "bundled": RUNTIME_DTYPES,
     "sglang": ("auto", "half", "float16", "bfloat16", "float", "float32"),
@@ -53,7 +56,36 @@ MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep
 RUNTIME_EXTRA = "tp-advisor[runtime]"
 # The modules the bundled runtime imports (the `runtime` extra of pyproject.toml); the server adds SERVE_MODULES.
 RUNTIME_MODULES = ("torch", "safetensors", "tokenizers")
-SERVE_MODULES = ("fastapi", "uvicorn", "jinja2")
+SERVE_MODULES = ("fastapi", "uvicorn", "jinja2", "prometheus_client")
+
+
+@dataclass(frozen=True)
+class ReadySignal:
+    """A line an engine prints once it accepts requests (`launcher.spawn` marks the run ready on the first one)."""
+
+    pattern: re.Pattern[str]  # group 1 is the URL
+    from_ranks: bool  # True: a worker rank prints it; False: only the engine's main process (a line without rank prefix)
+
+    def url(self, text: str, rank: int | None) -> str | None:
+        """The URL when ``text`` (from ``rank``, None for the main process) is this signal, else None."""
+        if rank is not None and not self.from_ranks:
+            return None
+        match = self.pattern.search(text)
+        return match.group(1) if match else None
+
+
+# The bundled runtime's serving rank prints "ready: URL" (launcher/runtime/serve/server.py).
+RUNTIME_READY = ReadySignal(re.compile(r"\b" + re.escape(contract.READY_PREFIX) + r"(https?://\S+)"), from_ranks=True)
+# SGLang and vLLM serve through uvicorn, which logs "Uvicorn running on URL" once it accepts connections.
+UVICORN_READY = ReadySignal(re.compile(r"\bUvicorn running on (https?://[^\s)]+)"), from_ranks=False)
+READY_SIGNALS = {"bundled": (RUNTIME_READY,), "sglang": (UVICORN_READY,), "vllm": (UVICORN_READY,)}
+
+
+def ready_signals(engine: str | None = None) -> tuple[ReadySignal, ...]:
+    """How ``engine`` says it is ready; every engine's signals when the engine is not known (None or another name)."""
+    if engine in READY_SIGNALS:
+        return READY_SIGNALS[engine]
+    return tuple(dict.fromkeys(signal for signals in READY_SIGNALS.values() for signal in signals))
 
 
 def install_command(engine: str, version: str | None = None) -> str:
@@ -154,29 +186,37 @@ def _bundled(
     plan: Plan, *, mode: str | None, extra: Sequence[str], python: str | None, node_rank: int, addr: str
 ) -> list[str]:
     intent = plan.intent
-    tp = max(1, intent.tp)
-    nnodes = max(1, intent.nnodes)
-    if tp % nnodes:
-        raise EngineCommandError(f"tp {tp} does not split evenly over {nnodes} nodes; choose a tp divisible by --nnodes")
+    problem = intent.error()  # counts below 1, a tp that does not split over the nodes (advisor/intent.py)
+    if problem:
+        raise EngineCommandError(problem)
+    tp, nnodes = intent.tp, intent.nnodes
     argv = [python or sys.executable, "-m", TORCHRUN_MODULE]
     if nnodes == 1:
         argv += ["--standalone", "--nnodes", "1"]
     else:
         argv += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", addr]
-    argv += ["--nproc-per-node", str(tp // nnodes), "--max-restarts", "0"]
-    flags = list(plan.flags)
-    allreduce = flag_value(flags, "--allreduce") or "torch"
-    flags = without_flag(flags, "--allreduce")
+    argv += ["--nproc-per-node", str(intent.gpus_per_node), "--max-restarts", "0"]
+    allreduce, device = _bundled_choices(plan)
     argv += [
         "-m", RUNTIME_MODULE,
         "--model", _bundled_model(plan),
         "--tp-size", str(tp),
         "--dtype", intent.dtype or "auto",
-        "--device", "cuda" if plan.facts.engine_gpus else "cpu",
-        "--allreduce", allreduce,
+        "--device", device,
+        contract.ALLREDUCE_FLAG, allreduce,
         "--mode", mode or intent.mode,
     ]  # fmt: skip
-    return argv + _tail(plan, flags, extra)
+    # The allreduce decision's own flag group is placed above, from its value; the rest of the plan's flags follow.
+    return argv + _tail(plan, without_flag(plan.flags, contract.ALLREDUCE_FLAG), extra)
+
+
+def _bundled_choices(plan: Plan) -> tuple[str, str]:
+    """(allreduce, device): the values of the plan's bundled decisions (advisor/rules/bundled). A plan without them
+    (made by hand) gets the runtime's plain allreduce and the device its facts give."""
+    fusion, device = plan.decision("flashinfer_allreduce_fusion"), plan.decision("device")
+    allreduce = fusion.value["allreduce"] if fusion is not None else contract.ALLREDUCE_TORCH
+    chosen = device.value["device"] if device is not None else contract.device_for(bool(plan.facts.engine_gpus))
+    return allreduce, chosen
 
 
 def _bundled_model(plan: Plan) -> str:

@@ -1,4 +1,5 @@
 """Start, watch and stop an engine process: the one place in tp-advisor that does (the CLI and the TUI both use it).
+Reading its output (ranks, failure diagnosis) is launcher/diagnosis.py; each engine's ready line is launcher/engines.py.
 
 Usage::
 
@@ -29,8 +30,8 @@ launcher's own lines, ``line.text`` the text without prefix, ``line.stream`` "st
 display form). ``on_state(Run)`` is called
 from a watcher thread on every state change. In a Textual app, hop to the UI thread with ``app.call_from_thread``.
 
-States: ``starting`` -> ``ready`` (a ``ready: http://...`` line was seen, or for engines without rank prefixes such
-as SGLang, uvicorn's ``Uvicorn running on http://...``; ``Run.url``) -> one of ``exited`` (code 0),
+States: ``starting`` -> ``ready`` (the engine's ready line was seen, ``start(ready=launcher.engines.ready_signals(engine))``:
+the bundled runtime's ``ready: http://...``, SGLang's and vLLM's uvicorn ``Uvicorn running on http://...``; ``Run.url``) -> one of ``exited`` (code 0),
 ``failed`` (non-zero; ``Run.failure`` names the first failing rank and its error) or ``stopped`` (``stop()`` was asked).
 ``Run.returncode`` is the child's exit code (negative: killed by that signal).
 
@@ -56,7 +57,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -65,13 +65,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import psutil
 
+from launcher.diagnosis import Failure, LogLine, _last_error_line, diagnose, parse_line, starts_teardown
+from launcher.engines import ReadySignal, ready_signals
 from launcher.lifeline import DONE as LIFELINE_DONE
+
+__all__ = ["Failure", "LogLine", "Run", "_last_error_line", "forward_signals", "start"]  # the first two: diagnosis.py
 
 STARTING, READY, EXITED, FAILED, STOPPED = "starting", "ready", "exited", "failed", "stopped"
 FINAL_STATES = (EXITED, FAILED, STOPPED)
@@ -83,51 +86,6 @@ DEFAULT_ENV = {
     "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "3",
     "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": "[rank${rank}]:",
 }
-
-# "[rank1]:" (our template) or "[default1]:" (torchrun's); not the bare "[0]:" headers of torchrun's failure summary.
-_PREFIX = re.compile(r"^\[(?:rank|[A-Za-z_]+?)(\d+)\]:\s?(.*)$")
-# The bundled runtime's ranks print "ready: URL"; SGLang and vLLM (no rank prefix) serve through uvicorn, which logs
-# "Uvicorn running on URL" once it accepts connections.
-_READY = re.compile(r"\bready: (https?://\S+)")
-_UVICORN_READY = re.compile(r"\bUvicorn running on (https?://[^\s)]+)")
-# torchrun's agent starts tearing down: it logs "Sending process N closing signal SIGTERM" to the survivors of a failed
-# rank (then waits up to its shutdown timeout), and "failed (exitcode: ...)" once it has collected them.
-_TORCHRUN_TEARDOWN = re.compile(r"Sending process \d+ closing signal|failed \(exitcode: -?\d+\) local_rank: \d+")
-_ERROR_LINE = re.compile(
-    r"^\s*(?:\[rank \d+\] )?(?:[\w.]+(?:Error|Exception|Interrupt)\b|error: ).*"  # "ValueError: ...", "[rank 1] error: ..."
-)
-_RUNTIME_RANK = re.compile(r"^\s*\[rank \d+\] ")
-# Routine log records: "INFO ...", "[rank 0] WARNING ...", "2026-01-01 12:00:00,123 INFO ...", glog's "I1130 12:00:00.1 ..."
-_ROUTINE_LOG_LINE = re.compile(
-    r"^\s*(?:\[rank \d+\] )?(?:[\d:,.\- T]+\s)?(?:\[?(?:DEBUG|INFO|WARNING|WARN|NOTICE)\b|\[?[IW]\d{4} \d)"
-)
-
-
-@dataclass(frozen=True)
-class LogLine:
-    rank: int | None  # None: the launcher (torchrun agent, SGLang's main process) rather than a worker rank
-    text: str
-    stream: str = "stdout"  # "stdout" | "stderr" (torchrun tees a rank's stderr to its own stderr)
-
-    def __str__(self) -> str:
-        return f"[{self.rank}] {self.text}" if self.rank is not None else self.text
-
-
-@dataclass(frozen=True)
-class Failure:
-    rank: int | None  # the first failing rank (None when the engine did not say)
-    exitcode: int | None
-    summary: str  # one line: the error of that rank
-    traceback: str | None = None  # the rank's traceback when its error file had one
-    process: str = "the engine"  # who failed when no rank did, e.g. "the torchrun agent (pid 4242)"
-
-    def __str__(self) -> str:
-        where = f"rank {self.rank} failed" if self.rank is not None else f"{self.process} failed"
-        code = ""
-        if self.exitcode is not None:
-            code = f" (exit {self.exitcode}" + (f", {_signal_name(-self.exitcode)}" if self.exitcode < 0 else "") + ")"
-        return f"{where}{code}: {self.summary}"
-
 
 def default_run_dir(label: str = "run") -> Path:
     """A fresh directory under $TP_ADVISOR_RUNS, else $XDG_STATE_HOME/tp-advisor/runs (~/.local/state/...)."""
@@ -164,8 +122,10 @@ def with_torchrun_logs(argv: Sequence[str], log_dir: str | Path) -> list[str]:
 class Run:
     """One started engine. Create it with ``start()``."""
 
-    def __init__(self, argv: list[str], run_dir: Path, on_line, on_state) -> None:
+    def __init__(self, argv: list[str], run_dir: Path, on_line, on_state,
+                 ready: Sequence[ReadySignal] | None = None) -> None:  # fmt: skip
         self.argv = argv
+        self._ready_signals = tuple(ready) if ready is not None else ready_signals()
         self.run_dir = run_dir
         self.log_path = run_dir / "launcher.log"
         self.torchrun = is_torchrun(argv)
@@ -327,20 +287,18 @@ class Run:
             self._handle_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"), stream)
 
     def _handle_line(self, text: str, stream: str = "stdout") -> None:
-        match = _PREFIX.match(text)
-        line = LogLine(int(match.group(1)), match.group(2), stream) if match else LogLine(None, text, stream)
-        if line.rank is not None and line.text.startswith(f"[rank{line.rank}]:"):
-            # torch prefixes uncaught-exception tracebacks with the rank too; once is enough.
-            line = LogLine(line.rank, line.text[len(f"[rank{line.rank}]:") :].lstrip(), stream)
+        line = parse_line(text, stream)
         self.lines.append(line)
-        ready = _READY.search(line.text) or (_UVICORN_READY.search(line.text) if line.rank is None else None)
-        if ready and not self._ready.is_set():
+        url = None if self._ready.is_set() else next(
+            (u for sig in self._ready_signals if (u := sig.url(line.text, line.rank)) is not None), None
+        )
+        if url is not None:
             with self._lock:
-                self._url = ready.group(1)
+                self._url = url
             self._ready.set()
             if self._state == STARTING:
                 self._set_state(READY)
-        if line.rank is None and self._failure_seen_at is None and _TORCHRUN_TEARDOWN.search(text):
+        if line.rank is None and self._failure_seen_at is None and starts_teardown(text):
             self._failure_seen_at = time.monotonic()
         if self._on_line is not None:
             with contextlib.suppress(Exception):
@@ -431,31 +389,13 @@ class Run:
             return
         self._kill_all(signal.SIGKILL)
 
-    # -- failure diagnosis ---------------------------------------------------------------------------------------
     def _diagnose(self, code: int) -> Failure:
+        """Why the run failed (launcher/diagnosis.py reads the log, torchrun's summary and the ranks' error files)."""
         text = ""
         with contextlib.suppress(OSError):
             text = self.log_path.read_text(errors="replace")
-        if self.torchrun:
-            failure = _parse_torchrun_summary(text, self.run_dir / "logs")
-            if failure is not None:
-                return failure
-            if code < 0 and not self._killed_by_us:
-                # The agent itself was killed (no rank failed first, or it would have printed its summary): say so,
-                # rather than blame whichever rank printed last.
-                return Failure(
-                    rank=None,
-                    exitcode=code,
-                    summary=f"the agent was killed by signal {-code} ({_signal_name(-code)}); its ranks were stopped",
-                    process=f"the torchrun agent (pid {self.pid})",
-                )
-        ranks_lines = [ln for ln in self.lines if ln.text.strip()]
-        summary = _last_error_line([ln.text for ln in ranks_lines])
-        if summary is None:
-            killed = f"killed by signal {-code} ({_signal_name(-code)})" if code < 0 else None
-            summary = killed or f"exited with code {code}"
-        rank = next((ln.rank for ln in reversed(ranks_lines) if ln.text.strip() == summary.strip()), None)
-        return Failure(rank=rank, exitcode=code, summary=summary)
+        return diagnose(code, log_text=text, lines=list(self.lines), torchrun=self.torchrun,
+                        log_dir=self.run_dir / "logs", killed_by_us=self._killed_by_us, pid=self.pid)  # fmt: skip
 
 
 def start(
@@ -466,8 +406,10 @@ def start(
     on_line: Callable[[LogLine], None] | None = None,
     on_state: Callable[[Run], None] | None = None,
     cwd: str | None = None,
+    ready: Sequence[ReadySignal] | None = None,
 ) -> Run:
-    """Start ``argv`` in its own session and watch it; see the module docstring."""
+    """Start ``argv`` in its own session and watch it; see the module docstring. ``ready``: how the engine says it
+    accepts requests (``launcher.engines.ready_signals(engine)``); default: any engine's signal."""
     argv = [str(a) for a in argv]
     if not argv:
         raise ValueError("empty command")
@@ -483,7 +425,7 @@ def start(
         # value, set here, keeps its output to the ranks' own lines.
         full_env.setdefault("OMP_NUM_THREADS", "1")
     (run_path / "argv.json").write_text(json.dumps({"argv": argv, "shell": shlex.join(argv)}, indent=2) + "\n")
-    run = Run(argv, run_path, on_line, on_state)
+    run = Run(argv, run_path, on_line, on_state, ready)
     run._launch(full_env, cwd)
     return run
 
@@ -541,85 +483,3 @@ def _wait_until(condition: Callable[[], bool], event: threading.Event, timeout: 
             return False
         event.wait(0.25)
     return True
-
-
-def _parse_torchrun_summary(text: str, log_dir: Path) -> Failure | None:
-    """Read the 'Root Cause (first observed failure)' block torchrun prints when a rank fails."""
-    at = text.rfind("Root Cause (first observed failure):")
-    if at < 0:
-        return None
-    block = []
-    for line in text[at:].splitlines()[1:]:
-        if line.startswith("====="):
-            break
-        block.append(_PREFIX.sub(r"\2", line) if _PREFIX.match(line) else line)
-    fields: dict[str, str] = {}
-    key = None
-    for line in block:
-        m = re.match(r"^\s{2}(\w+)\s*: ?(.*)$", line)
-        if m:
-            key = m.group(1)
-            fields[key] = m.group(2)
-        elif key == "traceback":
-            fields[key] += "\n" + line
-    rank = _int(re.match(r"-?\d+", fields.get("rank", "")))
-    local = _int(re.search(r"local_rank: (\d+)", fields.get("rank", "")))
-    exitcode = _int(re.match(r"-?\d+", fields.get("exitcode", "")))
-    summary, tb = None, None
-    error_file = fields.get("error_file", "").strip()
-    if error_file and os.path.isfile(error_file):
-        summary, tb = _read_error_file(error_file)
-    if summary is None:
-        stderr = _rank_stderr(log_dir, local if local is not None else rank)
-        summary = _last_error_line(stderr.splitlines()) if stderr else None
-    if summary is None:
-        raw = fields.get("traceback", "").strip()
-        if raw and not raw.startswith("To enable traceback"):
-            summary = raw.splitlines()[-1].strip()
-    return Failure(rank=rank, exitcode=exitcode, summary=summary or f"exited with code {exitcode}", traceback=tb)
-
-
-def _read_error_file(path: str) -> tuple[str | None, str | None]:
-    with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
-        data = json.loads(Path(path).read_text())
-        message = data.get("message")
-        if isinstance(message, dict):
-            return message.get("message"), message.get("extraInfo", {}).get("py_callstack")
-        if isinstance(message, str):
-            return message, None
-    return None, None
-
-
-def _rank_stderr(log_dir: Path, local_rank: int | None) -> str:
-    if local_rank is None:
-        return ""
-    files = sorted(log_dir.glob(f"*/attempt_*/{local_rank}/stderr.log"), key=lambda p: p.stat().st_mtime)
-    if not files:
-        return ""
-    with contextlib.suppress(OSError):
-        return files[-1].read_text(errors="replace")
-    return ""
-
-
-def _last_error_line(lines: Sequence[str]) -> str | None:
-    """The last line that reads like an error (the runtime's own "[rank N] " prefix dropped), else the last line that
-    is not a routine log record (an INFO line is never the error)."""
-    for line in reversed(lines):
-        if _ERROR_LINE.match(line):
-            text = _RUNTIME_RANK.sub("", line).strip()
-            return text[len("error: ") :] if text.startswith("error: ") else text
-    for line in reversed(lines):
-        if line.strip() and not _ROUTINE_LOG_LINE.match(line):
-            return line.strip()
-    return None
-
-
-def _int(match: re.Match | None) -> int | None:
-    return int(match.group(1) if match and match.groups() else match.group(0)) if match else None
-
-
-def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"

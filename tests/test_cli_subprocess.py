@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from advisor_command import advisor_argv
+from advisor_command import offline_env, run_advisor
 
 B300 = ["--profile", "b300-8"]
 VL = ["--model", "Qwen/Qwen3-VL-235B-A22B-Instruct"]
@@ -19,15 +18,11 @@ VL = ["--model", "Qwen/Qwen3-VL-235B-A22B-Instruct"]
 @pytest.fixture
 def env(tmp_path):
     """An offline environment with an empty Hugging Face cache, so model lookups are deterministic."""
-    out = dict(os.environ)
-    out.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", NO_COLOR="1")
-    out.pop("HF_HUB_CACHE", None)
-    out.pop("FLASHINFER_DISABLE_VERSION_CHECK", None)
-    return out
+    return offline_env(tmp_path, "FLASHINFER_DISABLE_VERSION_CHECK")
 
 
 def run(args: list[str], env: dict[str, str], *pre: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*pre, *advisor_argv(), *args], env=env, capture_output=True, text=True, timeout=60)
+    return run_advisor(args, env, pre=pre)
 
 
 def _bad_inputs(tmp: Path) -> list[tuple[str, list[str], int, str]]:

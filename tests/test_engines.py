@@ -9,15 +9,25 @@ import pytest
 from advisor.facts import Facts, Gpu, Host
 from advisor.models import ModelSpec
 from advisor.plan import Intent, Plan
+from advisor.rules.engine import Decision
 from launcher.engines import EngineCommandError, command_for, commands_for_nodes, flag_value, without_flag
 
 CPU = Facts(host=Host(hostname="box"))
 GPUS = Facts(host=Host(hostname="gpu-node-0"), gpus=(Gpu(index=0), Gpu(index=1)))
 
 
-def plan(facts: Facts = CPU, spec: ModelSpec | None = None, flags: tuple[str, ...] = (), **intent) -> Plan:
+def plan(facts: Facts = CPU, spec: ModelSpec | None = None, flags: tuple[str, ...] = (), decisions=(), **intent) -> Plan:
     it = Intent(**intent)
-    return Plan(intent=it, facts=facts, model=spec, engine={"name": it.engine}, flags=flags)
+    return Plan(intent=it, facts=facts, model=spec, engine={"name": it.engine}, flags=flags, decisions=tuple(decisions))
+
+
+def bundled_decisions(allreduce: str, device: str) -> tuple[Decision, ...]:
+    """The two decisions advisor/rules/bundled makes, with only the values the launcher reads."""
+    return (
+        Decision("flashinfer_allreduce_fusion", "fusion", "auto-enabled", True, {"allreduce": allreduce},
+                 flags=("--allreduce", allreduce)),
+        Decision("device", "device", "auto-enabled", True, {"device": device}),
+    )  # fmt: skip
 
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
@@ -32,10 +42,11 @@ def test_bundled_demo_on_cpu():
     ]  # fmt: skip
 
 
-def test_bundled_on_gpus_takes_allreduce_from_plan_flags_and_mode_and_extra_last():
+def test_bundled_on_gpus_takes_allreduce_and_device_from_the_decisions_and_mode_and_extra_last():
     spec = ModelSpec(id="/m/llama", architecture="LlamaForCausalLM", path="/m/llama")
     p = plan(GPUS, spec, flags=("--allreduce", "flashinfer-fusion", "--max-model-len", "4096"), model="/m/llama", tp=2,
-             dtype="bfloat16", overrides=("--seed", "7"))  # fmt: skip
+             dtype="bfloat16", overrides=("--seed", "7"),
+             decisions=bundled_decisions("flashinfer-fusion", "cuda"))  # fmt: skip
     argv = command_for(p, mode="bench", extra=["--max-tokens", "8"])
     tail = argv[argv.index("launcher.runtime") + 1 :]
     assert tail == [
@@ -130,3 +141,26 @@ def test_flag_helpers():
     assert flag_value(flags, "--allreduce") == "flashinfer-fusion"
     assert flag_value(flags, "--missing") is None
     assert without_flag(flags, "--allreduce") == ["--a", "1", "--b"]
+
+
+def test_bundled_reads_the_decision_values_not_the_flags():
+    """The decisions decide: a plan whose decisions say torch on cpu launches that, whatever its flags list holds."""
+    p = plan(GPUS, tp=2, flags=("--allreduce", "flashinfer-fusion"), decisions=bundled_decisions("torch", "cpu"))
+    argv = command_for(p)
+    assert argv[argv.index("--allreduce") + 1] == "torch"
+    assert argv[argv.index("--device") + 1] == "cpu"
+    assert argv.count("--allreduce") == 1
+
+
+def test_each_engine_supplies_its_ready_line():
+    from launcher.engines import ready_signals
+    from launcher.runtime.contract import READY_PREFIX
+
+    def url(engine, text, rank):
+        return next((u for s in ready_signals(engine) if (u := s.url(text, rank)) is not None), None)
+
+    assert url("bundled", READY_PREFIX + "http://127.0.0.1:8000", 0) == "http://127.0.0.1:8000"
+    assert url("sglang", "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)", None) == "http://0.0.0.0:30000"
+    assert url("sglang", "ready: http://127.0.0.1:8000", None) is None  # not SGLang's line
+    assert url("vllm", "Uvicorn running on http://0.0.0.0:8000", 3) is None  # only the main process's counts
+    assert set(ready_signals()) == set(ready_signals("bundled") + ready_signals("vllm"))  # unknown engine: any

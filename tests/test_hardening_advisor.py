@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from advisor_command import advisor_argv
+from advisor_command import advisor_argv, offline_env, run_advisor
 
 from launcher.files import MAX_INPUT_BYTES, FileRefused, read_text, write_text_atomic
 
@@ -22,17 +22,10 @@ BUNDLED = ["--engine", "bundled"]
 
 @pytest.fixture
 def env(tmp_path):
-    out = dict(os.environ)
-    out.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", NO_COLOR="1")
-    for name in ("HF_HUB_CACHE", "CUDA_VISIBLE_DEVICES", "TP_ADVISOR_RUNS", "TP_ADVISOR_CACHE", "COLUMNS"):
-        out.pop(name, None)
-    return out
+    return offline_env(tmp_path, "CUDA_VISIBLE_DEVICES", "TP_ADVISOR_RUNS", "TP_ADVISOR_CACHE", "COLUMNS")
 
 
-def run(args: list[str], env: dict[str, str], **kwargs) -> subprocess.CompletedProcess:
-    if "stdout" not in kwargs:
-        kwargs["capture_output"] = True
-    return subprocess.run([*advisor_argv(), *args], env=env, text=True, timeout=60, **kwargs)
+run = run_advisor
 
 
 def one_error(result: subprocess.CompletedProcess, code: int, *words: str, after_summary: bool = False) -> str:

@@ -152,9 +152,9 @@ def test_cli_on_cpu_says_graphs_are_off(model_dirs):
 
 @pytest.mark.slow
 def test_static_decode_under_torchrun_tp2(model_dirs, tmp_path):
-    worker = REPO / "tests" / "runtime_graph_tp_worker.py"
+    worker = REPO / "tests" / "runtime_tp_worker.py"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc-per-node", "2",
-           "--max-restarts", "0", str(worker), str(tmp_path), str(model_dirs["qwen3"]), str(model_dirs["qwen3_moe"])]
+           "--max-restarts", "0", str(worker), "graph", str(tmp_path), str(model_dirs["qwen3"]), str(model_dirs["qwen3_moe"])]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stderr[-3000:]

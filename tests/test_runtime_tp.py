@@ -28,7 +28,7 @@ def torchrun(*args: str, nproc: int = 2, env: dict | None = None, timeout: float
 @pytest.mark.slow
 def test_tp2_matches_transformers_for_every_model(tiny_models, references, tmp_path):  # noqa: F811
     worker = str(REPO / "tests" / "runtime_tp_worker.py")
-    run = torchrun(worker, str(tmp_path), *(str(tiny_models[k]) for k in MODELS))
+    run = torchrun(worker, "model", str(tmp_path), *(str(tiny_models[k]) for k in MODELS))
     assert run.returncode == 0, run.stderr[-3000:]
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
     for kind in MODELS:

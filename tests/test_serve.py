@@ -168,6 +168,35 @@ def test_ready_line_health_models_and_metrics(tp1: Server) -> None:
     assert f"tp_runtime_max_batch_size {MAX_BATCH}" in response.text
 
 
+def test_metrics_histograms_time_a_real_request(tp1: Server) -> None:
+    """One completion of N tokens over HTTP adds one queue time, one time to first token and N-1 inter-token latencies,
+    read back with prometheus_client's parser from the scraped /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def scrape() -> dict[str, float]:
+        text = httpx.get(f"{tp1.url}/metrics", timeout=30).text
+        return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
+
+    families = {f.name: f.type for f in text_string_to_metric_families(httpx.get(f"{tp1.url}/metrics").text)}
+    for name in ("time_to_first_token_seconds", "inter_token_latency_seconds", "request_queue_time_seconds"):
+        assert families[f"tp_runtime_{name}"] == "histogram"
+    assert wait_for(lambda: scrape()["tp_runtime_running_requests"] == 0, timeout=60)  # other tests' requests done
+    before = scrape()
+    answer = client(tp1.url).completions.create(model=MODEL, prompt="hello", max_tokens=6, temperature=0,
+                                                extra_body={"ignore_eos": True})  # fmt: skip
+    tokens = answer.usage.completion_tokens
+    after = scrape()
+
+    def added(name: str) -> float:
+        return after[f"tp_runtime_{name}"] - before[f"tp_runtime_{name}"]
+
+    assert tokens == 6
+    assert added("request_queue_time_seconds_count") == 1
+    assert added("time_to_first_token_seconds_count") == 1
+    assert added("inter_token_latency_seconds_count") == tokens - 1
+    assert 0 < added("time_to_first_token_seconds_sum") < 120 and added("inter_token_latency_seconds_sum") > 0
+
+
 def test_greedy_completions_and_chat_equal_generate_mode(tp1: Server) -> None:
     prompts = ["Tensor parallelism splits every layer", "hello world"]
     plain = run_generate(*[a for p in prompts for a in ("--prompt", p)], "--max-tokens", "12")

@@ -147,6 +147,9 @@ def test_chat_request_validation() -> None:
 
 
 def test_metrics_render_prometheus_text() -> None:
+    """prometheus_client writes the exposition (values as floats: 2.0); its own parser reads every family back."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     metrics = Metrics(model='m"1', tp_size=2, max_batch_size=8, max_model_len=2048, allreduce="flashinfer-fusion")
     metrics.count_request("/v1/completions", 200)
     metrics.count_request("/v1/completions", 200)
@@ -154,16 +157,30 @@ def test_metrics_render_prometheus_text() -> None:
     metrics.count_abort("client_disconnect")
     metrics.add_prompt_tokens(7)
     metrics.record_step(generated=3, running=3, queued=1)
+    metrics.observe_first_token(0.3)
+    metrics.observe_inter_token(0.02)
+    metrics.observe_inter_token(0.04)
+    metrics.observe_queue_time(0.0)
     text = metrics.render()
-    assert 'tp_runtime_requests_total{endpoint="/v1/completions",status="200"} 2\n' in text
-    assert 'tp_runtime_requests_total{endpoint="/v1/completions",status="422"} 1\n' in text
-    assert 'tp_runtime_aborted_requests_total{reason="client_disconnect"} 1\n' in text
-    assert "tp_runtime_prompt_tokens_total 7\n" in text
-    assert "tp_runtime_generation_tokens_total 3\n" in text
-    assert "tp_runtime_running_requests 3\n" in text and "tp_runtime_queued_requests 1\n" in text
-    assert 'tp_runtime_allreduce_strategy{strategy="flashinfer-fusion"} 1\n' in text
-    assert 'tp_runtime_model_info{model="m\\"1"} 1\n' in text
+    assert 'tp_runtime_requests_total{endpoint="/v1/completions",status="200"} 2.0\n' in text
+    assert 'tp_runtime_model_info{model="m\\"1"} 1.0\n' in text
     assert "# TYPE tp_runtime_requests_total counter" in text and "# TYPE tp_runtime_running_requests gauge" in text
+    assert "_created" not in text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples}  # fmt: skip
+    assert samples[("tp_runtime_requests_total", (("endpoint", "/v1/completions"), ("status", "422")))] == 1
+    assert samples[("tp_runtime_aborted_requests_total", (("reason", "client_disconnect"),))] == 1
+    assert samples[("tp_runtime_prompt_tokens_total", ())] == 7
+    assert samples[("tp_runtime_generation_tokens_total", ())] == 3
+    assert samples[("tp_runtime_running_requests", ())] == 3 and samples[("tp_runtime_queued_requests", ())] == 1
+    assert samples[("tp_runtime_allreduce_strategy", (("strategy", "flashinfer-fusion"),))] == 1
+    assert samples[("tp_runtime_time_to_first_token_seconds_count", ())] == 1
+    assert samples[("tp_runtime_time_to_first_token_seconds_bucket", (("le", "0.25"),))] == 0
+    assert samples[("tp_runtime_time_to_first_token_seconds_bucket", (("le", "0.5"),))] == 1
+    assert samples[("tp_runtime_inter_token_latency_seconds_count", ())] == 2
+    assert abs(samples[("tp_runtime_inter_token_latency_seconds_sum", ())] - 0.06) < 1e-9
+    assert samples[("tp_runtime_request_queue_time_seconds_count", ())] == 1
+    assert metrics.generation_tokens == 3 and metrics.requests("/v1/completions", 200) == 2
     for line in text.splitlines():  # every sample line is "name{labels} value"
         if not line.startswith("#"):
             assert line.startswith("tp_runtime_") and float(line.rsplit(" ", 1)[1]) >= 0

@@ -18,7 +18,7 @@ from advisor.rules.engine import Problem, Scenario, flag_value, has_flag
 from advisor.rules.sglang import DISABLE_CUSTOM_AR  # the same flag in vLLM
 
 if TYPE_CHECKING:
-    from advisor.rules.checks import _Context
+    from advisor.rules.checks_context import _Context
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 GIB_MIB = 1024

@@ -144,7 +144,7 @@ class Scenario:
 
     @property
     def gpus_per_node(self) -> int:
-        return max(1, self.tp // self.nnodes)
+        return self.intent.gpus_per_node
 
     @property
     def no_gpu(self) -> bool:

@@ -25,6 +25,13 @@ from packaging.version import Version
 from advisor.facts import Facts, Package
 from advisor.rules.problem import Problem
 from advisor.versions import parse_cuda, parse_version
+from launcher.runtime.contract import (
+    FUSION_MAJORS,
+    FUSION_MAJORS_BEFORE_SM12,
+    FUSION_MAX_TOKENS,
+    FUSION_SM12_SINCE,
+)
+from launcher.runtime.contract import fusion_workspace_bytes as contract_workspace_bytes
 
 PYTHON = "flashinfer-python"
 CUBIN = "flashinfer-cubin"
@@ -97,9 +104,9 @@ def label_cuda(label: str | None) -> tuple[int, int] | None:
 
 def fusion_majors_for(version: str | None) -> tuple[int, ...]:
     """GPU majors the trtllm allreduce-fusion kernels build for: 9 and 10, plus 12 from flashinfer 0.6.17."""
-    if at_least(version, "0.6.17"):
-        return (9, 10, 12)
-    return (9, 10)
+    if at_least(version, FUSION_SM12_SINCE):
+        return FUSION_MAJORS
+    return FUSION_MAJORS_BEFORE_SM12
 
 
 def module_version(pkg: Package) -> str | None:
@@ -109,14 +116,10 @@ def module_version(pkg: Package) -> str | None:
 
 # -- the trtllm fusion workspace -----------------------------------------------------------------------------------
 
-LAMPORT_CAP_BYTES = 2 << 30
-
-
-def fusion_workspace_bytes(world: int, hidden: int, max_tokens: int = 2048, elem_bytes: int = 2) -> int:
+def fusion_workspace_bytes(world: int, hidden: int, max_tokens: int = FUSION_MAX_TOKENS, elem_bytes: int = 2) -> int:
     """Per-GPU bytes of the trtllm fusion workspace: world x tokens x hidden x 2, plus 3x that (capped near 2 GiB) for
-    the Lamport buffers (docs/flashinfer.md, "Limits of the trtllm backend")."""
-    base = world * max_tokens * hidden * elem_bytes
-    return base + min(3 * base, LAMPORT_CAP_BYTES)
+    the Lamport buffers (docs/flashinfer.md, "Limits of the trtllm backend"); the runtime sizes its own the same way."""
+    return contract_workspace_bytes(world, max_tokens, hidden, elem_bytes)
 
 
 # -- the prediction ------------------------------------------------------------------------------------------------
@@ -148,11 +151,11 @@ def predict_import(facts: Facts) -> ImportPrediction:
     if release is not None and version_key(key_release) is None:
         return ImportPrediction(
             installed=True, version=own, outcome=UNKNOWN, importable=None, has_fusion_api=None,
-            fusion_majors=(9, 10), problems=(), reason=f"cannot parse flashinfer-python version {release!r}",
+            fusion_majors=FUSION_MAJORS_BEFORE_SM12, problems=(), reason=f"cannot parse flashinfer-python version {release!r}",
         )  # fmt: skip
 
     has_api = True if release is None else bool(at_least(key_release, "0.6.0"))
-    majors = fusion_majors_for(key_release) if release is not None else (9, 10, 12)
+    majors = fusion_majors_for(key_release) if release is not None else FUSION_MAJORS
     env = facts.environment
     bypass = bool(env.get(BYPASS_VAR))
     cubin_dir = bool(env.get(CUBIN_DIR_VAR))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from launcher.runtime.contract import ALLREDUCE_FUSION, ALLREDUCE_TORCH
 from launcher.runtime.engine import Engine, SamplingParams
 from launcher.runtime.errors import RuntimeUsageError
 
@@ -29,7 +30,7 @@ def _sync(device: torch.device) -> None:
 def strategy(comm: Communicator, name: str) -> Iterator[None]:
     """Run with the plain torch path even when a fused one is set up (for --compare)."""
     saved = comm.fusion, comm.fused_norm_tp1
-    if name == "torch":
+    if name == ALLREDUCE_TORCH:
         comm.fusion, comm.fused_norm_tp1 = None, None
     try:
         yield
@@ -94,9 +95,9 @@ def run_bench(engine: Engine, args: argparse.Namespace, ctx: ParallelContext) ->
     prompts = torch.randint(0, vocab, (args.batch_size, args.input_len), generator=generator).tolist()
     measure(engine, [p[:8] for p in prompts], 2)  # warm-up
 
-    strategies = ["torch", comm.strategy] if args.compare else [comm.strategy]
-    if args.compare and comm.strategy == "torch" and ctx.is_first:
-        print(f"note: flashinfer-fusion is not active ({comm.reason}); both columns run torch", flush=True)
+    strategies = [ALLREDUCE_TORCH, comm.strategy] if args.compare else [comm.strategy]
+    if args.compare and comm.strategy == ALLREDUCE_TORCH and ctx.is_first:
+        print(f"note: {ALLREDUCE_FUSION} is not active ({comm.reason}); both columns run torch", flush=True)
     results, logits = {}, {}
     for name in strategies:
         label = name if name not in results else f"{name} (again)"

@@ -18,6 +18,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from launcher.runtime.agree import create_on_all_ranks
+from launcher.runtime.contract import ALLREDUCE_FLAG, ALLREDUCE_FUSION, ALLREDUCE_TORCH
 from launcher.runtime.dist import ParallelContext
 from launcher.runtime.fusion import FusionLimits, FusionWorkspace, fusion_unavailable_reason
 
@@ -54,7 +55,7 @@ def local_fusion_reason(limits: FusionLimits, device: torch.device) -> str | Non
 class Communicator:
     """Collectives of one tensor-parallel group, with the allreduce strategy chosen at start-up."""
 
-    def __init__(self, ctx: ParallelContext, strategy: str = "torch", create_workspace=FusionWorkspace.create):
+    def __init__(self, ctx: ParallelContext, strategy: str = ALLREDUCE_TORCH, create_workspace=FusionWorkspace.create):
         """create_workspace(limits, max_tokens, ctx) -> FusionWorkspace; replaceable so tests can make it fail."""
         self.ctx = ctx
         self.create_workspace = create_workspace
@@ -67,24 +68,24 @@ class Communicator:
         self.timing = False
         self.fused_calls = 0
         self.fallback_calls = 0
-        self.strategy = "torch"
+        self.strategy = ALLREDUCE_TORCH
         self.reason = "requested"
 
     # -- strategy selection -------------------------------------------------------------------------------------
     def setup(self, max_tokens: int, hidden: int, dtype: torch.dtype) -> None:
         """Resolve the requested strategy against this machine; log which one runs and why."""
-        if self.requested != "flashinfer-fusion":
-            self.strategy, self.reason = "torch", "requested with --allreduce torch"
+        if self.requested != ALLREDUCE_FUSION:
+            self.strategy, self.reason = ALLREDUCE_TORCH, f"requested with {ALLREDUCE_FLAG} {ALLREDUCE_TORCH}"
         elif self.ctx.device.type != "cuda":
-            self.strategy, self.reason = "torch", "flashinfer fusion needs CUDA; this run is on CPU, falling back to torch"
+            self.strategy, self.reason = ALLREDUCE_TORCH, "flashinfer fusion needs CUDA; this run is on CPU, falling back to torch"
         elif self.world_size == 1:
             try:
                 import flashinfer.norm
 
                 self.fused_norm_tp1 = flashinfer.norm.fused_add_rmsnorm
-                self.strategy, self.reason = "flashinfer-fusion", "tp 1: no allreduce, flashinfer fused_add_rmsnorm"
+                self.strategy, self.reason = ALLREDUCE_FUSION, "tp 1: no allreduce, flashinfer fused_add_rmsnorm"
             except Exception as err:  # noqa: BLE001 - any import failure means: use torch
-                self.strategy, self.reason = "torch", f"import flashinfer failed ({err}); falling back to torch"
+                self.strategy, self.reason = ALLREDUCE_TORCH, f"import flashinfer failed ({err}); falling back to torch"
         else:
             self._setup_fusion(FusionLimits(self.world_size, hidden, dtype), max_tokens)
         if self.ctx.is_first:
@@ -100,10 +101,10 @@ class Communicator:
             lambda workspace: workspace.release_alone(),
         )
         if self.fusion is not None:
-            self.strategy = "flashinfer-fusion"
+            self.strategy = ALLREDUCE_FUSION
             self.reason = f"flashinfer {self.fusion.api} API, workspace for {self.fusion.max_tokens} tokens"
         else:
-            self.strategy, self.reason = "torch", why_not
+            self.strategy, self.reason = ALLREDUCE_TORCH, why_not
 
     def close(self) -> None:
         if self.fusion is not None:

@@ -9,6 +9,8 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from launcher.runtime.contract import device_for, process_group_backend
+
 
 @dataclass
 class ParallelContext:
@@ -28,9 +30,9 @@ def env_world_size() -> int:
 
 
 def pick_device(requested: str) -> torch.device:
-    if requested == "cuda" or (requested == "auto" and torch.cuda.is_available()):
-        return torch.device("cuda")
-    return torch.device("cpu")
+    if requested == "auto":
+        return torch.device(device_for(torch.cuda.is_available()))
+    return torch.device(requested)
 
 
 def init_parallel(device_kind: torch.device) -> ParallelContext:
@@ -45,7 +47,7 @@ def init_parallel(device_kind: torch.device) -> ParallelContext:
         device = torch.device("cpu")
     group = None
     if (world > 1 or "RANK" in os.environ) and not dist.is_initialized():
-        backend = "nccl" if device.type == "cuda" else "gloo"
+        backend = process_group_backend(device.type)
         kwargs = {"device_id": device} if device.type == "cuda" else {}
         dist.init_process_group(backend, rank=rank, world_size=world, timeout=timedelta(minutes=10), **kwargs)
     if dist.is_initialized():

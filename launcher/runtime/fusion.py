@@ -16,14 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from launcher.runtime.contract import (
+    FUSION_LAMPORT_CAP_BYTES,
+    FUSION_MAJORS,
+    FUSION_MAX_TOKENS,
+    FUSION_WORLD_SIZES,
+    fusion_workspace_bytes,
+)
+
 if TYPE_CHECKING:
     from launcher.runtime.dist import ParallelContext
 
-SUPPORTED_WORLD_SIZES = (2, 4, 8, 16)
-SUPPORTED_MAJORS = (9, 10, 12)
-MAX_WORKSPACE_TOKENS = 2048  # what SGLang and vLLM size their workspaces for
+MAX_WORKSPACE_TOKENS = FUSION_MAX_TOKENS
+LAMPORT_CAP_BYTES = FUSION_LAMPORT_CAP_BYTES
 MAX_WORKSPACE_BUFFER_BYTES = 256 * 1024 * 1024  # world x tokens x hidden x dtype, before the Lamport buffers
-LAMPORT_CAP_BYTES = 2 * 1024**3
 ONESHOT_MAX_TOKENS = 128  # small batches are latency bound: one-shot; larger ones use two-shot (bandwidth)
 PATTERN_RESIDUAL_RMSNORM = 1  # AllReduceFusionPattern.kARResidualRMSNorm
 
@@ -45,21 +51,21 @@ class FusionLimits:
 
     def workspace_bytes(self, tokens: int) -> int:
         """Per GPU: the IPC buffer (world x tokens x hidden x dtype) plus 3x that for Lamport buffers, capped."""
-        buffer = self.world_size * tokens * self.hidden * self.element_size
-        return buffer + min(3 * buffer, LAMPORT_CAP_BYTES)
+        return fusion_workspace_bytes(self.world_size, tokens, self.hidden, self.element_size)
 
 
 def fusion_unavailable_reason(limits: FusionLimits, capability: tuple[int, int] | None) -> str | None:
     """Why the trtllm fused allreduce cannot run for this group, or None when it can."""
-    if limits.world_size not in SUPPORTED_WORLD_SIZES:
-        return f"tp {limits.world_size} is not one of {SUPPORTED_WORLD_SIZES}"
+    if limits.world_size not in FUSION_WORLD_SIZES:
+        return f"tp {limits.world_size} is not one of {FUSION_WORLD_SIZES}"
     if limits.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         return f"dtype {limits.dtype} is not fp16, bf16 or fp32"
     multiple = 4 if limits.dtype == torch.float32 else 8
     if limits.hidden % multiple:
         return f"hidden size {limits.hidden} is not a multiple of {multiple}"
-    if capability is None or capability[0] not in SUPPORTED_MAJORS:
-        return f"GPU compute capability {capability} has no trtllm fusion kernels (needs major 9, 10 or 12)"
+    if capability is None or capability[0] not in FUSION_MAJORS:
+        needs = ", ".join(map(str, FUSION_MAJORS[:-1])) + f" or {FUSION_MAJORS[-1]}"
+        return f"GPU compute capability {capability} has no trtllm fusion kernels (needs major {needs})"
     return None
 
 

@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from launcher.engines import RUNTIME_DTYPES, RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN, RUNTIME_MODES
+from launcher.runtime import contract
 from launcher.runtime.errors import RuntimeUsageError
 
 if TYPE_CHECKING:
     import torch
 
 log = logging.getLogger("launcher.runtime")
-DTYPES = RUNTIME_DTYPES
+DTYPES = contract.DTYPES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,11 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default="demo", help="Hugging Face model directory, or 'demo' (default)")
     parser.add_argument("--tp-size", type=int, default=1, help="tensor-parallel size (must equal torchrun's WORLD_SIZE)")
     parser.add_argument("--dtype", choices=DTYPES, default="auto", help="auto: bfloat16 on CUDA, float32 on CPU")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    parser.add_argument("--allreduce", choices=("torch", "flashinfer-fusion"), default="torch")
+    parser.add_argument("--device", choices=contract.DEVICES, default="auto")
+    parser.add_argument(contract.ALLREDUCE_FLAG, choices=contract.ALLREDUCE_CHOICES, default=contract.ALLREDUCE_TORCH)
     parser.add_argument("--max-model-len", type=int, default=None,
-                        help=f"tokens per sequence (default min({RUNTIME_MAX_MODEL_LEN}, model))")
-    parser.add_argument("--max-batch-size", type=int, default=RUNTIME_MAX_BATCH_SIZE,
+                        help=f"tokens per sequence (default min({contract.MAX_MODEL_LEN}, model))")
+    parser.add_argument("--max-batch-size", type=int, default=contract.MAX_BATCH_SIZE,
                         help="sequences in flight (KV-cache slots)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run decode steps eagerly on CUDA (by default they replay CUDA graphs; always eager on CPU)",
     )
-    parser.add_argument("--mode", choices=RUNTIME_MODES, default="generate")
+    parser.add_argument("--mode", choices=contract.MODES, default="generate")
     parser.add_argument("--log-level", default="INFO")
     gen = parser.add_argument_group("generate")
     gen.add_argument("--prompt", action="append", default=None, help="prompt text (repeatable)")
@@ -79,9 +79,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     import torch
 
-    if name == "auto":
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
-    return getattr(torch, name)
+    return getattr(torch, contract.auto_dtype(device.type) if name == "auto" else name)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -178,7 +176,7 @@ def _run_mode(args, ctx) -> int:
     if config.is_text_backbone_of_vl:
         log.info("%s: running the text backbone only (text prompts; images are not supported)", config.architecture)
     dtype = resolve_dtype(args.dtype, ctx.device)
-    max_len = args.max_model_len or min(RUNTIME_MAX_MODEL_LEN, config.max_position_embeddings)
+    max_len = args.max_model_len or min(contract.MAX_MODEL_LEN, config.max_position_embeddings)
     if not 2 <= max_len <= config.max_position_embeddings:
         raise RuntimeUsageError(
             f"--max-model-len {max_len} must be 2..{config.max_position_embeddings} (the model's max_position_embeddings)"

@@ -20,31 +20,36 @@ from advisor.rules.engine import (
     is_enabled,
     state_of,
 )
+from launcher.runtime import contract
 
-ALLREDUCE_FLAG = "--allreduce"
-FUSED = "flashinfer-fusion"
-PLAIN = "torch"
-MAX_TOKENS = 2048  # workspace capacity; bigger batches fall back to the plain path per call
-WORLD_SIZES = (2, 4, 8, 16)
-FUSED_DTYPES = ("bfloat16", "float16")
+ALLREDUCE_FLAG = contract.ALLREDUCE_FLAG
+FUSED = contract.ALLREDUCE_FUSION
+PLAIN = contract.ALLREDUCE_TORCH
+MAX_TOKENS = contract.FUSION_MAX_TOKENS  # workspace capacity; bigger batches fall back to the plain path per call
 COMMUNICATOR = "launcher/runtime/communicator.py"
 SOURCE_RELEASE = "tp-advisor bundled runtime"
 
 
 def device(s: Scenario) -> str:
-    return "cpu" if not s.facts.engine_gpus else "cuda"
+    return contract.device_for(bool(s.facts.engine_gpus))
 
 
 def process_group_backend(s: Scenario) -> str:
     """The process-group backend launcher/runtime/dist.py picks for that device."""
-    return "nccl" if device(s) == "cuda" else "gloo"
+    return contract.process_group_backend(device(s))
 
 
 def dtype(s: Scenario) -> str:
     """The user's dtype, else what the runtime's ``--dtype auto`` picks: bfloat16 on CUDA, float32 on CPU."""
     if s.intent.dtype and s.intent.dtype != "auto":
         return s.intent.dtype
-    return "bfloat16" if device(s) == "cuda" else "float32"
+    return contract.auto_dtype(device(s))
+
+
+def _listed(values) -> str:
+    """(2, 4, 8) -> "2, 4 or 8"."""
+    items = [str(v) for v in values]
+    return ", ".join(items[:-1]) + f" or {items[-1]}" if len(items) > 1 else "".join(items)
 
 
 def fusion_decision(s: Scenario) -> Decision:
@@ -54,7 +59,7 @@ def fusion_decision(s: Scenario) -> Decision:
     def gpu(s: Scenario):
         majors = prediction.fusion_majors or fi.fusion_majors_for(prediction.version)
         expected = "capability major " + " or ".join(str(m) for m in majors) + (
-            "" if 12 in majors else " (12 needs flashinfer >= 0.6.17)")
+            "" if 12 in majors else f" (12 needs flashinfer >= {contract.FUSION_SM12_SINCE})")
         if not s.facts.engine_gpus:
             return False, "no GPU (CPU run)", expected
         if s.major is None:
@@ -62,7 +67,7 @@ def fusion_decision(s: Scenario) -> Decision:
         return s.major in majors, f"SM {s.gpu.capability_text}", expected
 
     def world(s: Scenario):
-        return s.tp in WORLD_SIZES, f"tp {s.tp}", "tp 2, 4, 8 or 16"
+        return s.tp in contract.FUSION_WORLD_SIZES, f"tp {s.tp}", f"tp {_listed(contract.FUSION_WORLD_SIZES)}"
 
     def node(s: Scenario):
         return s.nnodes == 1, f"nnodes {s.nnodes}", "one node"
@@ -72,7 +77,7 @@ def fusion_decision(s: Scenario) -> Decision:
         return ok, prediction.reason, "import flashinfer works and has flashinfer.comm.allreduce_fusion"
 
     def dtype_ok(s: Scenario):
-        return chosen_dtype in FUSED_DTYPES, chosen_dtype, "bfloat16 or float16"
+        return chosen_dtype in contract.FUSION_DTYPES, chosen_dtype, _listed(contract.FUSION_DTYPES)
 
     def hidden(s: Scenario):
         size = s.model.hidden_size if s.model is not None else None
@@ -93,14 +98,14 @@ def fusion_decision(s: Scenario) -> Decision:
         Condition("gpu_capability", "GPU architecture the fused kernels support", gpu,
                   "the trtllm allreduce-fusion kernels are built for SM90 and SM10x (SM12x from flashinfer 0.6.17)",
                   "use Hopper/Blackwell GPUs (or upgrade flashinfer for SM12x)"),
-        Condition("world_size", "tp 2, 4, 8 or 16", world,
-                  "the kernels support these world sizes only", "use tp 2, 4, 8 or 16"),
+        Condition("world_size", f"tp {_listed(contract.FUSION_WORLD_SIZES)}", world,
+                  "the kernels support these world sizes only", f"use tp {_listed(contract.FUSION_WORLD_SIZES)}"),
         Condition("single_node", "one node", node,
                   "the IPC workspace cannot span nodes (flashinfer issue #2006)", "run on one node"),
         Condition("flashinfer", "flashinfer importable with the fusion API", importable,
                   "the runtime calls flashinfer.comm.create_allreduce_fusion_workspace and allreduce_fusion",
                   "install matching flashinfer-python / -cubin / -jit-cache versions (>= 0.6)"),
-        Condition("dtype", "dtype bfloat16 or float16", dtype_ok,
+        Condition("dtype", f"dtype {_listed(contract.FUSION_DTYPES)}", dtype_ok,
                   "the runtime's Lamport buffers are half precision (fp32 needs use_fp32_lamport)", "pass --dtype bfloat16"),
         Condition("hidden_size", "hidden size a multiple of 8", hidden,
                   "the kernels move 16-byte vectors of half values", "n/a: a property of the model"),
@@ -126,17 +131,10 @@ def fusion_decision(s: Scenario) -> Decision:
         notes.append("forced on although a condition fails: the runtime will fail to create the workspace or fall back")
     if not enabled:
         notes.append(f"torch.distributed allreduce ({group_backend}) followed by residual add + RMSNorm")
-    return Decision(
-        id="flashinfer_allreduce_fusion",
-        title="FlashInfer fused allreduce + residual + RMSNorm (bundled runtime)",
-        state=state,
-        enabled=enabled,
-        value=value,
-        conditions=results,
-        flags=(ALLREDUCE_FLAG, FUSED if enabled else PLAIN),
-        source=Source(SOURCE_RELEASE, COMMUNICATOR, "flashinfer trtllm backend limits"),
-        notes=tuple(notes),
-    )
+    title = "FlashInfer fused allreduce + residual + RMSNorm (bundled runtime)"
+    flags = (ALLREDUCE_FLAG, FUSED if enabled else PLAIN)  # launcher.engines places it from the value
+    return _decision("flashinfer_allreduce_fusion", title, state, value, results, flags, notes,
+                     Source(SOURCE_RELEASE, COMMUNICATOR, "flashinfer trtllm backend limits"))  # fmt: skip
 
 
 def device_decision(s: Scenario) -> Decision:
@@ -154,17 +152,16 @@ def device_decision(s: Scenario) -> Decision:
     notes = [f"process group backend {group_backend}", f"dtype {chosen_dtype}"]
     if not s.intent.dtype and s.model is not None and s.model.dtype and s.model.dtype != chosen_dtype:
         notes.append(f"the {s.model.dtype} checkpoint runs in {chosen_dtype} (--dtype auto); pass --dtype to choose")
-    return Decision(
-        id="device",
-        title="Device, dtype and process-group backend",
-        state=AUTO_ENABLED,
-        enabled=True,
-        value={"device": dev, "dtype": chosen_dtype, "backend": group_backend},
-        conditions=results,
-        flags=(),  # launcher.engines passes --device and --dtype (auto) itself
-        source=Source(SOURCE_RELEASE, "launcher/runtime/dist.py"),
-        notes=tuple(notes),
-    )
+    value = {"device": dev, "dtype": chosen_dtype, "backend": group_backend}
+    # No flags: launcher.engines passes --device (this value) and --dtype (auto) itself.
+    return _decision("device", "Device, dtype and process-group backend", AUTO_ENABLED, value, results, (), notes,
+                     Source(SOURCE_RELEASE, "launcher/runtime/dist.py"))  # fmt: skip
+
+
+def _decision(decision_id: str, title: str, state: str, value: dict, conditions, flags, notes, source) -> Decision:
+    """A decision of the bundled runtime; enabled follows from the state."""
+    return Decision(decision_id, title, state, is_enabled(state), value, tuple(conditions), tuple(flags), source,
+                    tuple(notes))  # fmt: skip
 
 
 def model_problems(s: Scenario) -> list[Problem]:

@@ -20,6 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, Log, Select, Static, TabbedContent, TabPane
 
+from advisor.launching import NO_COMMAND, OTHER_MACHINE, PLAN_ERRORS
 from advisor.plan import Plan
 from advisor.sanitize import clean
 from launcher.engines import RUNTIME_MODES
@@ -64,28 +65,34 @@ class LaunchScreen(Screen):
     def on_mount(self) -> None:
         self.sub_title = f"launch {self.plan.intent.engine}"
         if self.plan.intent.engine == "bundled":  # torchrun ranks are known up front; others appear as they log
-            for rank in range(max(1, self.plan.intent.tp // max(1, self.plan.intent.nnodes))):
+            for rank in range(self.plan.intent.gpus_per_node):
                 self._rank_log(rank)
         self._show_command()
         self._show_state()
         self.set_interval(FLUSH_S, self._flush)
         self.query_one("#log-all-lines", Log).focus()
 
-    def argv(self) -> list[str]:
-        from launcher.engines import command_for
+    def prepared(self) -> tuple[list[list[str]], list[Any]]:
+        """The commands (one per node) and the refusals, exactly as `advisor launch` prepares them."""
+        from advisor.launching import prepare_launch
 
-        return command_for(self.plan, mode=self.mode)
+        return prepare_launch(self.plan, mode=self.mode)
+
+    def argv(self) -> list[str]:
+        """Node 0's command (the one started here); ValueError with the reason when there is none."""
+        commands, refusals = self.prepared()
+        if not commands:
+            raise ValueError(next(r.message for r in refusals if r.kind == NO_COMMAND))
+        return commands[0]
 
     def _show_command(self) -> None:
-        from launcher.engines import commands_for_nodes
-
-        try:
-            commands = commands_for_nodes(self.plan, mode=self.mode)
+        commands, refusals = self.prepared()
+        if commands:
             text = Text(f"$ {clean(shlex.join(commands[0]), newlines=False)}")
             for rank, argv in enumerate(commands[1:], start=1):  # started here: node 0 only
                 text.append(f"\non node {rank}, run yourself: {shlex.join(argv)}", style="dim")
-        except ValueError as exc:  # EngineCommandError: the plan cannot become a command
-            text = Text(f"✗ {exc}", style="bold red")
+        else:  # the plan cannot become a command
+            text = Text(f"✗ {next(r.message for r in refusals if r.kind == NO_COMMAND)}", style="bold red")
         self.query_one("#launch-command", Static).update(text)
 
     def _show_state(self) -> None:
@@ -133,23 +140,18 @@ class LaunchScreen(Screen):
         if self.run is not None and not self.run.done:
             self.notify("Already running; s stops it.")
             return
-        if self.plan.has_errors and not self._confirmed_errors:
+        commands, refusals = self.prepared()
+        # The plan's errors need a second enter (as --force); a simulated machine's plan starts here, as the state
+        # line says; every other refusal of `advisor launch` stops it here too.
+        if any(r.kind == PLAN_ERRORS for r in refusals) and not self._confirmed_errors:
             self._confirmed_errors = True
             self.notify("The plan has errors. Press enter again to start anyway.", severity="warning")
             return
-        try:
-            argv = self.argv()
-        except ValueError as exc:
-            self.notify(str(exc), severity="error")
+        blocking = [r for r in refusals if r.kind not in (PLAN_ERRORS, OTHER_MACHINE)]
+        if blocking:
+            self.notify(clean(blocking[0].message), severity="error")
             return
-        if self.plan.intent.engine == "bundled":
-            from launcher.engines import install_command, missing_runtime_modules
-
-            missing = missing_runtime_modules(self.mode)
-            if missing:
-                self.notify(f"The bundled runtime needs {', '.join(missing)}: {install_command('bundled')}",
-                            severity="error")  # fmt: skip
-                return
+        argv = commands[0]
         self.state = "starting"
         self._show_state()
         if self.query("#mode"):
@@ -159,9 +161,10 @@ class LaunchScreen(Screen):
     @work(thread=True, exclusive=True, group="launch")
     def _start(self, argv: list[str]) -> None:
         from launcher import spawn
+        from launcher.engines import ready_signals
 
         try:
-            run = spawn.start(argv, on_line=self._on_line)
+            run = spawn.start(argv, on_line=self._on_line, ready=ready_signals(self.plan.intent.engine))
         except (OSError, ValueError) as exc:
             self.app.call_from_thread(self._start_failed, str(exc))
             return

@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -55,6 +56,8 @@ class _Job:
     prompt_ids: list[int]
     params: Any
     deliver: Callable[[Any], None]
+    received: float = field(default_factory=time.monotonic)  # when submit() took it, for the latency histograms
+    last_token: float | None = None  # when its latest token came out of the engine
 
 
 class ControlChannel:
@@ -207,7 +210,9 @@ class Scheduler:
             for seq_id in commands.abort:
                 self._running.pop(seq_id, None)
             refused = dict(apply_commands(engine, commands))
+            admitted_at = time.monotonic()
             for job in admitted:
+                self._metrics.observe_queue_time(admitted_at - job.received)
                 if job.seq_id in refused:
                     self._deliver(job, Failed(400, str(refused[job.seq_id])))
                 else:
@@ -220,12 +225,22 @@ class Scheduler:
                     if job is None:
                         continue
                     generated += 1
+                    self._observe_token(job)
                     if event.finished:
                         del self._running[event.seq_id]
                     self._deliver(job, event)
                 self._metrics.record_step(generated, len(self._running), queued)
             else:
                 self._metrics.set_load(len(self._running), queued)
+
+    def _observe_token(self, job: _Job) -> None:
+        """Time to first token for a job's first token, inter-token latency for the next ones."""
+        now = time.monotonic()
+        if job.last_token is None:
+            self._metrics.observe_first_token(now - job.received)
+        else:
+            self._metrics.observe_inter_token(now - job.last_token)
+        job.last_token = now
 
     def _deliver(self, job: _Job, event: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the handler's event loop is closed (server shutting down)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Generator
 from typing import Any
 
+from launcher.runtime.contract import READY_PREFIX
 from launcher.runtime.serve.limits import DEFAULT_MAX_REQUEST_BYTES
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -213,7 +214,7 @@ def run_serve(
     )
 
     def announce() -> None:
-        print(f"ready: {url_for(host, port)}", flush=True)
+        print(f"{READY_PREFIX}{url_for(host, port)}", flush=True)
 
     server = _uvicorn_server(build_app(state), args, announce)
     server_box.append(server)

@@ -1,0 +1,53 @@
+"""A Plan as the stable JSON object of `advisor check --json` (advisor/report/data.py) and as rich renderables for people
+(advisor/report/render.py). The names below are the package's interface: `from advisor.report import ...` as before.
+
+Cheap to import: rich is imported inside the rendering functions, so `advisor check --json` stays fast.
+"""
+
+from advisor.report.data import (
+    PLAN_SCHEMA_VERSION,
+    SEVERITIES,
+    condition_dict,
+    decision_dict,
+    dumps,
+    facts_to_dict,
+    jsonable,
+    plan_to_dict,
+    problem_dict,
+    problems_named_by,
+    release_dict,
+    summary,
+)
+from advisor.report.render import (
+    FALLBACK_WIDTH,
+    SEVERITY_STYLES,
+    STATE_STYLES,
+    STATUS_STYLES,
+    command_renderable,
+    command_text,
+    decision_renderable,
+    decisions_renderable,
+    emit,
+    machine_renderable,
+    make_console,
+    marks,
+    next_steps,
+    output_width,
+    packages_renderable,
+    print_command,
+    print_facts,
+    print_next_steps,
+    print_plan,
+    problems_renderable,
+    scenario_renderable,
+    summary_text,
+    topology_renderable,
+)
+
+__all__ = [
+    "FALLBACK_WIDTH", "PLAN_SCHEMA_VERSION", "SEVERITIES", "SEVERITY_STYLES", "STATE_STYLES", "STATUS_STYLES", "command_renderable", "command_text", "condition_dict",
+    "decision_dict", "decision_renderable", "decisions_renderable", "dumps", "emit", "facts_to_dict", "jsonable",
+    "machine_renderable", "make_console", "marks", "next_steps", "output_width", "packages_renderable", "plan_to_dict",
+    "print_command", "print_facts", "print_next_steps", "print_plan", "problem_dict", "problems_named_by",
+    "problems_renderable", "release_dict", "scenario_renderable", "summary", "summary_text", "topology_renderable",
+]  # fmt: skip
