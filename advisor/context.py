@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
+
+from advisor.records import record
 
 if TYPE_CHECKING:
     from advisor.facts import Facts
@@ -45,7 +47,7 @@ def usage_error(message: str) -> AdvisorError:
     return AdvisorError(message, EXIT_USAGE)
 
 
-@dataclass(frozen=True)
+@record
 class Options:
     """The common options of the TUI, `check`, `explain` and `launch` (docs/architecture.md, "Contracts").
 

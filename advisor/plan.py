@@ -10,10 +10,11 @@ Cheap to import: no torch, flashinfer or textual (checks and launcher.engines ar
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from advisor.facts import Facts
 from advisor.models import ModelSpec
+from advisor.records import record
 from advisor.rules.engine import Decision, Problem, ReleaseOutcome, Scenario, flag_groups, parse_release
 
 ENGINES = ("bundled", "sglang", "vllm")
@@ -23,7 +24,7 @@ class PlanError(Exception):
     """The intent cannot be planned (tp < 1, an unknown engine version, ...); the message is one line naming the fix."""
 
 
-@dataclass(frozen=True)
+@record
 class Intent:
     """What the user asked for (CLI flags or the TUI form)."""
 
@@ -41,7 +42,7 @@ class Intent:
     mode: str = "serve"  # for the bundled runtime: serve | generate | bench
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     intent: Intent
     facts: Facts

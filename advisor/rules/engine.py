@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property, lru_cache
 from typing import Any
+
+from advisor.records import record
 
 # Decision states (docs/architecture.md, "Contracts").
 AUTO_ENABLED = "auto-enabled"
@@ -21,7 +23,7 @@ UNAVAILABLE = "unavailable"
 STATES = (AUTO_ENABLED, NOT_ENABLED, FORCED_ON, FORCED_OFF, UNAVAILABLE)
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     """Where a rule comes from: the release it models, the file, and the PR or issue that explains it."""
 
@@ -33,7 +35,7 @@ class Source:
         return f"{self.release}, {self.file}" + (f" ({self.ref})" if self.ref else "")
 
 
-@dataclass(frozen=True)
+@record
 class ConditionResult:
     """One evaluated condition. ``ok`` is None when the facts needed to decide are unknown."""
 
@@ -46,7 +48,7 @@ class ConditionResult:
     fix: str  # how to change the outcome
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     id: str  # "flashinfer_allreduce_fusion"
     title: str
@@ -67,7 +69,7 @@ class Decision:
         return tuple(c for c in self.conditions if c.ok is None)
 
 
-@dataclass(frozen=True)
+@record
 class Problem:
     id: str  # "flashinfer_version_mismatch"
     severity: str  # "error" | "warning" | "info"
@@ -79,7 +81,7 @@ class Problem:
     packages: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class ReleaseOutcome:
     """One row of the release matrix: the fusion decision under one modelled release."""
 
@@ -152,7 +154,7 @@ def _is_number(token: str) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@record
 class Scenario:
     """What a rule looks at: the machine, the model and the user's intent (advisor.plan.Intent), plus derived facts."""
 
@@ -240,7 +242,7 @@ class Scenario:
 Check = Callable[[Scenario], tuple]
 
 
-@dataclass(frozen=True)
+@record
 class Condition:
     """A named condition: a small predicate plus the words that explain it."""
 
@@ -255,7 +257,7 @@ class Condition:
         return ConditionResult(self.id, self.text, ok, observed, expected, self.why, self.fix)
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """One optimization under one range of releases of one engine."""
 
