@@ -68,6 +68,7 @@ class AdvisorApp(App[None]):
             self.first_plan_at = time.perf_counter()
             if self._on_ready is not None:
                 self._on_ready(self)
+            self.call_later(self.main.mount_hidden_tabs)  # the tabs not shown yet follow the first screen
 
     # -- processes ---------------------------------------------------------------------------------------------------
     def track_run(self, run: Any) -> bool:
