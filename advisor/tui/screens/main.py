@@ -7,7 +7,7 @@ Every form change re-runs the rules in a thread worker after a short debounce; r
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -28,6 +28,10 @@ from advisor.tui.widgets.command_bar import CommandBar
 from advisor.tui.widgets.decisions import DecisionTable
 from advisor.tui.widgets.detail import DetailPane
 from advisor.tui.widgets.plan_form import PlanForm
+
+if TYPE_CHECKING:  # imported when the hidden tabs are mounted
+    from advisor.tui.widgets.layouts import LayoutsPanel
+    from advisor.tui.widgets.machine import MachinePanel
 
 DEBOUNCE_S = 0.2
 
@@ -186,7 +190,7 @@ class MainScreen(Screen):
         self.layouts_busy = False
         self.query_one("#layouts-panel").show(report, error)
 
-    def on_layouts_panel_chosen(self, message: Any) -> None:
+    def on_layouts_panel_chosen(self, message: LayoutsPanel.Chosen) -> None:
         """Enter on a layout: it goes into the form and the plan is evaluated for it."""
         lay = message.layout
         self.options = replace(self.options, tp=lay.tp, nnodes=lay.nnodes, dp_attention=lay.dp_attention,
@@ -204,7 +208,7 @@ class MainScreen(Screen):
     def on_plan_form_profile_changed(self, message: PlanForm.ProfileChanged) -> None:
         self.set_profile(message.choice, from_form=True)
 
-    def on_machine_panel_profile_chosen(self, message: Any) -> None:
+    def on_machine_panel_profile_chosen(self, message: MachinePanel.ProfileChosen) -> None:
         self.set_profile(message.name)
 
     def set_profile(self, choice: str, from_form: bool = False) -> None:
