@@ -89,14 +89,17 @@ class MainScreen(Screen):
 
     def mount_hidden_tabs(self) -> None:
         """Mount the Layouts and Machine panels (once): after the first plan is painted, or when a tab is opened."""
-        if self._hidden_tabs_mounted:
+        if self._hidden_tabs_mounted or not self.is_attached:
             return
+        layouts, machine = self.query_one("#layouts", TabPane), self.query_one("#machine", TabPane)
+        if not (layouts.is_attached and machine.is_attached):
+            return  # the app is closing (quit right after the first screen)
         self._hidden_tabs_mounted = True
         from advisor.tui.widgets.layouts import LayoutsPanel
         from advisor.tui.widgets.machine import MachinePanel
 
-        self.query_one("#layouts", TabPane).mount(LayoutsPanel(id="layouts-panel"))
-        self.query_one("#machine", TabPane).mount(MachinePanel(self._profiles, id="machine-panel"))
+        layouts.mount(LayoutsPanel(id="layouts-panel"))
+        machine.mount(MachinePanel(self.app.profiles, id="machine-panel"))
 
     def on_mount(self) -> None:
         self.query_one(DecisionTable).focus()
@@ -168,7 +171,8 @@ class MainScreen(Screen):
 
     # -- the Layouts tab: computed when it is shown, again after each change while it is ------------------------------
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        self.mount_hidden_tabs()
+        if event.pane.id != "plan":  # the plan tab is activated at start: that must not mount the others yet
+            self.mount_hidden_tabs()
         if event.pane.id == "layouts":
             self.refresh_layouts()
 
@@ -320,7 +324,7 @@ class MainScreen(Screen):
             if name:
                 self.set_profile(name)
 
-        self.app.push_screen(ProfileScreen(self._profiles, self.options.profile), chosen)
+        self.app.push_screen(ProfileScreen(self.app.profiles, self.options.profile), chosen)
 
 
 def _error_line(evaluation: Evaluation) -> Text:
