@@ -257,31 +257,10 @@ class AdvisorGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-def _output_failed(exc: OSError) -> None:
-    """An OSError that reached the top. From writing stdout (`advisor check | head`: the reader left; `> /dev/full`:
-    no space): say nothing for a closed pipe, one line otherwise, and point stdout at /dev/null so that Python's final
-    flush stays quiet. Anything else: one line naming it."""
-    import errno
-    import os
-
-    writing = exc.filename is None and exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
-    if not writing:
-        _fail(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), 1)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    if exc.errno == errno.EPIPE:
-        sys.exit(1)
-    _fail(f"cannot write the output ({exc.strerror or exc}); free some space or write it elsewhere", 1)
-
-
-def _one_line(message: str) -> str:
-    return " ".join(message.split())
-
-
-def _fail(message: str, code: int) -> None:
-    from advisor.sanitize import clean
-
-    click.echo(f"error: {clean(_one_line(message), newlines=False)}", err=True)  # file names and texts may hold escapes
-    sys.exit(code)
+# One home for the error reporting of both paths (advisor.fastpath runs `advisor check` without click).
+from advisor.errors import fail as _fail  # noqa: E402
+from advisor.errors import one_line as _one_line  # noqa: E402
+from advisor.errors import output_failed as _output_failed  # noqa: E402
 
 
 @click.group(

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
+from advisor.records import record
 from advisor.versions import parse_release, parse_version
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def usage_error(message: str) -> AdvisorError:
     return AdvisorError(message, EXIT_USAGE)
 
 
-@dataclass(frozen=True)
+@record
 class Options:
     """The common options of the TUI, `check`, `explain` and `launch` (docs/architecture.md, "Contracts").
 

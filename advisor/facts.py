@@ -10,9 +10,11 @@ This module must stay cheap to import: no torch, flashinfer or textual, and no r
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, field, fields, replace
 from pathlib import Path
 from typing import Any
+
+from advisor.records import record
 
 SCHEMA_VERSION = 1
 
@@ -24,7 +26,7 @@ class FactsError(Exception):
     """A facts file could not be loaded; the message is one line naming the file, the problem and the fix."""
 
 
-@dataclass(frozen=True)
+@record
 class Host:
     hostname: str | None = None
     os: str | None = None
@@ -33,7 +35,7 @@ class Host:
     unknown: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class Driver:
     """The NVIDIA driver. ``available`` is False when there is no driver at all (a fact, not an error)."""
 
@@ -45,7 +47,7 @@ class Driver:
     unknown: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class GpuProcess:
     """A process holding memory on a GPU (nvmlDeviceGetComputeRunningProcesses)."""
 
@@ -54,7 +56,7 @@ class GpuProcess:
     used_mib: int | None = None  # None when the driver does not say (NVML_VALUE_NOT_AVAILABLE)
 
 
-@dataclass(frozen=True)
+@record
 class Gpu:
     index: int  # physical (PCI order), as NVML numbers them; ignores CUDA_VISIBLE_DEVICES
     name: str | None = None
@@ -77,7 +79,7 @@ class Gpu:
         return f"{self.capability[0]}.{self.capability[1]}" if self.capability else "?"
 
 
-@dataclass(frozen=True)
+@record
 class Link:
     """How two GPUs (physical indices a < b) reach each other."""
 
@@ -99,7 +101,7 @@ class Link:
         return self.pcie or "?"
 
 
-@dataclass(frozen=True)
+@record
 class Fabric:
     """Multi-node NVLink fabric (GB200/GB300 NVL72): nvmlDeviceGetGpuFabricInfoV."""
 
@@ -109,7 +111,7 @@ class Fabric:
     unknown: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class Topology:
     links: tuple[Link, ...] = ()
     nvswitch: bool | None = None  # an NVLink whose remote device type is NVSwitch was seen
@@ -147,7 +149,7 @@ class Topology:
         return None if unknown else True
 
 
-@dataclass(frozen=True)
+@record
 class System:
     """Operating-system limits and settings a multi-GPU launch depends on (/proc, /sys, resource limits).
 
@@ -164,7 +166,7 @@ class System:
 MEMLOCK_UNLIMITED = 2**63 - 1
 
 
-@dataclass(frozen=True)
+@record
 class Package:
     """One installed distribution, learned from its dist-info and package files read as text."""
 
@@ -183,13 +185,13 @@ class Package:
         return self.version.split("+", 1)[0] if self.version else None
 
 
-@dataclass(frozen=True)
+@record
 class ProbeError:
     probe: str  # "nvml.gpu[3].memory", "packages", "python:/usr/bin/python3.12"
     message: str
 
 
-@dataclass(frozen=True)
+@record
 class Facts:
     source: str = "live"  # "live" | "simulated:<profile>" | "file:<path>"
     host: Host = field(default_factory=Host)

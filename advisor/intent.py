@@ -9,13 +9,13 @@ Cheap to import: standard library only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from advisor.records import record
 
 # The counts of an intent, with the option that sets each (messages name the option).
 COUNT_OPTIONS = {"tp": "--tp", "nnodes": "--nnodes", "dp_size": "--dp-size"}
 
 
-@dataclass(frozen=True)
+@record
 class Intent:
     """What the user asked for (CLI flags or the TUI form)."""
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from advisor.records import record
 
 CATALOG_DIR = Path(__file__).parent / "catalog"
 DEMO_ID = "demo"
@@ -54,7 +56,7 @@ class ModelError(Exception):
     """A model could not be resolved; the message is one line naming the problem and the fix."""
 
 
-@dataclass(frozen=True)
+@record
 class ModelSpec:
     id: str  # what the user asked for: "Qwen/Qwen3-30B-A3B" or a directory
     architecture: str  # architectures[0]

@@ -12,11 +12,12 @@ Cheap to import: no torch, flashinfer or textual (the engines' rules and the che
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from advisor.facts import Facts
 from advisor.intent import Intent  # its home is advisor.intent; `from advisor.plan import Intent` keeps working
 from advisor.models import ModelSpec
+from advisor.records import record
 from advisor.rules import registry
 from advisor.rules.engine import (
     Decision,
@@ -36,7 +37,7 @@ class PlanError(Exception):
     """The intent cannot be planned (tp < 1, an unknown engine version, ...); the message is one line naming the fix."""
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     intent: Intent
     facts: Facts

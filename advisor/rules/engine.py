@@ -7,10 +7,11 @@ evaluated, never short-circuited, so the user sees every blocker at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Any
 
+from advisor.records import record
 from advisor.rules.problem import Problem  # noqa: F401  (re-exported: the rules import it from here)
 from advisor.versions import parse_cuda, parse_release, release_text  # noqa: F401  (the rules import them from here)
 
@@ -23,7 +24,7 @@ UNAVAILABLE = "unavailable"
 STATES = (AUTO_ENABLED, NOT_ENABLED, FORCED_ON, FORCED_OFF, UNAVAILABLE)
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     """Where a rule comes from: the release it models, the file, and the PR or issue that explains it."""
 
@@ -35,7 +36,7 @@ class Source:
         return f"{self.release}, {self.file}" + (f" ({self.ref})" if self.ref else "")
 
 
-@dataclass(frozen=True)
+@record
 class ConditionResult:
     """One evaluated condition. ``ok`` is None when the facts needed to decide are unknown."""
 
@@ -48,7 +49,7 @@ class ConditionResult:
     fix: str  # how to change the outcome
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     id: str  # "flashinfer_allreduce_fusion"
     title: str
@@ -69,7 +70,7 @@ class Decision:
         return tuple(c for c in self.conditions if c.ok is None)
 
 
-@dataclass(frozen=True)
+@record
 class ReleaseOutcome:
     """One row of the release matrix: the fusion decision under one modelled release."""
 
@@ -116,7 +117,7 @@ def _is_number(token: str) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@record
 class Scenario:
     """What a rule looks at: the machine, the model and the user's intent (advisor.plan.Intent), plus derived facts."""
 
@@ -204,7 +205,7 @@ class Scenario:
 Check = Callable[[Scenario], tuple]
 
 
-@dataclass(frozen=True)
+@record
 class Condition:
     """A named condition: a small predicate plus the words that explain it."""
 
@@ -219,7 +220,7 @@ class Condition:
         return ConditionResult(self.id, self.text, ok, observed, expected, self.why, self.fix)
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """One optimization under one range of releases of one engine."""
 
@@ -289,7 +290,7 @@ class ReleaseError(ValueError):
     """An engine version the engine's tables cannot model; the message is one line naming the fix."""
 
 
-@dataclass(frozen=True)
+@record
 class Forcing:
     """The engine arguments (after `--`) that force one decision on or off whatever its conditions say."""
 
@@ -310,7 +311,7 @@ class Forcing:
         return token.rsplit("=", 1)[1].strip().lower() in ("true", "1")
 
 
-@dataclass(frozen=True)
+@record
 class Engine:
     """One serving engine as the advisor models it; each package under advisor/rules/ exports one as ``ENGINE`` from
     its engine.py, and advisor.rules.registry lists them.

@@ -18,11 +18,11 @@ Also modelled: releases whose import fails on a CPU-only torch (a module-level C
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from packaging.version import Version
 
 from advisor.facts import Facts, Package
+from advisor.records import record
 from advisor.rules.problem import Problem
 from advisor.versions import parse_cuda, parse_version
 from launcher.runtime.contract import (
@@ -55,7 +55,7 @@ CPU_IMPORT_FAILS = frozenset({"0.6.8.post1", "0.6.16.post4", "0.6.17", "0.6.18.p
 
 
 
-@dataclass(frozen=True)
+@record
 class ImportPrediction:
     installed: bool
     version: str | None  # flashinfer-python's version as flashinfer sees it (module __version__ where known)
@@ -218,7 +218,7 @@ def predict_import(facts: Facts) -> ImportPrediction:
     )
 
 
-@dataclass(frozen=True)
+@record
 class _Mismatch:
     package: str  # distribution name
     found: str

@@ -4,10 +4,10 @@ without importing each other."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from advisor.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Problem:
     id: str  # "flashinfer_version_mismatch"
     severity: str  # "error" | "warning" | "info"

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import cached_property
 from typing import Any
 
 from textual.app import App
@@ -36,7 +37,6 @@ class AdvisorApp(App[None]):
         super().__init__()
         self.options = options
         self.session = Session()
-        self.profiles = profile_names()
         self.models = model_suggestions()
         self.runs: list[Any] = []  # launcher.spawn.Run objects started from the launch screen
         self._runs_lock = threading.Lock()
@@ -54,8 +54,17 @@ class AdvisorApp(App[None]):
             evaluation = Evaluation(self.options, None, None, f"{type(exc).__name__}: {exc}", 1)
         self.first_evaluation.set_result(evaluation)
 
+    @cached_property
+    def profiles(self) -> list[tuple[str, str]]:
+        """(name, one-line summary) of every simulated machine. Loading them all takes a while: done when first needed
+        (the Machine tab, the profile picker, the command palette), not before the first screen."""
+        return profile_names()
+
     def get_default_screen(self) -> Screen:
-        self.main = MainScreen(self.options, self.models, self.profiles)
+        from advisor.probe.profiles import list_profiles
+
+        # The form lists the names only; the summaries follow with self.profiles.
+        self.main = MainScreen(self.options, self.models, [(name, "") for name in list_profiles()])
         return self.main
 
     # -- signals from screens --------------------------------------------------------------------------------------------
@@ -68,6 +77,7 @@ class AdvisorApp(App[None]):
             self.first_plan_at = time.perf_counter()
             if self._on_ready is not None:
                 self._on_ready(self)
+            self.call_later(self.main.mount_hidden_tabs)  # the tabs not shown yet follow the first screen
 
     # -- processes ---------------------------------------------------------------------------------------------------
     def track_run(self, run: Any) -> bool:

@@ -7,14 +7,13 @@ Every form change re-runs the rules in a thread worker after a short debounce; r
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
@@ -28,9 +27,11 @@ from advisor.tui.session import Evaluation, apply_profile_choice
 from advisor.tui.widgets.command_bar import CommandBar
 from advisor.tui.widgets.decisions import DecisionTable
 from advisor.tui.widgets.detail import DetailPane
-from advisor.tui.widgets.layouts import LayoutsPanel
-from advisor.tui.widgets.machine import MachinePanel
 from advisor.tui.widgets.plan_form import PlanForm
+
+if TYPE_CHECKING:  # imported when the hidden tabs are mounted
+    from advisor.tui.widgets.layouts import LayoutsPanel
+    from advisor.tui.widgets.machine import MachinePanel
 
 DEBOUNCE_S = 0.2
 
@@ -62,6 +63,7 @@ class MainScreen(Screen):
         self.evaluating = False
         self._layouts_for: Any = None  # the options the Layouts tab shows (or is computing)
         self.layouts_busy = False
+        self._hidden_tabs_mounted = False
 
     @property
     def current_plan(self) -> Plan | None:
@@ -79,12 +81,25 @@ class MainScreen(Screen):
                     yield Static("evaluating…", id="status")
                     yield DecisionTable(id="decisions")
                     yield DetailPane(id="detail")
-            with TabPane("Layouts", id="layouts"):
-                yield LayoutsPanel(id="layouts-panel")
-            with TabPane("Machine", id="machine"):
-                # Mounted after the first paint: the plan tab shows first, the hidden tab follows.
-                yield Lazy(MachinePanel(self._profiles, id="machine-panel"))
+            # The hidden tabs' panels are mounted once the first plan is on screen (mount_hidden_tabs): the first
+            # screen does not wait for widgets nobody sees yet.
+            yield TabPane("Layouts", id="layouts")
+            yield TabPane("Machine", id="machine")
         yield Footer()
+
+    def mount_hidden_tabs(self) -> None:
+        """Mount the Layouts and Machine panels (once): after the first plan is painted, or when a tab is opened."""
+        if self._hidden_tabs_mounted or not self.is_attached:
+            return
+        layouts, machine = self.query_one("#layouts", TabPane), self.query_one("#machine", TabPane)
+        if not (layouts.is_attached and machine.is_attached):
+            return  # the app is closing (quit right after the first screen)
+        self._hidden_tabs_mounted = True
+        from advisor.tui.widgets.layouts import LayoutsPanel
+        from advisor.tui.widgets.machine import MachinePanel
+
+        layouts.mount(LayoutsPanel(id="layouts-panel"))
+        machine.mount(MachinePanel(self.app.profiles, id="machine-panel"))
 
     def on_mount(self) -> None:
         self.query_one(DecisionTable).focus()
@@ -148,7 +163,7 @@ class MainScreen(Screen):
             status.update(_status_line(plan, facts))
             table.show_plan(plan)
             self.query_one(CommandBar).show(plan.argv)
-        for panel in self.query(MachinePanel):  # none yet while the lazy tab is still mounting
+        for panel in self.query("MachinePanel"):  # none before the hidden tabs are mounted
             panel.show(facts, plan, evaluation.error)
         if self.query_one(TabbedContent).active == "layouts":
             self.refresh_layouts()
@@ -156,6 +171,8 @@ class MainScreen(Screen):
 
     # -- the Layouts tab: computed when it is shown, again after each change while it is ------------------------------
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id != "plan":  # the plan tab is activated at start: that must not mount the others yet
+            self.mount_hidden_tabs()
         if event.pane.id == "layouts":
             self.refresh_layouts()
 
@@ -175,10 +192,9 @@ class MainScreen(Screen):
         if options != self._layouts_for:
             return  # the form changed meanwhile; a newer computation follows
         self.layouts_busy = False
-        self.query_one(LayoutsPanel).show(report, error)
+        self.query_one("#layouts-panel").show(report, error)
 
-    @on(LayoutsPanel.Chosen)
-    def _use_layout(self, message: LayoutsPanel.Chosen) -> None:
+    def on_layouts_panel_chosen(self, message: LayoutsPanel.Chosen) -> None:
         """Enter on a layout: it goes into the form and the plan is evaluated for it."""
         lay = message.layout
         self.options = replace(self.options, tp=lay.tp, nnodes=lay.nnodes, dp_attention=lay.dp_attention,
@@ -226,9 +242,10 @@ class MainScreen(Screen):
     def action_switch_tab(self, tab: str, target: Widget | None = None) -> None:
         # Focus follows the tab: TabbedContent switches back to whichever pane holds the focused widget. Focus is set
         # at once (Widget.focus() is deferred), so keys typed right after ("f" then tab) reach the new widget.
+        self.mount_hidden_tabs()
         self.query_one(TabbedContent).active = tab
         if target is None:
-            targets = {"machine": self.query(MachinePanel), "layouts": self.query("#layouts-table")}.get(
+            targets = {"machine": self.query("MachinePanel"), "layouts": self.query("#layouts-table")}.get(
                 tab, self.query(DecisionTable)
             )
             target = targets.first() if targets else None
@@ -307,7 +324,7 @@ class MainScreen(Screen):
             if name:
                 self.set_profile(name)
 
-        self.app.push_screen(ProfileScreen(self._profiles, self.options.profile), chosen)
+        self.app.push_screen(ProfileScreen(self.app.profiles, self.options.profile), chosen)
 
 
 def _error_line(evaluation: Evaluation) -> Text:

@@ -1,0 +1,161 @@
+"""The `advisor` entry point. `advisor check` with plain options runs here without importing click; every other command
+line (other commands, `--help`, a value click would reject, shell completion, ...) goes to the click CLI in advisor.cli.
+
+Why: importing click costs about as much as starting Python twice over, and `advisor check --json` is meant to be cheap
+enough to call from scripts (tests/benchmarks/bench_check.py). The fast path accepts only command lines it can parse
+exactly as click does and hands anything else to click, so the output, the messages and the exit codes are the same
+(tests/test_fastpath.py runs both over many command lines and compares the bytes). Both paths report errors
+through advisor.errors, one way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# `advisor check` options -> Options fields, by how they take values (advisor.cli.COMMON_OPTIONS declares them for click;
+# tests/test_fastpath.py checks that this table agrees with it).
+TEXT_OPTIONS = {
+    "--model": "model",
+    "--moe-a2a-backend": "moe_a2a_backend",
+    "--engine": "engine",
+    "--engine-version": "engine_version",
+    "--dtype": "dtype",
+    "--profile": "profile",
+    "--facts": "facts_file",
+    "--python": "python",
+}
+NUMBER_OPTIONS = {"--tp": "tp", "--nnodes": "nnodes", "--dp-size": "dp_size"}  # whole numbers >= 1
+PATH_OPTIONS = {"facts_file", "python"}  # click.Path(dir_okay=False): click rejects a directory or an unreadable file
+REPEATED_OPTIONS = {"--with-package": "with_package"}
+FLAGS = {
+    "--json": ("as_json", True),
+    "--strict": ("strict", True),
+    "--dp-attention": ("dp_attention", True),
+    "--no-dp-attention": ("dp_attention", False),
+}
+
+
+def main() -> None:
+    params = None if _completing() or _ascii_streams() else parse_check(sys.argv[1:])
+    if params is None:
+        from advisor.cli import main as click_main
+
+        click_main()
+        return
+    run_check(params)
+
+
+def parse_check(argv: list[str]) -> dict | None:
+    """The parameters of an `advisor check ...` command line (as click would give them, less the defaults), or None
+    when the command line is anything else or something click would have to judge or reject."""
+    if not argv or argv[0] != "check":
+        return None
+    params: dict = {"as_json": False, "with_package": [], "overrides": ()}
+    args = argv[1:]
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            params["overrides"] = tuple(args[i:])
+            break
+        name, has_value, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in FLAGS:
+            if has_value:
+                return None
+            field, flag_value = FLAGS[name]
+            params[field] = flag_value
+            continue
+        if name not in TEXT_OPTIONS and name not in NUMBER_OPTIONS and name not in REPEATED_OPTIONS:
+            return None  # --help, an unknown option, a positional argument, a short option: click's to judge
+        if not has_value:
+            if i >= len(args) or args[i].startswith("-"):
+                return None  # click would take "-x" as the value or report the missing value
+            value = args[i]
+            i += 1
+        if name in REPEATED_OPTIONS:
+            params[REPEATED_OPTIONS[name]].append(value)
+        elif name in NUMBER_OPTIONS:
+            number = _whole_number(value)
+            if number is None:
+                return None
+            params[NUMBER_OPTIONS[name]] = number
+        else:
+            field = TEXT_OPTIONS[name]
+            if (field == "engine" and value not in _engines()) or (field in PATH_OPTIONS and not _plain_path(value)):
+                return None
+            params[field] = value
+    params["with_package"] = tuple(params["with_package"])
+    return params
+
+
+def run_check(params: dict) -> None:
+    """What `advisor check` does under click (advisor.cli.check and AdvisorGroup.main), without click."""
+    from advisor.context import AdvisorError, Options, exit_code_for, make_plan
+    from advisor.errors import fail, output_failed
+
+    options = Options.from_params(params)
+    try:
+        plan = make_plan(options)
+        if params["as_json"]:
+            from advisor.report import dumps, plan_to_dict
+
+            sys.stdout.write(dumps(plan_to_dict(plan)) + "\n")
+        else:
+            from advisor.report import make_console, print_plan
+
+            print_plan(plan, make_console(), strict=options.strict)
+        code = exit_code_for(plan, options.strict)
+        sys.stdout.flush()  # a full device or a closed pipe must fail here, not in the interpreter's final flush
+    except AdvisorError as exc:
+        fail(exc.message, exc.exit_code)
+    except OSError as exc:
+        output_failed(exc)
+    sys.exit(code)
+
+
+def _whole_number(value: str) -> int | None:
+    """advisor.cli.PositiveInt's reading of a value: a whole number >= 1, else None."""
+    try:
+        number = int(value.strip())
+    except ValueError:
+        return None
+    return number if number >= 1 else None
+
+
+def _engines() -> tuple[str, ...]:
+    from advisor.rules.registry import names
+
+    return names()
+
+
+def _plain_path(value: str) -> bool:
+    """True where click.Path(dir_okay=False) takes the value as it is: a path that does not exist, or a readable
+    non-directory."""
+    import stat
+
+    try:
+        mode = os.stat(value).st_mode
+    except OSError:
+        return True
+    return not stat.S_ISDIR(mode) and os.access(value, os.R_OK)
+
+
+def _completing() -> bool:
+    """Shell completion (click reads `_ADVISOR_COMPLETE`, named after the program) is click's."""
+    return any(name.startswith("_") and name.endswith("_COMPLETE") for name in os.environ)
+
+
+def _ascii_streams() -> bool:
+    """click writes UTF-8 to an ASCII-configured stream (PYTHONIOENCODING=ascii); leave that case to click."""
+    import codecs
+
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        try:
+            if codecs.lookup(encoding).name == "ascii":
+                return True
+        except LookupError:
+            return True
+    return False

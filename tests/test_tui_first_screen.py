@@ -1,0 +1,48 @@
+"""The first screen shows the plan without waiting for the hidden tabs: their panels (and the profile summaries, which
+load every simulated machine) come after it is painted, or as soon as a tab asks for them (tests/benchmarks/bench_tui.py)."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import TabbedContent
+from tui_helpers import settle, static_text
+
+from advisor.context import Options
+from advisor.tui.app import AdvisorApp
+
+pytestmark = pytest.mark.anyio  # anyio's pytest plugin runs the async tests
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+B300 = {"profile": "b300-8", "model": "Qwen/Qwen3-VL-235B-A22B-Instruct", "tp": 8, "engine": "sglang"}
+
+
+async def test_hidden_tabs_follow_the_first_screen(empty_hf_cache):
+    seen: dict = {}
+
+    def ready(app: AdvisorApp) -> None:  # the first plan is painted
+        seen["panels"] = [w.id for w in app.main.query("LayoutsPanel, MachinePanel")]
+        seen["summaries loaded"] = "profiles" in app.__dict__
+        seen["decisions"] = app.main.query_one("#decisions").row_count
+
+    app = AdvisorApp(Options(**B300), on_ready=ready)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert seen == {"panels": [], "summaries loaded": False, "decisions": seen["decisions"]}
+        assert seen["decisions"] > 0
+        assert {w.id for w in app.main.query("LayoutsPanel, MachinePanel")} == {"layouts-panel", "machine-panel"}
+        assert "source: simulated b300-8" in static_text(app, "#machine-summary")  # caught up with the plan shown
+        assert any(summary for _, summary in app.profiles)
+
+
+async def test_a_tab_opened_at_once_mounts_its_panel(empty_hf_cache):
+    app = AdvisorApp(Options(**B300))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("m")  # before anything else has happened
+        await settle(pilot)
+        assert app.main.query_one(TabbedContent).active == "machine"
+        assert "source: simulated b300-8" in static_text(app, "#machine-summary")
