@@ -490,10 +490,10 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
     }
 
 
-# MLA models: up to v0.15.x CudaPlatform.check_and_update_config (vllm/platforms/cuda.py) forces the KV-cache block size
-# of the MLA backend it expects. v0.12.0: CUTLASS MLA (128) on SM100, FlashMLA (64) on SM90. v0.15.1: FlashInfer MLA (64,
-# 32 kept) on SM100 when qk_nope_head_dim is 128, else CUTLASS MLA (128); FlashMLA (64) on SM90; v0.16.0 and v0.17.1 the
-# same. v0.19.1 forces nothing (the block size stays 16); the v0.18 releases were not read.
+# MLA models: up to v0.17.x CudaPlatform.check_and_update_config (vllm/platforms/cuda.py) forces the KV-cache block size
+# of the MLA backend it expects. v0.12.0: CUTLASS MLA (128) on capability 10.0 only, FlashMLA (64) on SM90. v0.15.1:
+# FlashInfer MLA (64, 32 kept) on SM100 when qk_nope_head_dim is 128, else CUTLASS MLA (128); FlashMLA (64) on SM90;
+# v0.16.0 and v0.17.1 the same. v0.19.1 forces nothing (the block size stays 16); the v0.18 releases were not read.
 MLA_BLOCK_RULE: list[tuple[str, str | None]] = [("0.12.0", "0.12"), ("0.15.1", "0.15"), ("0.19.1", None)]
 MLA_NOPE_FOR_FLASHINFER = 128  # FlashInfer MLA's kernel constraint on qk_nope_head_dim (v0.15.1)
 
@@ -511,7 +511,8 @@ def mla_block_size(s: Scenario, version: str, block: int) -> int:
         if chosen == "CUTLASS_MLA":
             return block if block % 128 == 0 else 128
         return block if chosen != "FLASHMLA" or cap[0] != 9 or block % 64 == 0 else 64
-    if cap[0] == 10:
+    # v0.12 tests for capability 10.0 exactly (is_device_capability(100)), v0.15 for the family (10.x)
+    if (rule == "0.12" and tuple(cap) == (10, 0)) or (rule == "0.15" and cap[0] == 10):
         nope = (model.head_dim or 0) - (model.qk_rope_head_dim or 0)
         if rule == "0.15" and nope == MLA_NOPE_FOR_FLASHINFER:
             return block if block == 32 or block % 64 == 0 else 64
