@@ -27,12 +27,6 @@ MiB = 2**20
 # torch cannot answer ("error: AssertionError: Torch not compiled with CUDA enabled" in the golden); the plan's value
 # (_get_backend_priorities' first entry) stays unproven there.
 KNOWN: set[tuple[str, str, str]] = {
-    ("0.20.2", "a100-sxm-8|deepseek-ai/DeepSeek-V3|tp8|", "attention_backend"),
-    ("0.20.2", "h100-sxm-8|deepseek-ai/DeepSeek-V3|tp8|", "attention_backend"),
-    ("0.20.2", "h200-8|deepseek-ai/DeepSeek-V3|tp8|", "attention_backend"),
-    ("0.20.2", "h20-8|deepseek-ai/DeepSeek-V3|tp8|", "attention_backend"),
-    ("0.20.2", "b200-8|deepseek-ai/DeepSeek-V3|tp8|", "attention_backend"),
-    ("0.20.2", "b300-8|deepseek-ai/DeepSeek-V3|tp8|", "attention_backend"),
     ("0.25.1", "b200-8|deepseek-ai/DeepSeek-V3|tp8|", "attention_backend"),
     ("0.25.1", "b300-8|deepseek-ai/DeepSeek-V3|tp8|", "attention_backend"),
     ("0.30.0", "b200-8|deepseek-ai/DeepSeek-V3|tp8|", "attention_backend"),
