@@ -200,3 +200,10 @@ def test_attention_backend_choice_before_the_flag_existed():
     assert "rejects --attention-backend" in old.notes[0] and "VLLM_ATTENTION_BACKEND=TRITON_ATTN" in old.notes[0]
     assert vllm.attention_decision(s, "0.15.1").notes == ("the value given",)
     assert "VLLM_ATTENTION_BACKEND" in vllm.attention_decision(scenario("h100-sxm-8"), "0.12.0").conditions[0].fix
+
+
+def test_max_model_len_is_the_models_unless_given():
+    s = scenario("h200-8", "deepseek-ai/DeepSeek-V3")
+    assert vllm.memory_decision(s, "0.33.0").value["max_model_len"] == 163840
+    given = vllm.memory_decision(scenario("h200-8", "Qwen/Qwen3-8B", overrides=("--max-model-len", "8192")), "0.33.0")
+    assert given.state == FORCED_ON and given.value["max_model_len"] == 8192

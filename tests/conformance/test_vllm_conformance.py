@@ -62,7 +62,7 @@ def compare(record: dict) -> dict[str, tuple[object, object]]:
         "enable_prefix_caching": plan.decision("prefix_caching").enabled,
         "async_scheduling": plan.decision("async_scheduling").enabled,
         **{key: memory[key] for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
-                                        "kv_cache_dtype", "block_size")},
+                                        "kv_cache_dtype", "block_size", "max_model_len")},
     }  # fmt: skip
     golden = {key: record.get(key) for key in expected if key != "fusion_runs"}
     golden["fusion_runs"] = bool(record["fuse_allreduce_rms"]) and record["compilation_mode"] == vllm.VLLM_COMPILE

@@ -452,7 +452,7 @@ def _attention_notes(chosen: str | None, release: str) -> tuple[str, ...]:
 
 MEMORY_FLAGS = {"gpu_memory_utilization": "--gpu-memory-utilization", "max_num_seqs": "--max-num-seqs",
                 "max_num_batched_tokens": "--max-num-batched-tokens", "kv_cache_dtype": "--kv-cache-dtype",
-                "block_size": "--block-size"}  # fmt: skip
+                "block_size": "--block-size", "max_model_len": "--max-model-len"}  # fmt: skip
 
 
 def batch_defaults(s: Scenario, version: str) -> tuple[int, int] | None:
@@ -487,6 +487,8 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
         "max_num_batched_tokens": tokens,
         "kv_cache_dtype": given["kv_cache_dtype"] or "auto",
         "block_size": mla_block_size(s, release, _number(given["block_size"], int, 16)),
+        # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
+        "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
     }
 
 
