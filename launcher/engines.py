@@ -10,7 +10,12 @@ Engines:
 - ``sglang``: ``python -m sglang.launch_server --model-path M --tp-size N ...``. Release-specific flag names (e.g.
   ``--enable-flashinfer-allreduce-fusion`` up to v0.5.13, ``--flashinfer-allreduce-fusion-backend auto`` from v0.5.14)
   are already resolved by the rules into ``plan.flags``; this module only places them.
-- ``vllm``: ``python -m vllm.entrypoints.openai.api_server --model M --tensor-parallel-size N ...``.
+- ``vllm``: ``vllm serve M --tensor-parallel-size N ...``, the model positional, as ``vllm serve`` takes it in every
+  modelled release (v0.12.0 to v0.33.0: ``model_tag`` in vllm/entrypoints/openai/cli_args.py, later
+  vllm/entrypoints/{launchers,common}/cli_args.py; the other flags are EngineArgs fields, vllm/engine/arg_utils.py).
+  ``vllm`` is the console script of the interpreter's environment (beside it in ``bin/``), else the same entry point
+  through that interpreter (``python -m vllm.entrypoints.cli.main serve``); a plan for another machine (simulated or
+  saved facts, no ``python``) says plain ``vllm``.
 
 Order of the tail, for every engine: the plan's resolved flags, then the user's explicit overrides
 (``plan.intent.overrides``), then ``extra`` (per-launch arguments such as ``--prompt``), so a later flag wins in engines
@@ -21,10 +26,12 @@ Cheap to import: no torch, no advisor at run time (advisor.plan only for type ch
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from launcher.runtime import contract
@@ -34,6 +41,9 @@ if TYPE_CHECKING:
 
 RUNTIME_MODULE = "launcher.runtime"
 TORCHRUN_MODULE = "torch.distributed.run"
+# What vLLM's `vllm` console script runs (entry_points.txt of every release from v0.12.0 to v0.33.0).
+VLLM_PROGRAM = "vllm"
+VLLM_CLI_MODULE = "vllm.entrypoints.cli.main"
 DEFAULT_RDZV_PORT = 29500
 DEMO_MODEL = "demo"
 # The bundled runtime's modes, KV-cache defaults and dtypes: its contract (launcher/runtime/contract.py).
@@ -251,7 +261,7 @@ def _sglang(plan: Plan, *, extra: Sequence[str], python: str | None, node_rank: 
 
 def _vllm(plan: Plan, *, extra: Sequence[str], python: str | None, node_rank: int, addr: str) -> list[str]:
     intent = plan.intent
-    argv = [_engine_python(plan, python), "-m", "vllm.entrypoints.openai.api_server", "--model", _served_model(plan, "vLLM")]
+    argv = [*_vllm_program(plan, python), "serve", _served_model(plan, "vLLM")]
     argv += ["--tensor-parallel-size", str(max(1, intent.tp))]
     if intent.nnodes > 1:
         # vLLM's multiprocessing multi-node mode: every node runs the same command; nodes other than 0 run headless.
@@ -290,6 +300,18 @@ def _engine_python(plan: Plan, python: str | None) -> str:
     if plan.facts.python_executable and plan.facts.source == "live":
         return plan.facts.python_executable
     return sys.executable
+
+
+def _vllm_program(plan: Plan, python: str | None) -> list[str]:
+    """How `vllm` is started: the console script of the engine's environment, else its entry point through the
+    interpreter (the same code); plain `vllm` for a plan made for another machine."""
+    if python is None and not (plan.facts.python_executable and plan.facts.source == "live"):
+        return [VLLM_PROGRAM]
+    interpreter = _engine_python(plan, python)
+    script = Path(interpreter).parent / VLLM_PROGRAM  # not resolved: a venv's python is a link out of the venv
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [interpreter, "-m", VLLM_CLI_MODULE]
 
 
 def _default_dist_init_addr(plan: Plan) -> str:

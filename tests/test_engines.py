@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -123,12 +124,34 @@ def test_sglang_python_defaults_to_the_live_probed_interpreter_only():
 
 def test_vllm():
     p = plan(engine="vllm", model="meta-llama/Llama-3.1-8B", tp=2, flags=("-cc.pass_config.fuse_allreduce_rms=True",))
-    assert command_for(p, python="python3") == [
-        "python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-3.1-8B",
-        "--tensor-parallel-size", "2", "-cc.pass_config.fuse_allreduce_rms=True",
+    assert command_for(p) == [
+        "vllm", "serve", "meta-llama/Llama-3.1-8B", "--tensor-parallel-size", "2",
+        "-cc.pass_config.fuse_allreduce_rms=True",
     ]  # fmt: skip
     node1 = command_for(plan(engine="vllm", model="m", tp=8, nnodes=2), node_rank=1, dist_init_addr="h:1234")
     assert node1[-9:] == ["--nnodes", "2", "--node-rank", "1", "--master-addr", "h", "--master-port", "1234", "--headless"]
+
+
+def _executable(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_vllm_runs_the_console_script_of_the_engines_environment(tmp_path):
+    python = _executable(tmp_path / "env" / "bin" / "python")
+    script = _executable(tmp_path / "env" / "bin" / "vllm")
+    live = Facts(source="live", python_executable=str(python))
+    assert command_for(plan(live, engine="vllm", model="m", tp=1))[:3] == [str(script), "serve", "m"]
+    assert command_for(plan(engine="vllm", model="m", tp=1), python=str(python))[:3] == [str(script), "serve", "m"]
+
+
+def test_vllm_without_a_console_script_runs_its_entry_point_through_the_interpreter(tmp_path):
+    python = _executable(tmp_path / "env" / "bin" / "python")
+    live = Facts(source="live", python_executable=str(python))
+    argv = command_for(plan(live, engine="vllm", model="m", tp=4))
+    assert argv == [str(python), "-m", "vllm.entrypoints.cli.main", "serve", "m", "--tensor-parallel-size", "4"]
 
 
 def test_unknown_engine():

@@ -176,3 +176,34 @@ def test_switches_follow_flags():
     assert vllm.switch_decision(s, "0.33.0", "prefix_caching").state == FORCED_OFF
     assert vllm.switch_decision(s, "0.33.0", "async_scheduling").state == FORCED_ON
     assert vllm.switch_decision(s, "0.33.0", "chunked_prefill").state == AUTO_ENABLED
+
+
+# DeepSeek V3 (MLA, qk_nope_head_dim 128): the block size vLLM forces for the MLA backend it expects (the goldens
+# of v0.12.0 and v0.15.1 record these; nothing is forced from v0.19.1).
+@pytest.mark.parametrize(
+    ("profile", "version", "overrides", "block"),
+    [("b200-8", "0.12.0", (), 128), ("b300-8", "0.12.0", (), 16), ("h100-sxm-8", "0.12.0", (), 64),
+     ("a100-sxm-8", "0.12.0", (), 16), ("b300-8", "0.15.1", (), 64), ("h200-8", "0.17.1", (), 64),
+     ("h200-8", "0.19.1", (), 16), ("b200-8", "0.15.1", ("--attention-backend", "CUTLASS_MLA"), 128),
+     ("h100-sxm-8", "0.15.1", ("--attention-backend", "TRITON_MLA"), 16),
+     ("h100-sxm-8", "0.15.1", ("--block-size", "128"), 128)],
+)  # fmt: skip
+def test_mla_block_size(profile, version, overrides, block):
+    s = scenario(profile, "deepseek-ai/DeepSeek-V3", overrides=overrides)
+    assert vllm.memory_decision(s, version).value["block_size"] == block
+    assert vllm.memory_decision(scenario(profile, overrides=overrides), version).value["block_size"] in (16, 128)
+
+
+def test_attention_backend_choice_before_the_flag_existed():
+    s = scenario("h100-sxm-8", "Qwen/Qwen3-8B", overrides=("--attention-backend", "TRITON_ATTN"))
+    old = vllm.attention_decision(s, "0.12.0")
+    assert "rejects --attention-backend" in old.notes[0] and "VLLM_ATTENTION_BACKEND=TRITON_ATTN" in old.notes[0]
+    assert vllm.attention_decision(s, "0.15.1").notes == ("the value given",)
+    assert "VLLM_ATTENTION_BACKEND" in vllm.attention_decision(scenario("h100-sxm-8"), "0.12.0").conditions[0].fix
+
+
+def test_max_model_len_is_the_models_unless_given():
+    s = scenario("h200-8", "deepseek-ai/DeepSeek-V3")
+    assert vllm.memory_decision(s, "0.33.0").value["max_model_len"] == 163840
+    given = vllm.memory_decision(scenario("h200-8", "Qwen/Qwen3-8B", overrides=("--max-model-len", "8192")), "0.33.0")
+    assert given.state == FORCED_ON and given.value["max_model_len"] == 8192

@@ -24,6 +24,10 @@ import types
 import warnings
 
 GiB = 1 << 30
+# The faked host's CPU memory. Up to v0.15.x CacheConfig.verify_with_parallel_config (vllm/config/cache.py) refuses a
+# swap space (4 GiB per GPU) over 70% of psutil's total memory, so tp 8 failed on this small build machine; the
+# profiles record no host memory, and 8-GPU servers carry 1-2 TiB, where the check never fires.
+HOST_MEMORY_BYTES = 2048 * GiB
 STUBBED_EXTENSIONS = ("vllm._C", "vllm._C_stable_libtorch", "vllm._moe_C", "vllm.cumem_allocator", "vllm._flashmla_C",
                       "vllm._flashmla_extension_C", "vllm._rocm_C", "vllm.vllm_flash_attn._vllm_fa2_C",
                       "vllm.vllm_flash_attn._vllm_fa3_C")  # fmt: skip
@@ -84,6 +88,23 @@ def _stub_ops(torch) -> None:
         setattr(torch.ops, name, _MissingOps(name))
 
 
+def _fake_cuda_allocations(torch) -> None:
+    """Tensors asked for on the GPU are made on the meta device (shape and dtype, no memory): attention backend modules
+    allocate workspaces when the selector imports them (vllm/v1/attention/backends/mla/cutlass_mla.py, SM100Workspace:
+    ``torch.empty(..., device="cuda")``), which a CPU torch refuses; config resolution never reads one."""
+
+    def on_meta(factory):
+        def make(*args, **kwargs):
+            if str(kwargs.get("device", "")).startswith("cuda"):
+                kwargs["device"] = "meta"
+            return factory(*args, **kwargs)
+
+        return make
+
+    for name in ("empty", "zeros", "ones", "full", "empty_strided", "arange", "tensor"):
+        setattr(torch, name, on_meta(getattr(torch, name)))
+
+
 class _Gpu:
     """The faked device every platform query answers from (set per scenario)."""
 
@@ -121,6 +142,19 @@ def _fake_device_count() -> None:
             continue
         if hasattr(module, "_cuda_device_count_stateless"):
             module._cuda_device_count_stateless = lambda *args, **kwargs: _Gpu.count
+
+
+def _fake_host_memory() -> None:
+    """get_cpu_memory answers the faked host's memory in every module that imported it (vllm.config.cache does)."""
+    import importlib
+
+    for name in ("vllm.utils.mem_utils", "vllm.utils", "vllm.config.cache"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "get_cpu_memory"):
+            module.get_cpu_memory = lambda: HOST_MEMORY_BYTES
 
 
 def _fake_platform():
@@ -284,6 +318,16 @@ def _record(config, logs: list[str]) -> dict:
     return out
 
 
+def _fresh_envs(start: set[str]) -> None:
+    """Each scenario starts as a new `vllm serve` process would: what vLLM wrote into vllm.envs during an earlier one is
+    dropped (up to v0.14 CudaPlatform.check_and_update_config sets ``envs.VLLM_ATTENTION_BACKEND = "CUTLASS_MLA"`` for an
+    MLA model on SM100, which would force that backend on every later scenario)."""
+    import vllm.envs as envs
+
+    for name in set(vars(envs)) - start:
+        delattr(envs, name)
+
+
 def resolve(scenario: dict, parser, EngineArgs, UsageContext, handler: _LogCapture) -> dict:
     gpu = scenario["gpu"]
     _Gpu.name, _Gpu.capability = gpu["name"], tuple(gpu["capability"])
@@ -314,12 +358,14 @@ def main(argv: list[str]) -> int:
     import torch
 
     _fake_torch_cuda(torch)
+    _fake_cuda_allocations(torch)
     _stub_ops(torch)
     _fake_platform()
     import vllm.utils.flashinfer as vllm_flashinfer
 
     vllm_flashinfer.has_flashinfer = lambda: True
     _fake_device_count()
+    _fake_host_memory()
     from vllm.engine.arg_utils import AsyncEngineArgs as EngineArgs
     from vllm.usage.usage_lib import UsageContext
 
@@ -340,10 +386,14 @@ def main(argv: list[str]) -> int:
     logging.Logger.callHandlers = capture
     logging.getLogger("vllm").setLevel(logging.DEBUG)
     parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
+    import vllm.envs
+
+    envs_at_start = set(vars(vllm.envs))
     with open(scenarios_path) as f:
         scenarios = json.load(f)
     with open(out_path, "w") as out:
         for scenario in scenarios:
+            _fresh_envs(envs_at_start)
             with contextlib.redirect_stderr(io.StringIO()):
                 result = resolve(scenario, parser, EngineArgs, UsageContext, handler)
             out.write(json.dumps({"scenario": scenario["id"], **result}, sort_keys=True) + "\n")

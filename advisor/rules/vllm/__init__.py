@@ -365,6 +365,20 @@ MLA_SM100_FIRST: list[tuple[str, str]] = [("0.12.0", "CUTLASS_MLA"), ("0.15.1", 
 SINKS_SM100: list[tuple[str, str]] = [("0.12.0", "TRITON_ATTN"), ("0.20.2", "FLASH_ATTN")]
 
 
+# How a person chooses the backend: v0.12.0 reads the VLLM_ATTENTION_BACKEND environment variable and its parser has no
+# --attention-backend (vllm/envs.py, vllm/engine/arg_utils.py); v0.15.1 has the flag. The flag's first release between
+# the two is unproven.
+ATTENTION_FLAG_FROM: list[tuple[str, bool]] = [("0.12.0", False), ("0.15.1", True)]
+ATTENTION_ENV = "VLLM_ATTENTION_BACKEND"
+
+
+def attention_choice_hint(version: str) -> str:
+    """How to choose the backend in this release."""
+    if at(ATTENTION_FLAG_FROM, version):
+        return f"pass {ATTENTION_FLAG} NAME to choose"
+    return f"set {ATTENTION_ENV}=NAME in the environment to choose (v{version} has no {ATTENTION_FLAG})"
+
+
 def attention_backend(s: Scenario, version: str) -> str | None:
     """The backend name vLLM selects for the model's attention layers on this GPU (None when the GPU is unknown)."""
     cap = s.capability
@@ -401,13 +415,14 @@ def attention_decision(s: Scenario, version: str) -> Decision:
         kind = "MLA" if m.uses_mla else ("attention sinks" if m.model_type == "gpt_oss" else "standard attention")
         return True, f"{m.architecture} ({kind})", "a model config"
 
+    hint = attention_choice_hint(release)
     conditions = (
         Condition("gpu", "GPU capability known", gpu,
                   "the priority list depends on the major capability (FlashInfer first on 10.x, FlashAttention elsewhere)",
-                  f"pass {ATTENTION_FLAG} NAME to choose"),
+                  hint),
         Condition("model", "model attention kind", model,
                   "MLA models use the MLA backends; sinks (gpt-oss) need FlashAttention 3 (SM90) or another backend",
-                  f"pass {ATTENTION_FLAG} NAME to choose"),
+                  hint),
     )  # fmt: skip
     results = tuple(c.evaluate(s) for c in conditions)
     state = state_of(results, forced_on=chosen is not None)
@@ -420,15 +435,24 @@ def attention_decision(s: Scenario, version: str) -> Decision:
         conditions=results,
         flags=(),
         source=Source(f"vllm v{release}", PLATFORM_FILE, "_get_backend_priorities, get_attn_backend_cls"),
-        notes=("the value given" if chosen else "vLLM's own choice; pass --attention-backend NAME to override",),
+        notes=_attention_notes(chosen, release),
     )
+
+
+def _attention_notes(chosen: str | None, release: str) -> tuple[str, ...]:
+    if not chosen:
+        return (f"vLLM's own choice; {attention_choice_hint(release)}",)
+    if not at(ATTENTION_FLAG_FROM, release):
+        return (f"the value given, but vLLM v{release} rejects {ATTENTION_FLAG} (no such flag): "
+                f"set {ATTENTION_ENV}={chosen} in the environment instead",)  # fmt: skip
+    return ("the value given",)
 
 
 # -- memory and batch defaults ----------------------------------------------------------------------------------------------
 
 MEMORY_FLAGS = {"gpu_memory_utilization": "--gpu-memory-utilization", "max_num_seqs": "--max-num-seqs",
                 "max_num_batched_tokens": "--max-num-batched-tokens", "kv_cache_dtype": "--kv-cache-dtype",
-                "block_size": "--block-size"}  # fmt: skip
+                "block_size": "--block-size", "max_model_len": "--max-model-len"}  # fmt: skip
 
 
 def batch_defaults(s: Scenario, version: str) -> tuple[int, int] | None:
@@ -462,8 +486,42 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
         "max_num_seqs": seqs,
         "max_num_batched_tokens": tokens,
         "kv_cache_dtype": given["kv_cache_dtype"] or "auto",
-        "block_size": _number(given["block_size"], int, 16),
+        "block_size": mla_block_size(s, release, _number(given["block_size"], int, 16)),
+        # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
+        "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
     }
+
+
+# MLA models: up to v0.17.x CudaPlatform.check_and_update_config (vllm/platforms/cuda.py) forces the KV-cache block size
+# of the MLA backend it expects. v0.12.0: CUTLASS MLA (128) on capability 10.0 only, FlashMLA (64) on SM90. v0.15.1:
+# FlashInfer MLA (64, 32 kept) on SM100 when qk_nope_head_dim is 128, else CUTLASS MLA (128); FlashMLA (64) on SM90;
+# v0.16.0 and v0.17.1 the same. v0.19.1 forces nothing (the block size stays 16); the v0.18 releases were not read.
+MLA_BLOCK_RULE: list[tuple[str, str | None]] = [("0.12.0", "0.12"), ("0.15.1", "0.15"), ("0.19.1", None)]
+MLA_NOPE_FOR_FLASHINFER = 128  # FlashInfer MLA's kernel constraint on qk_nope_head_dim (v0.15.1)
+
+
+def mla_block_size(s: Scenario, version: str, block: int) -> int:
+    """The block size after the MLA backend's forcing (``block`` unchanged for other models, GPUs and releases)."""
+    rule = at(MLA_BLOCK_RULE, version)
+    model, cap = s.model, s.capability
+    if rule is None or model is None or not model.uses_mla or cap is None:
+        return block
+    chosen = s.flag(ATTENTION_FLAG) if rule != "0.12" else None  # v0.12.0 has no --attention-backend
+    if chosen:  # the backend given forces its own block size (only these three)
+        if chosen == "FLASHINFER_MLA":
+            return block if block == 32 or block % 64 == 0 else 64
+        if chosen == "CUTLASS_MLA":
+            return block if block % 128 == 0 else 128
+        return block if chosen != "FLASHMLA" or cap[0] != 9 or block % 64 == 0 else 64
+    # v0.12 tests for capability 10.0 exactly (is_device_capability(100)), v0.15 for the family (10.x)
+    if (rule == "0.12" and tuple(cap) == (10, 0)) or (rule == "0.15" and cap[0] == 10):
+        nope = (model.head_dim or 0) - (model.qk_rope_head_dim or 0)
+        if rule == "0.15" and nope == MLA_NOPE_FOR_FLASHINFER:
+            return block if block == 32 or block % 64 == 0 else 64
+        return block if block % 128 == 0 else 128
+    if cap[0] == 9:  # FlashMLA (dense) runs on Hopper only
+        return block if block % 64 == 0 else 64
+    return block
 
 
 def _number(raw: str | None, kind, default):

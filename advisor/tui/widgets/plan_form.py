@@ -1,4 +1,5 @@
-"""The plan form: model, tp, nodes, DP attention, dp size, MoE a2a backend, engine, release and the machine.
+"""The plan form: model, tp, nodes, DP attention, dp size, MoE a2a backend, engine, release, the engine's own arguments
+and the machine.
 
 It only reports what the user changed (a `PlanForm.Changed` message with option names and values); the screen owns the
 options and decides when to re-evaluate.
@@ -6,13 +7,14 @@ options and decides when to re-evaluate.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Grid
 from textual.message import Message
 from textual.suggester import SuggestFromList
-from textual.widgets import Input, Label, Select
+from textual.widgets import Input, Label, Select, Static
 
 from advisor.rules.registry import names as engine_names
 from advisor.tui.session import FILE, LIVE, MOE_A2A_BACKENDS, profile_choice, releases_for
@@ -47,6 +49,7 @@ class PlanForm(Grid):
             "moe_a2a_backend": options.moe_a2a_backend or "none",
             "engine": options.engine,
             "engine_version": options.engine_version,
+            "overrides": tuple(options.overrides),
             "profile": profile_choice(options),
         }
 
@@ -102,6 +105,15 @@ class PlanForm(Grid):
             id="engine_version",
             compact=True,
         )
+        yield Label("Args")
+        yield Input(
+            shlex.join(o.overrides),
+            placeholder="engine args, e.g. -O0",
+            id="engine_args",
+            compact=True,
+            tooltip="The engine's own arguments, as after `--` on the command line (quoted like a shell line)",
+        )
+        yield Static("", id="engine_args_error")
         yield Label("Machine")
         yield Select(
             _with_current(self._machine_options(), profile_choice(o)),
@@ -153,6 +165,9 @@ class PlanForm(Grid):
         if key == "model":
             self._report({"model": value or None})
             return
+        if key == "engine_args":
+            self._engine_args(event.input, value)
+            return
         try:
             number = int(value) if value else None
         except ValueError:
@@ -160,6 +175,23 @@ class PlanForm(Grid):
         if key in ("nnodes", "dp_size") and number is None:
             number = 1
         self._report({key: number})
+
+    def _engine_args(self, field: Input, text: str) -> None:
+        """Split as a shell would (as the CLI receives the words after `--`); a quote left open is shown below the
+        field and the plan keeps the last arguments that could be read."""
+        error = self.query_one("#engine_args_error", Static)
+        try:
+            words = tuple(shlex.split(text))
+        except ValueError as exc:  # shlex: "No closing quotation", "No escaped character"
+            message = f"engine args: {str(exc).lower()}; close the quote or escape it with \\"
+            field.add_class("-invalid")
+            error.update(f"✗ {str(exc).lower()}")
+            error.tooltip = message
+            error.add_class("-shown")
+            return
+        field.remove_class("-invalid")
+        error.remove_class("-shown")
+        self._report({"overrides": words})
 
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
