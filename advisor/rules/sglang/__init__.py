@@ -51,6 +51,7 @@ MOE_RUNNER_BACKEND = "--moe-runner-backend"
 
 FUSE_MAX_TOKENS = 2048  # FUSE_ALLREDUCE_MAX_BATCH_SIZE: workspaces are pre-allocated for this many tokens
 LOG_LINE = "Auto-enabling FlashInfer AllReduce Fusion on SM90/SM10X for {arch}"
+LOG_LINE_V0523 = "Auto-enabling FlashInfer AllReduce Fusion ({backend}) for {arch}"
 
 
 
@@ -87,6 +88,10 @@ def is_sm90(s: Scenario) -> tuple[bool | None, str]:
 
 def is_sm100(s: Scenario) -> tuple[bool | None, str]:
     return _gpu_predicate(s, (10,), (12, 8))
+
+
+def is_sm120(s: Scenario) -> tuple[bool | None, str]:
+    return _gpu_predicate(s, (12,), (12, 8))
 
 
 def is_blackwell(s: Scenario) -> tuple[bool | None, str]:
@@ -129,6 +134,30 @@ def _c_no_dp_attention(s: Scenario):
     if s.intent.dp_size == 1:
         observed += " (SGLang resets DP attention for dp size 1 only later, so it still blocks)"
     return False, observed, "DP attention off"
+
+
+def _c_no_attn_dp(s: Scenario):
+    if not s.intent.dp_attention or s.intent.dp_size <= 1:
+        observed = "no --enable-dp-attention" if not s.intent.dp_attention else "--enable-dp-attention with dp size 1"
+        return True, observed, "attention DP size 1"
+    return False, f"--enable-dp-attention with dp size {s.intent.dp_size}", "attention DP size 1"
+
+
+def _c_not_dsv41_tp4(s: Scenario):
+    model = s.model
+    dsv41 = model is not None and model.model_type == "deepseek_v41" and model.hidden_size == 5120
+    blackwell, observed = is_blackwell(s)
+    prefer = dsv41 and s.tp == 4 and s.nnodes == 1 and bool(blackwell) and not s.has(DISABLE_CUSTOM_AR)
+    text = f"{model.model_type if model else 'model unknown'}, tp {s.tp}, {observed}"
+    return not prefer, text, "not DeepSeek V4.1 (hidden 5120) at tp 4 on one Blackwell node with custom allreduce on"
+
+
+def _c_mimo_sm100(s: Scenario):
+    if s.model is None or s.model.architecture not in MIMO_ARCHS:
+        return True, s.model.architecture if s.model else "model unknown", "MiMo V2 only: SM10x, tp 2/4/8/16"
+    sm100, observed = is_sm100(s)
+    ok = None if sm100 is None else (sm100 and s.tp in MIMO_TP_SIZES)
+    return ok, f"{observed}, tp {s.tp}", "MiMo V2 only: SM10x, tp 2/4/8/16"
 
 
 def _c_attn_cp(s: Scenario):
@@ -187,6 +216,22 @@ FUSION_CONDITIONS: dict[str, Condition] = {
             "drop --enable-dp-attention (or pass the fusion flag explicitly)",
         ),
         Condition(
+            "no_attn_dp", "attention DP size 1", _c_no_attn_dp,
+            "from v0.5.22 SGLang checks the resolved attention-DP size: --enable-dp-attention with --dp-size 1 no"
+            " longer blocks",
+            "drop --enable-dp-attention or use --dp-size 1",
+        ),
+        Condition(
+            "not_dsv41_tp4", "not DeepSeek V4.1 at tp 4 on Blackwell", _c_not_dsv41_tp4,
+            "there DeepSeek V4.1 uses SGLang's custom push allreduce for decode and the fused MoE finalize instead",
+            f"pass {BACKEND_FLAG} auto to use the FlashInfer fusion anyway, or {DISABLE_CUSTOM_AR}",
+        ),
+        Condition(
+            "mimo_sm100", "MiMo V2: SM10x and tp 2, 4, 8 or 16", _c_mimo_sm100,
+            "MiMo V2 uses FlashInfer's CuTe DSL one-shot fusion, built for SM10x at these tp sizes",
+            "use SM10x GPUs and tp 2, 4, 8 or 16",
+        ),
+        Condition(
             "attn_cp_size", "no attention context parallelism (attn_cp_size <= 1)", _c_attn_cp,
             "context-parallel attention changes the communication pattern (check removed in v0.5.11)",
             f"drop {ATTN_CP} or use v0.5.11 or newer",
@@ -216,11 +261,27 @@ FUSION_CONDITIONS: dict[str, Condition] = {
 }  # fmt: skip
 
 
+# v0.5.8 to v0.5.10 load a config.json whose model_type their transformers does not know ("deepseek_v32") as DeepSeek V3:
+# hf_transformers_utils._load_deepseek_v32_model rewrites architectures to ["DeepseekV3ForCausalLM"], so every later
+# step (the fusion list included) sees that name (the goldens' log: "... for DeepseekV3ForCausalLM").
+ARCH_SEEN_AS = {"DeepseekV32ForCausalLM": ("DeepseekV3ForCausalLM", "0.5.8", "0.5.10")}
+
+
+def seen_architecture(architecture: str, release: str) -> str:
+    """architectures[0] as SGLang ``release`` sees it after loading the config."""
+    alias = ARCH_SEEN_AS.get(architecture)
+    if alias and parse_release(alias[1]) <= parse_release(release) <= parse_release(alias[2]):
+        return alias[0]
+    return architecture
+
+
 def _arch_condition(archs: tuple[str, ...], release: str) -> Condition:
     def check(s: Scenario):
         if s.model is None:
             return None, "model unknown", f"architectures[0] on the v{release} list"
-        return s.model.architecture in archs, s.model.architecture, f"one of {len(archs)}: {', '.join(archs)}"
+        seen = seen_architecture(s.model.architecture, release)
+        observed = s.model.architecture if seen == s.model.architecture else f"{s.model.architecture} (loaded as {seen})"
+        return seen in archs, observed, f"one of {len(archs)}: {', '.join(archs)}"
 
     return Condition(
         "architecture", f"architectures[0] is on the v{release} list", check,
@@ -233,12 +294,21 @@ def _arch_condition(archs: tuple[str, ...], release: str) -> Condition:
 
 # -- the release table -------------------------------------------------------------------------------------------------
 
+# MiMo V2 (v0.5.23): auto-enabled with the "cutedsl" backend, only on SM10x at the CuTe DSL kernel's tp sizes
+# (python/sglang/srt/layers/flashinfer_mnnvl_cutedsl.py SUPPORTED_TP_SIZES).
+MIMO_ARCHS_ORDERED = ("MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM")
+MIMO_ARCHS = frozenset(MIMO_ARCHS_ORDERED)
+MIMO_TP_SIZES = (2, 4, 8, 16)
+
 V057 = ("sm90_or_blackwell", "no_dp_attention", "single_node", "not_h20", "a2a_none")
 V058 = ("sm90_or_sm100", "no_dp_attention", "single_node", "not_h20", "a2a_none")
 V0510 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "attn_cp_size", "single_node", "not_h20", "a2a_none")
 V0511 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "single_node", "not_h20", "a2a_none")
 V0513 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "single_node", "a2a_none")
 V0514 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "single_node_or_sm100", "a2a_none")
+V0521 = (*V0514, "not_dsv41_tp4")
+V0522 = ("sm90_or_sm100", "tp_gt_1", "no_attn_dp", "single_node_or_sm100", "a2a_none", "not_dsv41_tp4")
+V0523 = (*V0522, "mimo_sm100")
 OFF_V057 = ()  # --enforce-disable-flashinfer-allreduce-fusion does not exist yet
 OFF_V0510 = (ENFORCE_DISABLE,)
 OFF_V0512 = (ENFORCE_DISABLE, DETERMINISTIC)
@@ -269,6 +339,11 @@ FUSION_TABLE: tuple[FusionRow, ...] = (
     FusionRow("0.5.13", "0.5.13", ("MistralLarge3ForCausalLM",), V0513, BOOL_FLAG, OFF_V0512, SERVER_ARGS, "H20 exclusion removed"),
     FusionRow("0.5.14", "0.5.17", ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "Qwen3VLMoeForConditionalGeneration"), V0514, BACKEND_FLAG, OFF_V0512, SERVER_ARGS, "PR #28786 (Qwen3-VL-MoE, B300); backend flag"),
     FusionRow("0.5.18", "0.5.18", ("DeepseekV4ForCausalLM",), V0514, BACKEND_FLAG, OFF_V0512, OVERRIDES, "DeepSeek V4 added"),
+    FusionRow("0.5.19", "0.5.19", (), V0514, BACKEND_FLAG, OFF_V0512, OVERRIDES, "list unchanged; SGLANG_FLASHINFER_MNNVL_CUTEDSL_AR_FUSION (off by default) hands Qwen3.5 MoE to the CuTe DSL path"),
+    FusionRow("0.5.20", "0.5.20", ("NemotronH_Omni_Reasoning_V3", "Qwen4ExpForConditionalGeneration"), V0514, BACKEND_FLAG, OFF_V0512, OVERRIDES, "Nemotron-H Omni and Qwen4 added"),
+    FusionRow("0.5.21", "0.5.21", (), V0521, BACKEND_FLAG, OFF_V0512, OVERRIDES, "DeepSeek V4.1 at tp 4 on Blackwell keeps the custom allreduce"),
+    FusionRow("0.5.22", "0.5.22", (), V0522, BACKEND_FLAG, OFF_V0512, OVERRIDES, "the attention-DP size, not the flag, blocks it"),
+    FusionRow("0.5.23", "0.5.23", MIMO_ARCHS_ORDERED, V0523, BACKEND_FLAG, OFF_V0512, OVERRIDES, "MiMo V2 added with the cutedsl backend on SM10x"),
 )
 # fmt: on
 
@@ -356,8 +431,9 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     state = state_of(results, forced_on=requested is not None, forced_off=bool(off))
     enabled = is_enabled(state)
     value: str | bool | None
+    auto_backend = "cutedsl" if s.model is not None and s.model.architecture in MIMO_ARCHS else "auto"
     if uses_backend:
-        value = (requested or "auto") if enabled else None
+        value = (requested or auto_backend) if enabled else None
         flags = (BACKEND_FLAG, value) if state == AUTO_ENABLED else ()
     else:
         value = enabled
@@ -367,8 +443,11 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     if off:
         notes.append(f"forced off by {' and '.join(off)} (applied after the auto-enable)")
     if state == AUTO_ENABLED:
-        if parse_release(release) >= (0, 5, 10):
-            notes.append("log line: " + LOG_LINE.format(arch=s.model.architecture))
+        seen = seen_architecture(s.model.architecture, release)
+        if parse_release(release) >= (0, 5, 23):
+            notes.append("log line: " + LOG_LINE_V0523.format(backend=value, arch=seen))
+        elif parse_release(release) >= (0, 5, 10):
+            notes.append("log line: " + LOG_LINE.format(arch=seen))
         else:
             notes.append("auto-enabled silently (no log line before v0.5.10)")
         if s.tp <= 1:
@@ -407,6 +486,8 @@ def resolve_backend(s: Scenario, value: str) -> tuple[str | None, str | None]:
         if sm90:
             return (None, "auto on multi-node SM90 has no backend (mnnvl needs SM10x across nodes)") if multi else ("trtllm", None)
         return None, None
+    if value == "cutedsl":  # v0.5.23, MiMo V2: FlashInfer's CuTe DSL one-shot kernel over the NVLink fabric
+        return ("cutedsl", None) if sm100 else (None, "the cutedsl backend needs SM10x")
     if value == "trtllm":
         return (None, "the trtllm backend is single-node only") if multi else ("trtllm", None)
     if value == "mnnvl":
@@ -415,7 +496,7 @@ def resolve_backend(s: Scenario, value: str) -> tuple[str | None, str | None]:
         if sm90 is None and sm100 is None:
             return None, None
         return None, "the mnnvl backend needs SM10x, or SM90 on one node"
-    return None, f"unknown backend {value!r}; choose auto, trtllm or mnnvl"
+    return None, f"unknown backend {value!r}; choose auto, trtllm or mnnvl (cutedsl from v0.5.23)"
 
 
 def _runtime_notes(s: Scenario, row: FusionRow, value) -> list[str]:
@@ -610,6 +691,8 @@ FA3_DEFAULT_ARCHS = frozenset({
 })  # fmt: skip
 # Model-specific defaults on SM100 (_handle_model_specific_adjustments): the hybrid linear-attention models.
 SM100_MODEL_ATTENTION = {"Qwen3NextForCausalLM": "triton", "NemotronHForCausalLM": "flashinfer"}
+# From v0.5.19 Nemotron-H's own override step (arg_groups/model_overrides/nemotron_h.py) picks trtllm_mha on SM10x.
+NEMOTRON_TRTLLM_MHA_FROM = "0.5.19"
 
 
 DSA_NAME_FROM = "0.5.13"  # the sparse-attention backend "nsa" is called "dsa" from v0.5.13
@@ -641,6 +724,8 @@ def _default_attention(
         return "triton"
     if kind == "sinks":
         return "trtllm_mha" if sm100 else "fa3" if sm90 else "triton"
+    if sm100 and model.architecture == "NemotronHForCausalLM" and release >= parse_release(NEMOTRON_TRTLLM_MHA_FROM):
+        return "trtllm_mha"
     if sm100 and model.architecture in SM100_MODEL_ATTENTION:
         return SM100_MODEL_ATTENTION[model.architecture]
     if sm100 and newer_hybrids and model.architecture.startswith("Qwen3_5"):
@@ -673,17 +758,22 @@ class MoeRunnerRow:
     families: frozenset[str]
     quantizations: frozenset[str | None]  # None stands for unquantized
     backend: str
-    blackwell: bool = False  # True: any Blackwell (SM10x/11x/12x); False: SM10x only
+    gpu: str = "sm100"  # "sm100": SM10x only; "sm120": SM12x only (is_sm100_supported / is_sm120_supported)
     a2a_blocks: bool = True  # an MoE all-to-all backend keeps the runner on auto
 
 
 _GPT_OSS = frozenset({"GptOssForCausalLM"})
 _GLM45 = frozenset({"Glm4MoeForCausalLM"})
+_DEEPSEEK_V3 = frozenset({"DeepseekV3ForCausalLM"})
+_QUANT_TRTLLM = frozenset({"fp8", "modelopt_fp8", "modelopt_fp4"})
 # fmt: off
 MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
-    # Kimi K2.5 joins the DeepSeek family's runner by v0.5.13 (the v0.5.9 golden says auto, v0.5.13 flashinfer_trtllm)
-    MoeRunnerRow("0.5.7", "0.5.12", _DEEPSEEK_FAMILY - {"KimiK25ForConditionalGeneration"}, frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.13", "9.9.9", _DEEPSEEK_FAMILY, frozenset({"fp8", "modelopt_fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    # DeepSeek family: fp8/modelopt checkpoints; an unquantized DeepSeek V3 is defaulted to fp8 first ("Quantization not
+    # specified, default to fp8 for DeepSeek on sm100"). From v0.5.12 unquantized checkpoints of the whole family too
+    # ("or self.quantization is None"), which brings GLM-5 and an unquantized Kimi K2.5 in.
+    MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_V3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_FAMILY, _QUANT_TRTLLM, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.12", "9.9.9", _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.7", "0.5.7", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4"}), "flashinfer_trtllm"),
     # v0.5.8: unquantized checkpoints too ("self.quantization in (fp8, modelopt_fp4) or self.quantization is None")
     MoeRunnerRow("0.5.8", "9.9.9", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
@@ -692,31 +782,66 @@ MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     # this step moved to arg_groups/overrides.py, is taken as the first)
     MoeRunnerRow("0.5.7", "0.5.14", _GLM45, frozenset({"modelopt_fp4"}), "flashinfer_trtllm"),
     MoeRunnerRow("0.5.15", "9.9.9", _GLM45, frozenset({"modelopt_fp4", None}), "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.7", "9.9.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", blackwell=True, a2a_blocks=False),
+    # GPT-OSS with MXFP4 weights: FlashInfer's MXFP4 kernel on SM10x; on SM12x it changed four times (the Blackwell check
+    # up to v0.5.9, then "trtllm-gen only supports SM100": triton_kernel, Marlin from v0.5.14, FlashInfer again from v0.5.17)
+    MoeRunnerRow("0.5.7", "9.9.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", a2a_blocks=False),
+    MoeRunnerRow("0.5.7", "0.5.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", gpu="sm120", a2a_blocks=False),
+    MoeRunnerRow("0.5.10", "0.5.13", _GPT_OSS, frozenset({"mxfp4"}), "triton_kernel", gpu="sm120", a2a_blocks=False),
+    MoeRunnerRow("0.5.14", "0.5.16", _GPT_OSS, frozenset({"mxfp4"}), "marlin", gpu="sm120", a2a_blocks=False),
+    MoeRunnerRow("0.5.17", "9.9.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", gpu="sm120", a2a_blocks=False),
 )
 # fmt: on
+NEMOTRON_H = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
 
 
-def moe_runner_row(architecture: str, version: str) -> MoeRunnerRow | None:
+def moe_runner_row(architecture: str, version: str, gpu: str = "sm100", quantization: str | None = "?") -> MoeRunnerRow | None:
+    """The row for this architecture, release and GPU kind; with ``quantization`` given, the first row allowing it."""
     release = parse_release(rules_release(version))
-    return next((r for r in MOE_RUNNER_TABLE if architecture in r.families
-                 and parse_release(r.first) <= release <= parse_release(r.last)), None)  # fmt: skip
+    rows = [r for r in MOE_RUNNER_TABLE if architecture in r.families and r.gpu == gpu
+            and parse_release(r.first) <= release <= parse_release(r.last)]  # fmt: skip
+    return next((r for r in rows if quantization in r.quantizations), rows[0] if rows else None)
+
+
+def nemotron_h_runner(s: Scenario, release: str) -> tuple[str | None, str]:
+    """The runner Nemotron-H's own step sets (dense or not; nemotron_h_hook.py, later model_overrides/nemotron_h.py):
+    (backend or None for auto, why). modelopt checkpoints from v0.5.7, unquantized ones too from v0.5.13."""
+    r = parse_release(release)
+    quant = s.model.quantization if s.model is not None else None
+    modelopt = quant in ("modelopt", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed")
+    if not modelopt and not (quant is None and r >= (0, 5, 13)):
+        return None, "modelopt checkpoints only" + (" (unquantized too from v0.5.13)" if r < (0, 5, 13) else "")
+    if r < (0, 5, 11):
+        return "flashinfer_cutlass", "modelopt checkpoint"
+    sm100, _ = is_sm100(s)
+    if sm100 and s.intent.moe_a2a_backend in (None, "", "none"):
+        return "flashinfer_trtllm", "SM10x, no a2a backend"
+    major = None if s.no_gpu else s.major
+    if r >= (0, 5, 13) and quant in ("modelopt_fp4", "modelopt_mixed") and major in (8, 9):
+        return "marlin", "modelopt_fp4 on SM80-SM90"
+    return "flashinfer_cutlass", "otherwise"
 
 
 def moe_runner_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
     model = s.model
-    entry = moe_runner_row(model.architecture, version) if model is not None else None
+    sm120 = is_sm120(s)[0]
+    gpu_kind = "sm120" if sm120 else "sm100"
+    arch = seen_architecture(model.architecture, release) if model is not None else None
+    entry = moe_runner_row(arch, version, gpu_kind, model.quantization) if model is not None else None
+    if model is not None and model.architecture in NEMOTRON_H:
+        return _nemotron_h_decision(s, release)
 
     def is_moe(s: Scenario):
         return (None if model is None else model.is_moe), (
             "model unknown" if model is None else f"{model.num_experts or 0} experts"), "a MoE model"
 
     def sm100(s: Scenario):
-        if entry is not None and entry.blackwell:
-            ok, observed = is_blackwell(s)
-            return ok, observed, "Blackwell (SM10x/11x/12x) with torch CUDA >= 12.8"
+        if entry is not None and entry.gpu == "sm120":
+            ok, observed = is_sm120(s)
+            return ok, observed, f"SM12x with torch CUDA >= 12.8 ({entry.backend} there in v{release})"
         ok, observed = is_sm100(s)
+        if entry is not None and any(r.gpu == "sm120" and arch in r.families for r in MOE_RUNNER_TABLE):
+            return ok, observed, "SM10x (or SM12x) with torch CUDA >= 12.8"
         return ok, observed, "SM10x with torch CUDA >= 12.8"
 
     def a2a(s: Scenario):
@@ -737,7 +862,7 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
 
     conditions = (
         Condition("moe_model", "MoE model", is_moe, "only MoE layers have a runner backend", "n/a for dense models"),
-        Condition("sm100", "GPU is SM100 (SM10x)", sm100, "the FlashInfer TRT-LLM MoE kernels target datacenter Blackwell",
+        Condition("sm100", "GPU is SM100 (SM10x)" + (" or SM12x" if entry is not None and entry.gpu == "sm120" else ""), sm100, "the FlashInfer TRT-LLM MoE kernels target datacenter Blackwell",
                   f"on other GPUs pass {MOE_RUNNER_BACKEND} NAME explicitly"),
         Condition("model_family", "model family with a FlashInfer MoE default", family,
                   "SGLang picks the FlashInfer runner per model family", f"pass {MOE_RUNNER_BACKEND} NAME"),
@@ -769,6 +894,46 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
     )
 
 
+def _nemotron_h_file(release: str) -> str:
+    r = parse_release(release)
+    if r < (0, 5, 12):
+        return SERVER_ARGS
+    if r < (0, 5, 15):
+        return "python/sglang/srt/arg_groups/nemotron_h_hook.py"
+    if r < (0, 5, 19):
+        return OVERRIDES
+    return "python/sglang/srt/arg_groups/model_overrides/nemotron_h.py"
+
+
+def _nemotron_h_decision(s: Scenario, release: str) -> Decision:
+    value, why = nemotron_h_runner(s, release)
+
+    def family(s: Scenario):
+        return value is not None, f"{s.model.architecture}, {s.model.quantization or 'unquantized'}", why
+
+    conditions = (
+        Condition("model_family", "Nemotron-H sets its own MoE runner", family,
+                  "Nemotron-H's override step sets the runner whether or not the checkpoint has MoE layers",
+                  f"pass {MOE_RUNNER_BACKEND} NAME"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    chosen = s.flag(MOE_RUNNER_BACKEND)
+    state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
+    final = chosen if state == FORCED_ON else (value if state == AUTO_ENABLED else "auto")
+    notes = [f"{why}: {value}"] if value else ["auto: the MoE layer picks its kernel at load time"]
+    return Decision(
+        id="moe_runner_backend",
+        title="MoE runner backend (--moe-runner-backend auto)",
+        state=state,
+        enabled=is_enabled(state),
+        value=final,
+        conditions=results,
+        flags=(),
+        source=Source(f"sglang v{release}", _nemotron_h_file(release), "Nemotron-H defaults"),
+        notes=tuple(notes),
+    )
+
+
 # -- GPU-memory defaults -----------------------------------------------------------------------------------------------
 
 # (upper bound in GiB (exclusive), chunked_prefill_size, cuda_graph_max_bs, cuda_graph_max_bs with tp >= 4)
@@ -780,24 +945,35 @@ MEMORY_TABLE: tuple[tuple[float, int, int, int], ...] = (
     (160, 8192, 256, 512),
     (float("inf"), 16384, 512, 512),
 )
+# v0.5.20 (arg_groups/memory_hook.py): 20-35 GiB GPUs (RTX 4090/5090, A10) get chunked prefill 4096 and batch 48/160.
+MEMORY_TABLE_V0520: tuple[tuple[float, int, int, int], ...] = (MEMORY_TABLE[0], (35, 4096, 48, 160), *MEMORY_TABLE[2:])
+MEMORY_TABLE_V0520_FROM = "0.5.20"
 UNKNOWN_MEMORY = (4096, 160)
+
+
+def memory_table(release: str | None) -> tuple[tuple[float, int, int, int], ...]:
+    """The GPU-memory tiers of ``release`` (None: the v0.5.7 table)."""
+    if release is not None and parse_release(release) >= parse_release(MEMORY_TABLE_V0520_FROM):
+        return MEMORY_TABLE_V0520
+    return MEMORY_TABLE
+
+
+def memory_tier(mem_mib: int, tp: int, release: str | None) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) for this GPU memory and tp."""
+    _, chunk, small, large = next(row for row in memory_table(release) if mem_mib / 1024 < row[0])
+    return chunk, (large if tp >= 4 else small)
 
 
 def memory_defaults(
     mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None = None,
-    prefill_graph: str | None = None,
+    prefill_graph: str | None = None, release: str | None = None,
 ) -> dict[str, float | int | None]:
     """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them.
 
     The reserve is computed from the chunk size before DP attention divides it (the division comes later, in
     _handle_data_parallelism); multimodal models then scale the fraction down (adjust_mem_fraction_for_vlm).
     """
-    if mem_mib is None:
-        chunk, max_bs = UNKNOWN_MEMORY
-    else:
-        gib = mem_mib / 1024
-        _, chunk, small, large = next(row for row in MEMORY_TABLE if gib < row[0])
-        max_bs = large if tp >= 4 else small
+    chunk, max_bs = UNKNOWN_MEMORY if mem_mib is None else memory_tier(mem_mib, tp, release)
     fraction = None
     if mem_mib is not None:
         reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph)
@@ -840,15 +1016,14 @@ def reserved_mib(
 
 def memory_arithmetic(
     mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None,
-    prefill_graph: str | None = None,
+    prefill_graph: str | None = None, release: str | None = None,
 ) -> str:
     """The mem_fraction_static estimate written out with this scenario's numbers (for `advisor explain`)."""
     if mem_mib is None:
-        return "mem_fraction_static: GPU memory unknown, so no estimate (SGLang uses 0.88 without a GPU memory figure)"
-    value = memory_defaults(mem_mib, tp, dp_attention, dp_size, vision, prefill_graph)
-    gib = mem_mib / 1024
-    _, chunk, small, large = next(row for row in MEMORY_TABLE if gib < row[0])
-    max_bs = large if tp >= 4 else small
+        fallback = 0.95 if release is not None and parse_release(release) >= (0, 5, 20) else 0.88
+        return f"mem_fraction_static: GPU memory unknown, so no estimate (SGLang uses {fallback} without a GPU memory figure)"
+    value = memory_defaults(mem_mib, tp, dp_attention, dp_size, vision, prefill_graph, release)
+    chunk, max_bs = memory_tier(mem_mib, tp, release)
     terms = [f"512 + 1.5 x {max(chunk, 2048)} (chunked prefill) + 2 x {max_bs} (CUDA-graph batch) + {tp}/8 x 1024 (tp)"]
     if dp_attention:
         terms.append(f" + 3 x {max_bs} x {dp_size} (DP attention)")
@@ -881,8 +1056,11 @@ def vlm_factor(vision: tuple[int | None, int | None]) -> float:
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 
 
+# Up to v0.5.12 the DeepSeek sparse-attention models (DSA) are on SGLang's piecewise-CUDA-graph exclusion list
+# (configs/model_config.py: piecewise_cuda_graph_disabled_model_archs, is_deepseek_nsa); v0.5.13 takes them off it.
+DSA_NO_PREFILL_GRAPH_UNTIL = "0.5.12"
 PREFILL_GRAPH_WITH_DP_FROM = "0.5.18"  # DP attention and a2a no longer turn it off (v0.5.18 golden; v0.5.15-17 unchecked)
-PREFILL_GRAPH_FROM = "0.5.13"  # verified against the v0.5.13 and v0.5.14 goldens; v0.5.10 to v0.5.12 not modelled yet
+PREFILL_GRAPH_FROM = "0.5.10"  # --disable-piecewise-cuda-graph (on by default) appears in v0.5.10; the v0.5.10, v0.5.13, v0.5.14 goldens
 # Hybrid linear-attention models whose prefill CUDA graph SGLang leaves off (seen in the v0.5.14 golden).
 NO_PREFILL_GRAPH_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
 
@@ -898,6 +1076,8 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
     ):
         return None
     if s.model.vision is not None or s.model.architecture in NO_PREFILL_GRAPH_ARCHS:
+        return None
+    if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and s.model.architecture in NSA_ARCHS:
         return None
     return attention_kind(s.model)
 
@@ -919,7 +1099,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     results = tuple(c.evaluate(s) for c in conditions)
     vision = s.model.vision if s.model is not None else None
     prefill_graph = prefill_graph_kind(s, version)
-    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph)
+    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release)
     explicit = {
         "chunked_prefill_size": s.flag("--chunked-prefill-size"),
         "cuda_graph_max_bs": s.flag("--cuda-graph-max-bs"),
@@ -933,7 +1113,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     state = state_of(results, forced_on=forced)
     if state == NOT_ENABLED:
         value = {k: None for k in value}
-    notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph)]
+    notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release)]
     if explicit["mem_fraction_static"]:
         notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
     if s.intent.dp_attention and s.intent.dp_size > 1:
