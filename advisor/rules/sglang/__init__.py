@@ -37,6 +37,7 @@ ENGINE = "sglang"
 SERVER_ARGS = "python/sglang/srt/server_args.py"
 OVERRIDES = "python/sglang/srt/arg_groups/overrides.py"  # the post-process passes moved here in v0.5.15
 FUSION_RUNTIME = "python/sglang/srt/layers/flashinfer_comm_fusion.py"
+MEMORY_HOOK = "python/sglang/srt/arg_groups/memory_hook.py"  # handle_gpu_memory_settings from v0.5.19
 CUSTOM_AR = "python/sglang/srt/distributed/device_communicators/custom_all_reduce.py"
 
 # Flags (newest spelling first where two exist).
@@ -966,7 +967,7 @@ def memory_tier(mem_mib: int, tp: int, release: str | None) -> tuple[int, int]:
 
 def memory_defaults(
     mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None = None,
-    prefill_graph: str | None = None, release: str | None = None,
+    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False,
 ) -> dict[str, float | int | None]:
     """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them.
 
@@ -976,7 +977,7 @@ def memory_defaults(
     chunk, max_bs = UNKNOWN_MEMORY if mem_mib is None else memory_tier(mem_mib, tp, release)
     fraction = None
     if mem_mib is not None:
-        reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph)
+        reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep)
         fraction = round((mem_mib - reserved) / mem_mib, 3)
         if vision is not None:
             fraction *= vlm_factor(vision)
@@ -992,13 +993,28 @@ def prefill_graph_sizes(max_tokens: int) -> list[int]:
     return [n for n in sizes if n <= max_tokens]
 
 
-def prefill_graph_reserve(chunk: int, kind: str | None) -> float:
-    """MiB reserved for the prefill CUDA graphs: 8 per captured size (1.5 GiB flat for MLA models)."""
-    return 1.5 * 1024 if kind == "mla" else len(prefill_graph_sizes(chunk)) * 8
+DEEPEP_A2A_RESERVE = 2 * 1024  # v0.5.18: DeepEP buffers captured in the decode graph, MiB
+DEEPEP_PREFILL_MAX_BS = 2048  # v0.5.18 _apply_deepep_adjustments: the breakable prefill graph's sizes with DeepEP
+
+
+def deepep_prefill_graph_sizes() -> list[int]:
+    """With DeepEP the breakable prefill graph captures sizes up to 2048, rounded up to multiples of 8 (v0.5.18)."""
+    return sorted({(n + 7) // 8 * 8 for n in prefill_graph_sizes(DEEPEP_PREFILL_MAX_BS)})
+
+
+def prefill_graph_reserve(chunk: int, kind: str | None, deepep: bool = False) -> float:
+    """MiB reserved for the prefill CUDA graphs: 8 per captured size (1.5 GiB flat for MLA models); from v0.5.18 with
+    DeepEP 1 GiB more for the breakable graph's capture."""
+    if kind == "mla":
+        graphs = 1.5 * 1024
+    else:
+        graphs = len(deepep_prefill_graph_sizes() if deepep else prefill_graph_sizes(chunk)) * 8
+    return graphs + (1024 if deepep else 0)
 
 
 def reserved_mib(
-    chunk: int, max_bs: int, tp: int, dp_attention: bool, dp_size: int, mem_mib: int, prefill_graph: str | None = None
+    chunk: int, max_bs: int, tp: int, dp_attention: bool, dp_size: int, mem_mib: int, prefill_graph: str | None = None,
+    deepep: bool = False,
 ) -> float:
     """Activations and CUDA-graph buffers SGLang keeps outside the static pool (MiB). ``prefill_graph``: None when the
     prefill CUDA graph is off, else the attention kind ("mla" or "standard") that sizes its reserve."""
@@ -1008,21 +1024,23 @@ def reserved_mib(
         if max_bs > 300:
             reserved += max_bs * dp_size * 1.5
     if prefill_graph is not None:
-        reserved += prefill_graph_reserve(chunk, prefill_graph)
+        reserved += prefill_graph_reserve(chunk, prefill_graph, deepep)
     if mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
+    if deepep:
+        reserved += DEEPEP_A2A_RESERVE  # on top of the floor (reserve_for_deepep_a2a_mb)
     return reserved
 
 
 def memory_arithmetic(
     mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None,
-    prefill_graph: str | None = None, release: str | None = None,
+    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False,
 ) -> str:
     """The mem_fraction_static estimate written out with this scenario's numbers (for `advisor explain`)."""
     if mem_mib is None:
         fallback = 0.95 if release is not None and parse_release(release) >= (0, 5, 20) else 0.88
         return f"mem_fraction_static: GPU memory unknown, so no estimate (SGLang uses {fallback} without a GPU memory figure)"
-    value = memory_defaults(mem_mib, tp, dp_attention, dp_size, vision, prefill_graph, release)
+    value = memory_defaults(mem_mib, tp, dp_attention, dp_size, vision, prefill_graph, release, deepep)
     chunk, max_bs = memory_tier(mem_mib, tp, release)
     terms = [f"512 + 1.5 x {max(chunk, 2048)} (chunked prefill) + 2 x {max_bs} (CUDA-graph batch) + {tp}/8 x 1024 (tp)"]
     if dp_attention:
@@ -1033,13 +1051,19 @@ def memory_arithmetic(
     if dp_attention:
         raw += max_bs * dp_size * 3 + (max_bs * dp_size * 1.5 if max_bs > 300 else 0)
     if prefill_graph is not None:
-        raw += prefill_graph_reserve(chunk, prefill_graph)
+        raw += prefill_graph_reserve(chunk, prefill_graph, deepep)
+        sizes = len(deepep_prefill_graph_sizes() if deepep else prefill_graph_sizes(chunk))
         terms.append(" + 1.5 x 1024 (prefill CUDA graphs, MLA)" if prefill_graph == "mla"
-                     else f" + 8 x {len(prefill_graph_sizes(chunk))} (prefill CUDA graph sizes)")  # fmt: skip
-    reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph)
+                     else f" + 8 x {sizes} (prefill CUDA graph sizes)")  # fmt: skip
+        if deepep:
+            terms.append(" + 1024 (prefill graph capture with DeepEP)")
+    reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep)
     text = f"reserved = {''.join(terms)} = {raw:g} MiB"
-    if reserved != raw:
-        text += f", raised to the 10 GiB floor above 60 GiB: {reserved:g} MiB"
+    floored = max(raw, 10 * 1024) if mem_mib > 60 * 1024 else raw
+    if floored != raw:
+        text += f", raised to the 10 GiB floor above 60 GiB: {floored:g} MiB"
+    if deepep:
+        text += f", + {DEEPEP_A2A_RESERVE} (DeepEP buffers, above the floor) = {reserved:g} MiB"
     base = round((mem_mib - reserved) / mem_mib, 3)
     text += f"; mem_fraction_static = ({mem_mib} - {reserved:g}) / {mem_mib} = {base}"
     if vision is not None:
@@ -1059,6 +1083,14 @@ def vlm_factor(vision: tuple[int | None, int | None]) -> float:
 # Up to v0.5.12 the DeepSeek sparse-attention models (DSA) are on SGLang's piecewise-CUDA-graph exclusion list
 # (configs/model_config.py: piecewise_cuda_graph_disabled_model_archs, is_deepseek_nsa); v0.5.13 takes them off it.
 DSA_NO_PREFILL_GRAPH_UNTIL = "0.5.12"
+# v0.5.18: the prefill graph is the "breakable" backend by default (cuda_graph_config); it stays on for the hybrid
+# linear-attention models and DP attention, and among multimodal models for those on SGLang's list
+# (configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs); DeepSeek V4 turns it off.
+BREAKABLE_PREFILL_GRAPH_FROM = "0.5.18"
+BREAKABLE_MULTIMODAL_ARCHS = frozenset({
+    "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+    "MuseGlimmerForConditionalGeneration", "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
+})  # fmt: skip
 PREFILL_GRAPH_WITH_DP_FROM = "0.5.18"  # DP attention and a2a no longer turn it off (v0.5.18 golden; v0.5.15-17 unchecked)
 PREFILL_GRAPH_FROM = "0.5.10"  # --disable-piecewise-cuda-graph (on by default) appears in v0.5.10; the v0.5.10, v0.5.13, v0.5.14 goldens
 # Hybrid linear-attention models whose prefill CUDA graph SGLang leaves off (seen in the v0.5.14 golden).
@@ -1075,6 +1107,12 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
         s.intent.dp_attention or s.intent.moe_a2a_backend not in (None, "", "none")
     ):
         return None
+    if release >= parse_release(BREAKABLE_PREFILL_GRAPH_FROM):
+        if s.model.vision is not None and s.model.architecture not in BREAKABLE_MULTIMODAL_ARCHS:
+            return None
+        if s.model.architecture == "DeepseekV4ForCausalLM":
+            return None
+        return attention_kind(s.model)
     if s.model.vision is not None or s.model.architecture in NO_PREFILL_GRAPH_ARCHS:
         return None
     if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and s.model.architecture in NSA_ARCHS:
@@ -1099,7 +1137,8 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     results = tuple(c.evaluate(s) for c in conditions)
     vision = s.model.vision if s.model is not None else None
     prefill_graph = prefill_graph_kind(s, version)
-    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release)
+    deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(BREAKABLE_PREFILL_GRAPH_FROM)
+    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep)
     explicit = {
         "chunked_prefill_size": s.flag("--chunked-prefill-size"),
         "cuda_graph_max_bs": s.flag("--cuda-graph-max-bs"),
@@ -1113,7 +1152,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     state = state_of(results, forced_on=forced)
     if state == NOT_ENABLED:
         value = {k: None for k in value}
-    notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release)]
+    notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep)]
     if explicit["mem_fraction_static"]:
         notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
     if s.intent.dp_attention and s.intent.dp_size > 1:
@@ -1126,7 +1165,8 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         value=value,
         conditions=results,
         flags=(),
-        source=Source(f"sglang v{release}", SERVER_ARGS, "_handle_gpu_memory_settings, PR #10975"),
+        source=Source(f"sglang v{release}", SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
+                      "_handle_gpu_memory_settings, PR #10975"),
         notes=tuple(notes),
     )
 
