@@ -12,6 +12,7 @@ from advisor.plan import Intent
 from advisor.probe.profiles import load_profile
 from advisor.rules import sglang
 from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Scenario
+from advisor.rules.sglang import fusion as sglang_fusion
 
 QWEN3_MOE = "Qwen/Qwen3-30B-A3B"
 QWEN3_VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
@@ -76,7 +77,7 @@ def test_newest_list_matches_reference():
 def test_adding_a_release_is_one_row(monkeypatch):
     row = sglang.FusionRow("0.5.24", "0.5.24", ("NewMoeForCausalLM",), sglang.V0523, sglang.BACKEND_FLAG,
                            sglang.OFF_V0512, sglang.OVERRIDES, "hypothetical")  # fmt: skip
-    monkeypatch.setattr(sglang, "FUSION_TABLE", (*sglang.FUSION_TABLE, row))
+    monkeypatch.setattr(sglang_fusion, "FUSION_TABLE", (*sglang.FUSION_TABLE, row))  # the module that reads it
     assert sglang._expand(row) == ("0.5.24",)
     s = scenario("b300-8", arch_model("NewMoeForCausalLM"))
     assert fusion(s, "0.5.24").state == AUTO_ENABLED
