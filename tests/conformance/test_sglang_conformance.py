@@ -44,3 +44,25 @@ def test_every_field_agrees_or_is_a_known_disagreement(release):
 def test_known_disagreements_name_only_modelled_fields_and_goldens():
     for release, _, field in load_known():
         assert release in RELEASES and field in FIELDS
+
+
+def test_checked_releases_are_the_goldens_without_disagreements():
+    from advisor.rules import sglang
+
+    disagreeing = {release for release, _, _ in load_known()}
+    assert set(sglang.CHECKED_RELEASES) == set(RELEASES) - disagreeing
+    assert set(sglang.CHECKED_RELEASES) <= set(sglang.RELEASES)
+
+
+def test_explain_says_a_release_without_golden_is_unverified():
+    from advisor.plan import Intent, build_plan
+    from advisor.probe.profiles import load_profile
+    from advisor.rules import sglang
+    unchecked = [r for r in sglang.RELEASES if r not in sglang.CHECKED_RELEASES]
+    facts = load_profile("h100-sxm-8")
+    for release in [*unchecked[:1], RELEASES[-1]]:
+        plan = build_plan(facts, None, Intent(tp=8, engine="sglang", engine_version=release))
+        for decision in ("memory_defaults", "attention_backend", "flashinfer_allreduce_fusion"):
+            notes = plan.decision(decision).notes
+            said = any(n.startswith(f"unverified for v{release}") for n in notes)
+            assert said is (release in unchecked), (release, decision, notes)

@@ -9,6 +9,8 @@ re-exports every name, so ``from advisor.rules import sglang; sglang.X`` keeps w
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from advisor.rules import flashinfer as fi  # noqa: F401
 from advisor.rules.engine import (  # noqa: F401  (the names the single module offered before the split)
     AUTO_ENABLED,
@@ -72,6 +74,7 @@ from advisor.rules.sglang.custom_allreduce import (  # noqa: F401
 )
 from advisor.rules.sglang.fusion import (  # noqa: F401
     ARCH_SEEN_AS,
+    CHECKED_RELEASES,
     FUSE_MAX_TOKENS,
     FUSION_CONDITIONS,
     FUSION_TABLE,
@@ -120,6 +123,7 @@ from advisor.rules.sglang.fusion import (  # noqa: F401
     row_for,
     rules_release,
     seen_architecture,
+    unchecked_note,
 )
 from advisor.rules.sglang.memory import (  # noqa: F401
     BREAKABLE_MULTIMODAL_ARCHS,
@@ -173,4 +177,7 @@ def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
         moe_runner_decision(s, version),
         memory_decision(s, version),
     ]
+    note = unchecked_note(version)
+    if note is not None:
+        decisions = [replace(d, notes=(*d.notes, note)) for d in decisions]
     return decisions, fusion_problems(s, fusion, version)

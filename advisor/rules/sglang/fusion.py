@@ -290,6 +290,23 @@ NEWEST = RELEASES[-1]
 OLDEST = RELEASES[0]
 
 
+# The releases whose own ServerArgs resolution is stored as a golden (tests/conformance/golden/sglang-X.jsonl, written by
+# `python -m conformance sglang X`) and agrees with these rules on every compared field; the conformance test keeps this
+# list equal to the goldens. For any other modelled release every decision says it is unchecked.
+CHECKED_RELEASES = frozenset({
+    "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.13", "0.5.14", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23",
+})  # fmt: skip
+
+
+def unchecked_note(version: str) -> str | None:
+    """A note for every decision when the release applied has no golden, else None."""
+    release = rules_release(version)
+    if release in CHECKED_RELEASES:
+        return None
+    return (f"unverified for v{release}: no golden of SGLang v{release}'s own resolution is stored; the nearest checked"
+            " releases agree on every field (python -m conformance sglang X checks one)")  # fmt: skip
+
+
 class ReleaseError(ValueError):
     """An SGLang version the tables cannot model; the message is one line naming the fix."""
 
