@@ -65,7 +65,8 @@ def prefill_graph_sizes(max_tokens: int) -> list[int]:
     return [n for n in sizes if n <= max_tokens]
 
 
-DEEPEP_A2A_RESERVE = 2 * 1024  # v0.5.18: DeepEP buffers captured in the decode graph, MiB
+DEEPEP_A2A_RESERVE = 2 * 1024  # DeepEP buffers captured in the decode graph, MiB, above the floor
+DEEPEP_A2A_RESERVE_FROM = "0.5.15"
 DEEPEP_PREFILL_MAX_BS = 2048  # v0.5.18 _apply_deepep_adjustments: the breakable prefill graph's sizes with DeepEP
 
 
@@ -158,6 +159,9 @@ DSA_NO_PREFILL_GRAPH_UNTIL = "0.5.12"
 # v0.5.18: the prefill graph is the "breakable" backend by default (cuda_graph_config); it stays on for the hybrid
 # linear-attention models and DP attention, and among multimodal models for those on SGLang's list
 # (configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs); DeepSeek V4 turns it off.
+# v0.5.15: the prefill graph becomes the "breakable" backend (cuda_graph_config), kept for the hybrid linear-attention
+# models but turned off for MLA models, DeepSeek V4, DP attention, an a2a backend and every multimodal model.
+FIRST_BREAKABLE_FROM = "0.5.15"
 BREAKABLE_PREFILL_GRAPH_FROM = "0.5.18"
 BREAKABLE_MULTIMODAL_ARCHS = frozenset({
     "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
@@ -185,6 +189,12 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
         if s.model.architecture == "DeepseekV4ForCausalLM":
             return None
         return attention_kind(s.model)
+    if release >= parse_release(FIRST_BREAKABLE_FROM):
+        # v0.5.15 _disable_breakable_cudagraph_if_incompatible: MLA, DeepSeek V4, multimodal (DP attention and a2a above)
+        kind = attention_kind(s.model)
+        if kind == "mla" or s.model.vision is not None or s.model.architecture == "DeepseekV4ForCausalLM":
+            return None
+        return kind
     if s.model.vision is not None or s.model.architecture in NO_PREFILL_GRAPH_ARCHS:
         return None
     if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and s.model.architecture in NSA_ARCHS:
@@ -209,7 +219,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     results = tuple(c.evaluate(s) for c in conditions)
     vision = s.model.vision if s.model is not None else None
     prefill_graph = prefill_graph_kind(s, version)
-    deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(BREAKABLE_PREFILL_GRAPH_FROM)
+    deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(DEEPEP_A2A_RESERVE_FROM)
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep)
     explicit = {
         "chunked_prefill_size": s.flag("--chunked-prefill-size"),
