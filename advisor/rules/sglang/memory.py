@@ -8,6 +8,7 @@ from advisor.rules.engine import NOT_ENABLED, Condition, Decision, Scenario, Sou
 from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.fusion import rules_release
+from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
 
 # (upper bound in GiB (exclusive), chunked_prefill_size, cuda_graph_max_bs, cuda_graph_max_bs with tp >= 4)
 MEMORY_TABLE: tuple[tuple[float, int, int, int], ...] = (
@@ -153,53 +154,63 @@ def vlm_factor(vision: tuple[int | None, int | None]) -> float:
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 
 
-# Up to v0.5.12 the DeepSeek sparse-attention models (DSA) are on SGLang's piecewise-CUDA-graph exclusion list
-# (configs/model_config.py: piecewise_cuda_graph_disabled_model_archs, is_deepseek_nsa); v0.5.13 takes them off it.
-DSA_NO_PREFILL_GRAPH_UNTIL = "0.5.12"
-# v0.5.18: the prefill graph is the "breakable" backend by default (cuda_graph_config); it stays on for the hybrid
-# linear-attention models and DP attention, and among multimodal models for those on SGLang's list
-# (configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs); DeepSeek V4 turns it off.
-# v0.5.15: the prefill graph becomes the "breakable" backend (cuda_graph_config), kept for the hybrid linear-attention
-# models but turned off for MLA models, DeepSeek V4, DP attention, an a2a backend and every multimodal model.
-FIRST_BREAKABLE_FROM = "0.5.15"
-BREAKABLE_PREFILL_GRAPH_FROM = "0.5.18"
-BREAKABLE_MULTIMODAL_ARCHS = frozenset({
-    "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-    "MuseGlimmerForConditionalGeneration", "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
-})  # fmt: skip
-PREFILL_GRAPH_WITH_DP_FROM = "0.5.18"  # DP attention and a2a no longer turn it off (v0.5.18 golden; v0.5.15-17 unchecked)
-PREFILL_GRAPH_FROM = "0.5.10"  # --disable-piecewise-cuda-graph (on by default) appears in v0.5.10; the v0.5.10, v0.5.13, v0.5.14 goldens
-# Hybrid linear-attention models whose prefill CUDA graph SGLang leaves off (seen in the v0.5.14 golden).
+PREFILL_GRAPH_FROM = "0.5.10"  # --disable-piecewise-cuda-graph (on by default) appears in v0.5.10
+# v0.5.10-v0.5.14, the piecewise (torch.compile) prefill graph: off for the hybrid linear-attention models, multimodal
+# models, DP attention and an a2a backend, and up to v0.5.12 for the DeepSeek sparse-attention models
+# (configs/model_config.py: piecewise_cuda_graph_disabled_model_archs, is_deepseek_nsa).
 NO_PREFILL_GRAPH_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+DSA_NO_PREFILL_GRAPH_UNTIL = "0.5.12"
+# From v0.5.15 the prefill graph is the "breakable" backend (cuda_graph_config), which keeps the hybrid models; what turns
+# it off is _disable_breakable_cudagraph_if_incompatible in server_args.py, release by release:
+FIRST_BREAKABLE_FROM = "0.5.15"  # off for MLA models, DeepSeek V4, DP attention, an a2a backend, multimodal models
+BREAKABLE_MULTIMODAL_FROM = "0.5.16"  # multimodal models on SGLang's list keep it
+PREFILL_GRAPH_WITH_DP_FROM = "0.5.17"  # DP attention and DeepEP keep it; only non-DSA MLA and Nemotron-H lose it
+BREAKABLE_PREFILL_GRAPH_FROM = "0.5.18"  # MLA models and Nemotron-H keep it too
+VALIDATED_A2A = frozenset({"none", "deepep", "megamoe", "flashinfer"})  # a2a backends the breakable graph accepts
+# configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs: Qwen3.5 from v0.5.16, Kimi K2.5 (and
+# others not in the grid) by v0.5.18.
+BREAKABLE_MULTIMODAL_ARCHS = {
+    "0.5.16": frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}),
+    "0.5.18": frozenset({
+        "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+        "MuseGlimmerForConditionalGeneration", "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
+    }),
+}  # fmt: skip
+
+
+def _breakable_multimodal(architecture: str, release: tuple[int, ...]) -> bool:
+    lists = [archs for first, archs in BREAKABLE_MULTIMODAL_ARCHS.items() if parse_release(first) <= release]
+    return bool(lists) and architecture in lists[-1]
 
 
 def prefill_graph_kind(s: Scenario, version: str) -> str | None:
-    """The attention kind sizing the prefill CUDA-graph reserve, or None when that graph is off: before PREFILL_GRAPH_FROM, with DP
-    attention, with an MoE all-to-all backend, for multimodal and hybrid linear-attention models."""
-    if parse_release(rules_release(version)) < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
-        return None
+    """The attention kind sizing the prefill CUDA-graph reserve ("mla" or "standard"), or None when SGLang leaves the
+    prefill graph off for this release, model and layout."""
     release = parse_release(rules_release(version))
-    if release < parse_release(PREFILL_GRAPH_WITH_DP_FROM) and (
-        s.intent.dp_attention or s.intent.moe_a2a_backend not in (None, "", "none")
-    ):
+    if release < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
         return None
-    if release >= parse_release(BREAKABLE_PREFILL_GRAPH_FROM):
-        if s.model.vision is not None and s.model.architecture not in BREAKABLE_MULTIMODAL_ARCHS:
+    model, arch = s.model, s.model.architecture
+    kind = attention_kind(model)
+    a2a = s.intent.moe_a2a_backend or "none"
+    if release < parse_release(FIRST_BREAKABLE_FROM):  # the piecewise graph
+        if s.intent.dp_attention or a2a != "none" or model.vision is not None or arch in NO_PREFILL_GRAPH_ARCHS:
             return None
-        if s.model.architecture == "DeepseekV4ForCausalLM":
-            return None
-        return attention_kind(s.model)
-    if release >= parse_release(FIRST_BREAKABLE_FROM):
-        # v0.5.15 _disable_breakable_cudagraph_if_incompatible: MLA, DeepSeek V4, multimodal (DP attention and a2a above)
-        kind = attention_kind(s.model)
-        if kind == "mla" or s.model.vision is not None or s.model.architecture == "DeepseekV4ForCausalLM":
+        if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and arch in NSA_ARCHS:
             return None
         return kind
-    if s.model.vision is not None or s.model.architecture in NO_PREFILL_GRAPH_ARCHS:
+    if arch == "DeepseekV4ForCausalLM":
         return None
-    if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and s.model.architecture in NSA_ARCHS:
+    if model.vision is not None and not _breakable_multimodal(arch, release):
         return None
-    return attention_kind(s.model)
+    if release < parse_release(PREFILL_GRAPH_WITH_DP_FROM):
+        return None if kind == "mla" or s.intent.dp_attention or a2a != "none" else kind
+    if a2a not in VALIDATED_A2A:
+        return None
+    if release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM) and (
+        (kind == "mla" and arch not in NSA_ARCHS) or arch in NEMOTRON_H_ARCHS
+    ):
+        return None
+    return kind
 
 
 def memory_decision(s: Scenario, version: str) -> Decision:
