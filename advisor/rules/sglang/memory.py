@@ -178,6 +178,14 @@ BREAKABLE_MULTIMODAL_ARCHS = {
 }  # fmt: skip
 
 
+# configs/model_config.py multimodal_piecewise_cuda_graph_supported_model_archs (Kimi K2.5 from v0.5.16): in v0.5.16 and
+# v0.5.17 these multimodal models get the tc_piecewise prefill graph instead of the breakable one.
+TC_PIECEWISE_MULTIMODAL_ARCHS = frozenset({
+    "Cohere2VisionForConditionalGeneration", "KimiK25ForConditionalGeneration", "MiniMaxM3SparseForCausalLM",
+    "MiniMaxM3SparseForConditionalGeneration",
+})  # fmt: skip
+
+
 def _breakable_multimodal(architecture: str, release: tuple[int, ...]) -> bool:
     lists = [archs for first, archs in BREAKABLE_MULTIMODAL_ARCHS.items() if parse_release(first) <= release]
     return bool(lists) and architecture in lists[-1]
@@ -200,6 +208,10 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
         return kind
     if arch == "DeepseekV4ForCausalLM":
         return None
+    if (model.vision is not None and arch in TC_PIECEWISE_MULTIMODAL_ARCHS and release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM)
+            and release >= parse_release(BREAKABLE_MULTIMODAL_FROM)):  # fmt: skip
+        # v0.5.16/v0.5.17 switch these to the tc_piecewise graph, whose own rules stop it for DP attention and a2a only
+        return None if s.intent.dp_attention or a2a != "none" else kind
     if model.vision is not None and not _breakable_multimodal(arch, release):
         return None
     if release < parse_release(PREFILL_GRAPH_WITH_DP_FROM):
