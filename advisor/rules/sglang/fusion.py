@@ -294,8 +294,8 @@ OLDEST = RELEASES[0]
 # `python -m conformance sglang X`) and agrees with these rules on every compared field; the conformance test keeps this
 # list equal to the goldens. For any other modelled release every decision says it is unchecked.
 CHECKED_RELEASES = frozenset({
-    "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.17", "0.5.18", "0.5.19",
-    "0.5.20", "0.5.21", "0.5.22", "0.5.23",
+    "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18",
+    "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23",
 })  # fmt: skip
 
 
