@@ -44,7 +44,7 @@ def test_seed_scenario_v0_5_14_vs_v0_5_13():
 def test_release_matrix_covers_every_modelled_release():
     plan = plan_for("h100-sxm-8", "Qwen/Qwen3-Next-80B-A3B-Instruct", tp=8, engine="sglang")
     releases = [r.release for r in plan.release_matrix]
-    assert releases == [f"0.5.{n}" for n in range(7, 19)]
+    assert releases == [f"0.5.{n}" for n in range(7, 24)]
     assert [r.release for r in plan.release_matrix if r.enabled][0] == "0.5.11"
     assert plan.release_matrix[3].failed_conditions == ("architecture",)  # v0.5.10
 
@@ -53,14 +53,16 @@ def test_engine_version_comes_from_intent_then_probe_then_newest():
     assert plan_for("h200-8", tp=8, engine="sglang").engine["version"] == "0.5.14"  # probed sglang 0.5.14
     assert plan_for("h200-8", tp=8, engine="sglang", engine_version="v0.5.12").engine["version"] == "0.5.12"
     plan = plan_for("a100-sxm-8", tp=8, engine="sglang")  # sglang not installed there
-    assert plan.engine == {"name": "sglang", "version": "0.5.18", "rules": "0.5.18"}
+    assert plan.engine == {"name": "sglang", "version": "0.5.23", "rules": "0.5.23"}
 
 
 def test_newer_engine_version_warns_and_uses_newest():
     plan = plan_for(tp=8, engine="sglang", engine_version="0.5.30")
-    assert plan.engine["rules"] == "0.5.18"
+    assert plan.engine["rules"] == "0.5.23"
     warning = next(p for p in plan.problems if p.id == "engine_version_newer")
-    assert warning.severity == "warning" and "uses the newest modelled release v0.5.18" in warning.message
+    assert warning.severity == "warning" and "uses the newest modelled release v0.5.23" in warning.message
+    current = plan_for(tp=8, engine="sglang", engine_version="0.5.23")
+    assert current.engine["rules"] == "0.5.23" and "engine_version_newer" not in {p.id for p in current.problems}
 
 
 @pytest.mark.parametrize(

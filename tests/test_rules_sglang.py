@@ -12,6 +12,7 @@ from advisor.plan import Intent
 from advisor.probe.profiles import load_profile
 from advisor.rules import sglang
 from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Scenario
+from advisor.rules.sglang import fusion as sglang_fusion
 
 QWEN3_MOE = "Qwen/Qwen3-30B-A3B"
 QWEN3_VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
@@ -52,7 +53,7 @@ def test_table_covers_every_modelled_release_once():
         sglang.parse_release(row.first) <= sglang.parse_release(r) <= sglang.parse_release(row.last)
         for row in sglang.FUSION_TABLE)]  # fmt: skip
     assert covered == list(sglang.RELEASES)
-    assert sglang.RELEASES[0] == "0.5.7" and sglang.RELEASES[-1] == "0.5.18"
+    assert sglang.RELEASES[0] == "0.5.7" and sglang.RELEASES[-1] == "0.5.23"
 
 
 @pytest.mark.parametrize(("release", "count"), [("0.5.7", 4), ("0.5.10", 8), ("0.5.13", 13), ("0.5.14", 16), ("0.5.18", 17)])
@@ -74,14 +75,34 @@ def test_newest_list_matches_reference():
 
 
 def test_adding_a_release_is_one_row(monkeypatch):
-    row = sglang.FusionRow("0.5.19", "0.5.19", ("NewMoeForCausalLM",), sglang.V0514, sglang.BACKEND_FLAG,
+    row = sglang.FusionRow("0.5.24", "0.5.24", ("NewMoeForCausalLM",), sglang.V0523, sglang.BACKEND_FLAG,
                            sglang.OFF_V0512, sglang.OVERRIDES, "hypothetical")  # fmt: skip
-    monkeypatch.setattr(sglang, "FUSION_TABLE", (*sglang.FUSION_TABLE, row))
-    assert sglang._expand(row) == ("0.5.19",)
+    monkeypatch.setattr(sglang_fusion, "FUSION_TABLE", (*sglang.FUSION_TABLE, row))  # the module that reads it
+    assert sglang._expand(row) == ("0.5.24",)
     s = scenario("b300-8", arch_model("NewMoeForCausalLM"))
-    assert fusion(s, "0.5.19").state == AUTO_ENABLED
-    assert failed(fusion(s, "0.5.18")) == {"architecture"}
-    assert len(sglang.architectures(row)) == 18
+    assert fusion(s, "0.5.24").state == AUTO_ENABLED
+    assert failed(fusion(s, "0.5.23")) == {"architecture"}
+    assert len(sglang.architectures(row)) == 22
+
+
+def test_releases_through_0_5_23_are_modelled():
+    assert sglang.RELEASES[-5:] == ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+    assert sglang.row_for("0.5.23") == (sglang.FUSION_TABLE[-1], False)
+    assert sglang.row_for("0.5.24")[1] is True  # newer than modelled: the newest row, flagged
+
+
+def test_dp_attention_with_dp_size_1_no_longer_blocks_from_0_5_22():
+    s = scenario("b300-8", dp_attention=True, dp_size=1)
+    assert "no_dp_attention" in failed(fusion(s, "0.5.21"))
+    assert fusion(s, "0.5.22").state == AUTO_ENABLED
+    assert "no_attn_dp" in failed(fusion(scenario("b300-8", dp_attention=True, dp_size=2), "0.5.22"))
+
+
+def test_mimo_gets_the_cutedsl_backend_on_sm100_only_from_0_5_23():
+    on = fusion(scenario("b200-8", arch_model("MiMoV2FlashForCausalLM")), "0.5.23")
+    assert on.state == AUTO_ENABLED and on.value == "cutedsl"
+    assert failed(fusion(scenario("h100-sxm-8", arch_model("MiMoV2FlashForCausalLM")), "0.5.23")) == {"mimo_sm100"}
+    assert failed(fusion(scenario("b200-8", arch_model("MiMoV2FlashForCausalLM")), "0.5.22")) == {"architecture"}
 
 
 # Every row's additions: auto-enabled from the row's first release, architecture condition failed in the release before.
@@ -90,11 +111,14 @@ ADDITIONS = [(row.first, arch) for row in sglang.FUSION_TABLE for arch in row.ad
 
 @pytest.mark.parametrize(("first", "arch"), ADDITIONS)
 def test_each_added_architecture_turns_on_in_its_release(first, arch):
-    s = scenario("h100-sxm-8", arch_model(arch))
+    s = scenario("b200-8" if arch in sglang.MIMO_ARCHS else "h100-sxm-8", arch_model(arch))
     on = fusion(s, first)
     assert on.state == AUTO_ENABLED, [c for c in on.conditions if not c.ok]
     index = sglang.RELEASES.index(first)
-    if index > 0:
+    if arch in sglang.ARCH_SEEN_AS:  # loaded under another listed name before (DeepSeek V3.2 as V3 in v0.5.8-v0.5.10)
+        before = fusion(s, sglang.RELEASES[index - 1])
+        assert before.state == AUTO_ENABLED and "loaded as" in cond(before, "architecture").observed
+    elif index > 0:
         before = fusion(s, sglang.RELEASES[index - 1])
         assert before.state == NOT_ENABLED
         assert failed(before) == {"architecture"}
@@ -132,13 +156,13 @@ def test_source_cites_release_and_file():
 
 def test_qwen3_vl_moe_on_b300_from_v0_5_14():
     s = scenario("b300-8", QWEN3_VL, tp=8)
-    for release in ("0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18"):
+    for release in ("0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.23"):
         assert fusion(s, release).state == AUTO_ENABLED
     old = fusion(s, "0.5.13")
     assert old.state == NOT_ENABLED and failed(old) == {"architecture"}
     assert cond(old, "architecture").observed == "Qwen3VLMoeForConditionalGeneration"
     matrix = sglang.release_matrix(s)
-    assert [r.release for r in matrix if r.enabled] == ["0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18"]
+    assert [r.release for r in matrix if r.enabled] == [f"0.5.{n}" for n in range(14, 24)]
     assert all(r.failed_conditions == ("architecture",) for r in matrix if not r.enabled)
 
 
@@ -384,8 +408,8 @@ def test_forced_bool_flag_across_nodes_before_v0_5_14_is_a_problem():
 
 
 @pytest.mark.parametrize(("version", "rules", "newer"), [("0.5.7", "0.5.7", False), ("v0.5.15", "0.5.15", False),
-                                                       ("0.5.14.post2", "0.5.14", False), ("0.5.19", "0.5.18", True),
-                                                       ("0.6.0", "0.5.18", True)])  # fmt: skip
+                                                       ("0.5.14.post2", "0.5.14", False), ("0.5.19", "0.5.19", False),
+                                                       ("0.5.24", "0.5.23", True), ("0.6.0", "0.5.23", True)])  # fmt: skip
 def test_release_lookup(version, rules, newer):
     assert sglang.rules_release(version) == rules
     assert sglang.row_for(version)[1] is newer

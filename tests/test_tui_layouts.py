@@ -107,7 +107,7 @@ async def test_diff_against_another_release_from_the_plan_view():
             return "\n".join(screen.lines)
 
         text = await body()  # against the newest release by default
-        assert text.startswith("sglang 0.5.13 -> 0.5.18")
+        assert text.startswith("sglang 0.5.13 -> 0.5.23")
         assert "state: not-enabled -> auto-enabled" in text
         screen.lines = []
         screen.query_one("#diff-release", Select).value = "0.5.14"

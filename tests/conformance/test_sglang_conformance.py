@@ -44,3 +44,27 @@ def test_every_field_agrees_or_is_a_known_disagreement(release):
 def test_known_disagreements_name_only_modelled_fields_and_goldens():
     for release, _, field in load_known():
         assert release in RELEASES and field in FIELDS
+
+
+def test_checked_releases_are_the_goldens_without_disagreements():
+    from advisor.rules import sglang
+
+    disagreeing = {release for release, _, _ in load_known()}
+    assert set(sglang.CHECKED_RELEASES) == set(RELEASES) - disagreeing
+    assert set(sglang.CHECKED_RELEASES) <= set(sglang.RELEASES)
+
+
+def test_explain_says_a_release_without_golden_is_unverified(monkeypatch):
+    from advisor.plan import Intent, build_plan
+    from advisor.probe.profiles import load_profile
+    from advisor.rules.sglang import fusion
+
+    facts = load_profile("h100-sxm-8")
+    # A modelled release whose golden is missing (as v0.5.16 was before its harness run), and one with its golden.
+    monkeypatch.setattr(fusion, "CHECKED_RELEASES", fusion.CHECKED_RELEASES - {"0.5.16"})
+    for release, unchecked in (("0.5.16", True), (RELEASES[-1], False)):
+        plan = build_plan(facts, None, Intent(tp=8, engine="sglang", engine_version=release))
+        for decision in ("memory_defaults", "attention_backend", "flashinfer_allreduce_fusion"):
+            notes = plan.decision(decision).notes
+            said = any(n.startswith(f"unverified for v{release}") for n in notes)
+            assert said is unchecked, (release, decision, notes)

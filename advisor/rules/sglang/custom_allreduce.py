@@ -1,0 +1,69 @@
+"""SGLang's custom allreduce (the NVLink IPC kernel) and what turns it off."""
+
+from __future__ import annotations
+
+from advisor.rules.engine import (
+    Condition,
+    Decision,
+    Scenario,
+    Source,
+    check_custom_ar_nvlink,
+    check_custom_ar_world_size,
+    check_tp_gt_1,
+    is_enabled,
+    parse_release,
+    state_of,
+)
+from advisor.rules.sglang.common import CUSTOM_AR, DETERMINISTIC, DISABLE_CUSTOM_AR, _any, is_sm90, is_sm100
+from advisor.rules.sglang.fusion import rules_release
+
+
+def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+
+    def one_node(s: Scenario):
+        return s.nnodes == 1, f"nnodes {s.nnodes}", "the TP group on one node"
+
+    conditions = (
+        Condition("tp_gt_1", "more than one rank", check_tp_gt_1, "with one rank there is nothing to reduce", "raise --tp"),
+        Condition("single_node", "TP group on one node", one_node,
+                  "the kernel uses CUDA IPC buffers, which do not cross nodes", "run the TP group on one node"),
+        Condition("world_size", "world size 2, 4, 6 or 8", check_custom_ar_world_size,
+                  "the one-shot/two-shot kernels are built for these sizes", "use tp 2, 4, 6 or 8"),
+        Condition("full_nvlink", "full NVLink when more than 2 GPUs", check_custom_ar_nvlink,
+                  "'custom allreduce is not supported on more than two PCIe-only GPUs'",
+                  "use NVLink/NVSwitch-connected GPUs or tp 2"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    off_by = [f for f in (DISABLE_CUSTOM_AR,) if s.has(f)]
+    if s.has(DETERMINISTIC) and s.tp > 1:
+        off_by.append(DETERMINISTIC)
+    state = state_of(results, forced_off=bool(off_by))
+    enabled = is_enabled(state)
+    notes = []
+    value = None
+    if enabled:
+        v2 = parse_release(release) >= (0, 5, 12)
+        sm = _any(is_sm90(s)[0], is_sm100(s)[0])
+        if v2 and sm and s.all_pairs_nvlink:
+            value = "v2"
+            notes.append("v2 kernel (default from v0.5.12): tuned for SM90/SM100 at 2-8 GPUs with full NVLink")
+        else:
+            value = "v1"
+            if v2:
+                notes.append("v2 kernel needs SM90/SM100 and full NVLink; falls back to v1")
+        notes.append("used for messages <= 8 MiB, a multiple of 16 bytes, contiguous; larger ones go to NCCL")
+        notes.append("P2P access check skipped by default (--enable-p2p-check turns it on)")
+    if off_by:
+        notes.append(f"forced off by {' and '.join(off_by)}")
+    return Decision(
+        id="custom_allreduce",
+        title="SGLang custom allreduce (NVLink IPC kernel)",
+        state=state,
+        enabled=enabled,
+        value=value,
+        conditions=results,
+        flags=(),
+        source=Source(f"sglang v{release}", CUSTOM_AR),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,514 @@
+"""FlashInfer allreduce fusion, and the release table every SGLang step resolves its release from.
+
+One table row per release range: the architectures added in that range (the list is cumulative), the named conditions
+that must all hold, the flag that release sets, and the flags that force it off. Adding a release is one row; adding an
+architecture is one name in a row's ``added``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.rules import flashinfer as fi
+from advisor.rules.engine import (
+    AUTO_ENABLED,
+    NOT_ENABLED,
+    Condition,
+    Decision,
+    Problem,
+    ReleaseOutcome,
+    Scenario,
+    Source,
+    check_tp_gt_1,
+    is_enabled,
+    parse_release,
+    release_text,
+    state_of,
+)
+from advisor.rules.sglang.common import (
+    ATTN_CP,
+    BACKEND_FLAG,
+    BOOL_FLAG,
+    DETERMINISTIC,
+    DISABLE_CUSTOM_AR,
+    ENFORCE_DISABLE,
+    FUSION_RUNTIME,
+    OVERRIDES,
+    SERVER_ARGS,
+    _any,
+    is_blackwell,
+    is_h20,
+    is_sm90,
+    is_sm100,
+)
+
+FUSE_MAX_TOKENS = 2048  # FUSE_ALLREDUCE_MAX_BATCH_SIZE: workspaces are pre-allocated for this many tokens
+LOG_LINE = "Auto-enabling FlashInfer AllReduce Fusion on SM90/SM10X for {arch}"
+LOG_LINE_V0523 = "Auto-enabling FlashInfer AllReduce Fusion ({backend}) for {arch}"
+
+
+def _c_sm90_or_blackwell(s: Scenario):
+    (a, obs), (b, _) = is_sm90(s), is_blackwell(s)
+    return _any(a, b), obs, "SM90 with torch CUDA >= 12.3, or SM10x/11x/12x with torch CUDA >= 12.8"
+
+
+def _c_sm90_or_sm100(s: Scenario):
+    (a, obs), (b, _) = is_sm90(s), is_sm100(s)
+    return _any(a, b), obs, "SM90 with torch CUDA >= 12.3, or SM10x with torch CUDA >= 12.8"
+
+
+def _c_no_dp_attention(s: Scenario):
+    if not s.intent.dp_attention:
+        return True, "no --enable-dp-attention", "DP attention off"
+    observed = f"--enable-dp-attention with dp size {s.intent.dp_size}"
+    if s.intent.dp_size == 1:
+        observed += " (SGLang resets DP attention for dp size 1 only later, so it still blocks)"
+    return False, observed, "DP attention off"
+
+
+def _c_no_attn_dp(s: Scenario):
+    if not s.intent.dp_attention or s.intent.dp_size <= 1:
+        observed = "no --enable-dp-attention" if not s.intent.dp_attention else "--enable-dp-attention with dp size 1"
+        return True, observed, "attention DP size 1"
+    return False, f"--enable-dp-attention with dp size {s.intent.dp_size}", "attention DP size 1"
+
+
+def _c_not_dsv41_tp4(s: Scenario):
+    model = s.model
+    dsv41 = model is not None and model.model_type == "deepseek_v41" and model.hidden_size == 5120
+    blackwell, observed = is_blackwell(s)
+    prefer = dsv41 and s.tp == 4 and s.nnodes == 1 and bool(blackwell) and not s.has(DISABLE_CUSTOM_AR)
+    text = f"{model.model_type if model else 'model unknown'}, tp {s.tp}, {observed}"
+    return not prefer, text, "not DeepSeek V4.1 (hidden 5120) at tp 4 on one Blackwell node with custom allreduce on"
+
+
+def _c_mimo_sm100(s: Scenario):
+    if s.model is None or s.model.architecture not in MIMO_ARCHS:
+        return True, s.model.architecture if s.model else "model unknown", "MiMo V2 only: SM10x, tp 2/4/8/16"
+    sm100, observed = is_sm100(s)
+    ok = None if sm100 is None else (sm100 and s.tp in MIMO_TP_SIZES)
+    return ok, f"{observed}, tp {s.tp}", "MiMo V2 only: SM10x, tp 2/4/8/16"
+
+
+def _c_attn_cp(s: Scenario):
+    raw = s.flag(ATTN_CP)
+    try:
+        size = int(raw) if raw else 1
+    except ValueError:
+        return None, f"{ATTN_CP} {raw!r}", "attn_cp_size <= 1"
+    return size <= 1, f"attn_cp_size {size}", "attn_cp_size <= 1"
+
+
+def _c_single_node(s: Scenario):
+    return s.nnodes == 1, f"nnodes {s.nnodes}", "nnodes == 1"
+
+
+def _c_single_node_or_sm100(s: Scenario):
+    sm100, obs = is_sm100(s)
+    ok = True if s.nnodes == 1 else sm100
+    return ok, f"nnodes {s.nnodes}, {obs}", "nnodes == 1, or SM10x (multi-node NVLink via the mnnvl backend)"
+
+
+def _c_not_h20(s: Scenario):
+    h20 = is_h20(s)
+    name = s.gpu.name if s.gpu is not None else ("no GPU" if s.no_gpu else None)
+    return (None if h20 is None else not h20), name or "GPU name unknown", "not an H20 (name without 'H20', or 'H200')"
+
+
+def _c_a2a_none(s: Scenario):
+    backend = s.intent.moe_a2a_backend or "none"
+    return backend == "none", f"moe_a2a_backend {backend}", "moe_a2a_backend none"
+
+
+FUSION_CONDITIONS: dict[str, Condition] = {
+    c.id: c
+    for c in (
+        Condition(
+            "sm90_or_blackwell", "GPU is SM90 or Blackwell (SM10x/11x/12x)", _c_sm90_or_blackwell,
+            "the fused kernels were built for Hopper and Blackwell; SGLang checks the current device's capability major"
+            " and torch's CUDA runtime (not the driver)",
+            "use H100/H200/B200-class GPUs with a CUDA build of torch (>= 12.3 for SM90, >= 12.8 for Blackwell)",
+        ),
+        Condition(
+            "sm90_or_sm100", "GPU is SM90 or SM100 (SM10x)", _c_sm90_or_sm100,
+            "the fused kernels are tuned for Hopper and datacenter Blackwell; from v0.5.8 SM120 is no longer included",
+            "use SM90 or SM10x GPUs with a CUDA build of torch (>= 12.3 for SM90, >= 12.8 for SM10x)",
+        ),
+        Condition(
+            "tp_gt_1", "tensor parallelism (tp > 1)", check_tp_gt_1,
+            "with one rank there is no allreduce to fuse",
+            "raise --tp above 1",
+        ),
+        Condition(
+            "no_dp_attention", "no DP attention", _c_no_dp_attention,
+            "with DP attention the attention allreduce is replaced by gathers; the fused path assumes plain TP."
+            " --enable-dp-attention with --dp-size 1 still blocks: the reset to plain TP happens after this check",
+            "drop --enable-dp-attention (or pass the fusion flag explicitly)",
+        ),
+        Condition(
+            "no_attn_dp", "attention DP size 1", _c_no_attn_dp,
+            "from v0.5.22 SGLang checks the resolved attention-DP size: --enable-dp-attention with --dp-size 1 no"
+            " longer blocks",
+            "drop --enable-dp-attention or use --dp-size 1",
+        ),
+        Condition(
+            "not_dsv41_tp4", "not DeepSeek V4.1 at tp 4 on Blackwell", _c_not_dsv41_tp4,
+            "there DeepSeek V4.1 uses SGLang's custom push allreduce for decode and the fused MoE finalize instead",
+            f"pass {BACKEND_FLAG} auto to use the FlashInfer fusion anyway, or {DISABLE_CUSTOM_AR}",
+        ),
+        Condition(
+            "mimo_sm100", "MiMo V2: SM10x and tp 2, 4, 8 or 16", _c_mimo_sm100,
+            "MiMo V2 uses FlashInfer's CuTe DSL one-shot fusion, built for SM10x at these tp sizes",
+            "use SM10x GPUs and tp 2, 4, 8 or 16",
+        ),
+        Condition(
+            "attn_cp_size", "no attention context parallelism (attn_cp_size <= 1)", _c_attn_cp,
+            "context-parallel attention changes the communication pattern (check removed in v0.5.11)",
+            f"drop {ATTN_CP} or use v0.5.11 or newer",
+        ),
+        Condition(
+            "single_node", "one node (nnodes == 1)", _c_single_node,
+            "the IPC (trtllm) workspace cannot span nodes: 'invalid resource handle' (flashinfer issue #2006)",
+            "run on one node (--nnodes 1), or use v0.5.14+ on SM10x with an NVLink fabric (mnnvl)",
+        ),
+        Condition(
+            "single_node_or_sm100", "one node, or SM10x across nodes", _c_single_node_or_sm100,
+            "across nodes only the mnnvl backend works, and it needs multi-node NVLink (SM10x, e.g. GB200 NVL72);"
+            " on SM90 the trtllm IPC workspace fails across nodes (flashinfer issue #2006)",
+            "run on one node (--nnodes 1), or use SM10x GPUs on an NVLink fabric",
+        ),
+        Condition(
+            "not_h20", "GPU is not an H20", _c_not_h20,
+            "H20's low compute-to-bandwidth ratio made the fusion a loss there (exclusion removed in v0.5.13)",
+            "use v0.5.13 or newer, or pass the fusion flag explicitly",
+        ),
+        Condition(
+            "a2a_none", "no MoE all-to-all backend", _c_a2a_none,
+            "an a2a backend (deepep, mooncake, ...) replaces the MoE allreduce that the fusion targets",
+            "use --moe-a2a-backend none",
+        ),
+    )
+}  # fmt: skip
+
+
+# v0.5.8 to v0.5.10 load a config.json whose model_type their transformers does not know ("deepseek_v32") as DeepSeek V3:
+# hf_transformers_utils._load_deepseek_v32_model rewrites architectures to ["DeepseekV3ForCausalLM"], so every later
+# step (the fusion list included) sees that name (the goldens' log: "... for DeepseekV3ForCausalLM").
+ARCH_SEEN_AS = {"DeepseekV32ForCausalLM": ("DeepseekV3ForCausalLM", "0.5.8", "0.5.10")}
+
+
+def seen_architecture(architecture: str, release: str) -> str:
+    """architectures[0] as SGLang ``release`` sees it after loading the config."""
+    alias = ARCH_SEEN_AS.get(architecture)
+    if alias and parse_release(alias[1]) <= parse_release(release) <= parse_release(alias[2]):
+        return alias[0]
+    return architecture
+
+
+def _arch_condition(archs: tuple[str, ...], release: str) -> Condition:
+    def check(s: Scenario):
+        if s.model is None:
+            return None, "model unknown", f"architectures[0] on the v{release} list"
+        seen = seen_architecture(s.model.architecture, release)
+        observed = s.model.architecture if seen == s.model.architecture else f"{s.model.architecture} (loaded as {seen})"
+        return seen in archs, observed, f"one of {len(archs)}: {', '.join(archs)}"
+
+    return Condition(
+        "architecture", f"architectures[0] is on the v{release} list", check,
+        "SGLang auto-enables the fusion only for architectures whose fused path was benchmarked; it checks"
+        " architectures[0] of config.json only. Other model files may implement the fused path but use it only on request",
+        f"use a release whose list has the model, or pass {BOOL_FLAG} (up to v0.5.13) /"
+        f" {BACKEND_FLAG} auto (v0.5.14+) if the model file implements the fused path",
+    )  # fmt: skip
+
+
+# -- the release table -------------------------------------------------------------------------------------------------
+
+# MiMo V2 (v0.5.23): auto-enabled with the "cutedsl" backend, only on SM10x at the CuTe DSL kernel's tp sizes
+# (python/sglang/srt/layers/flashinfer_mnnvl_cutedsl.py SUPPORTED_TP_SIZES).
+MIMO_ARCHS_ORDERED = ("MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM")
+MIMO_ARCHS = frozenset(MIMO_ARCHS_ORDERED)
+MIMO_TP_SIZES = (2, 4, 8, 16)
+
+V057 = ("sm90_or_blackwell", "no_dp_attention", "single_node", "not_h20", "a2a_none")
+V058 = ("sm90_or_sm100", "no_dp_attention", "single_node", "not_h20", "a2a_none")
+V0510 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "attn_cp_size", "single_node", "not_h20", "a2a_none")
+V0511 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "single_node", "not_h20", "a2a_none")
+V0513 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "single_node", "a2a_none")
+V0514 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "single_node_or_sm100", "a2a_none")
+V0521 = (*V0514, "not_dsv41_tp4")
+V0522 = ("sm90_or_sm100", "tp_gt_1", "no_attn_dp", "single_node_or_sm100", "a2a_none", "not_dsv41_tp4")
+V0523 = (*V0522, "mimo_sm100")
+OFF_V057 = ()  # --enforce-disable-flashinfer-allreduce-fusion does not exist yet
+OFF_V0510 = (ENFORCE_DISABLE,)
+OFF_V0512 = (ENFORCE_DISABLE, DETERMINISTIC)
+
+
+@dataclass(frozen=True)
+class FusionRow:
+    """FlashInfer allreduce fusion under releases first..last."""
+
+    first: str
+    last: str
+    added: tuple[str, ...]  # architectures added to the (cumulative) list in this range
+    conditions: tuple[str, ...]  # FUSION_CONDITIONS ids, besides the architecture
+    flag: str  # what SGLang sets when it auto-enables
+    off_flags: tuple[str, ...]  # user flags that force it off in this range
+    file: str
+    ref: str
+
+
+# fmt: off
+FUSION_TABLE: tuple[FusionRow, ...] = (
+    FusionRow("0.5.7", "0.5.7", ("DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausalLM", "Qwen3MoeForCausalLM"), V057, BOOL_FLAG, OFF_V057, SERVER_ARGS, "first architecture list; silent"),
+    FusionRow("0.5.8", "0.5.8", ("Glm4MoeLiteForCausalLM",), V058, BOOL_FLAG, OFF_V057, SERVER_ARGS, "SM120 dropped"),
+    FusionRow("0.5.9", "0.5.9", ("KimiK25ForConditionalGeneration",), V058, BOOL_FLAG, OFF_V057, SERVER_ARGS, "Kimi K2.5 added"),
+    FusionRow("0.5.10", "0.5.10", ("Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"), V0510, BOOL_FLAG, OFF_V0510, SERVER_ARGS, "tp > 1 and attn_cp checks; enforce-disable flag"),
+    FusionRow("0.5.11", "0.5.11", ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "Qwen3NextForCausalLM"), V0511, BOOL_FLAG, OFF_V0510, SERVER_ARGS, "PR #22664 (Qwen3-Next, H100)"),
+    FusionRow("0.5.12", "0.5.12", ("InternS2PreviewForConditionalGeneration",), V0511, BOOL_FLAG, OFF_V0512, SERVER_ARGS, "deterministic inference forces it off"),
+    FusionRow("0.5.13", "0.5.13", ("MistralLarge3ForCausalLM",), V0513, BOOL_FLAG, OFF_V0512, SERVER_ARGS, "H20 exclusion removed"),
+    FusionRow("0.5.14", "0.5.17", ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "Qwen3VLMoeForConditionalGeneration"), V0514, BACKEND_FLAG, OFF_V0512, SERVER_ARGS, "PR #28786 (Qwen3-VL-MoE, B300); backend flag"),
+    FusionRow("0.5.18", "0.5.18", ("DeepseekV4ForCausalLM",), V0514, BACKEND_FLAG, OFF_V0512, OVERRIDES, "DeepSeek V4 added"),
+    FusionRow("0.5.19", "0.5.19", (), V0514, BACKEND_FLAG, OFF_V0512, OVERRIDES, "list unchanged; SGLANG_FLASHINFER_MNNVL_CUTEDSL_AR_FUSION (off by default) hands Qwen3.5 MoE to the CuTe DSL path"),
+    FusionRow("0.5.20", "0.5.20", ("NemotronH_Omni_Reasoning_V3", "Qwen4ExpForConditionalGeneration"), V0514, BACKEND_FLAG, OFF_V0512, OVERRIDES, "Nemotron-H Omni and Qwen4 added"),
+    FusionRow("0.5.21", "0.5.21", (), V0521, BACKEND_FLAG, OFF_V0512, OVERRIDES, "DeepSeek V4.1 at tp 4 on Blackwell keeps the custom allreduce"),
+    FusionRow("0.5.22", "0.5.22", (), V0522, BACKEND_FLAG, OFF_V0512, OVERRIDES, "the attention-DP size, not the flag, blocks it"),
+    FusionRow("0.5.23", "0.5.23", MIMO_ARCHS_ORDERED, V0523, BACKEND_FLAG, OFF_V0512, OVERRIDES, "MiMo V2 added with the cutedsl backend on SM10x"),
+)
+# fmt: on
+
+
+def _expand(row: FusionRow) -> tuple[str, ...]:
+    """"0.5.14".."0.5.17" -> each patch release in between."""
+    first, last = parse_release(row.first), parse_release(row.last)
+    return tuple(release_text((*first[:2], n)) for n in range(first[2], last[2] + 1))
+
+
+# Every modelled release, for the release matrix (oldest first); derived from the table, so a new row is all it takes.
+RELEASES = tuple(r for row in FUSION_TABLE for r in _expand(row))
+NEWEST = RELEASES[-1]
+OLDEST = RELEASES[0]
+
+
+# The releases whose own ServerArgs resolution is stored as a golden (tests/conformance/golden/sglang-X.jsonl, written by
+# `python -m conformance sglang X`) and agrees with these rules on every compared field; the conformance test keeps this
+# list equal to the goldens. For any other modelled release every decision says it is unchecked.
+CHECKED_RELEASES = frozenset({
+    "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18",
+    "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23",
+})  # fmt: skip
+
+
+def unchecked_note(version: str) -> str | None:
+    """A note for every decision when the release applied has no golden, else None."""
+    release = rules_release(version)
+    if release in CHECKED_RELEASES:
+        return None
+    return (f"unverified for v{release}: no golden of SGLang v{release}'s own resolution is stored; the nearest checked"
+            " releases agree on every field (python -m conformance sglang X checks one)")  # fmt: skip
+
+
+class ReleaseError(ValueError):
+    """An SGLang version the tables cannot model; the message is one line naming the fix."""
+
+
+def row_for(version: str) -> tuple[FusionRow, bool]:
+    """The table row for ``version`` and whether the version is newer than the newest modelled release."""
+    release = parse_release(version)
+    if release is None:
+        raise ReleaseError(f"sglang version {version!r} is not a version; pass --engine-version X.Y.Z (e.g. {NEWEST})")
+    if release < parse_release(OLDEST):
+        raise ReleaseError(
+            f"sglang {version} is older than the oldest modelled release v{OLDEST}; pass --engine-version {OLDEST} or newer"
+        )
+    for row in FUSION_TABLE:
+        if parse_release(row.first) <= release <= parse_release(row.last):
+            return row, False
+    return FUSION_TABLE[-1], True
+
+
+def architectures(row: FusionRow) -> tuple[str, ...]:
+    """The cumulative architecture list of a row."""
+    out: list[str] = []
+    for r in FUSION_TABLE:
+        out.extend(r.added)
+        if r is row:
+            break
+    return tuple(out)
+
+
+def rules_release(version: str) -> str:
+    """The modelled release whose rules apply to ``version`` ("0.5.15" -> "0.5.15", "0.6.0" -> the newest)."""
+    row, newer = row_for(version)
+    if newer:
+        return NEWEST
+    return release_text(parse_release(version))
+
+
+# -- FlashInfer allreduce fusion ---------------------------------------------------------------------------------------
+
+
+def fusion_decision(s: Scenario, version: str) -> Decision:
+    row, _ = row_for(version)
+    release = rules_release(version)
+    uses_backend = row.flag == BACKEND_FLAG
+    results = (_arch_condition(architectures(row), release).evaluate(s),) + tuple(
+        FUSION_CONDITIONS[c].evaluate(s) for c in row.conditions
+    )
+    notes: list[str] = []
+
+    off = [f for f in row.off_flags if s.has(f)]
+    for flag in (ENFORCE_DISABLE, DETERMINISTIC):
+        if s.has(flag) and flag not in row.off_flags:
+            if flag == ENFORCE_DISABLE:
+                notes.append(f"{flag} does not exist in v{release}: SGLang will reject it (added in v0.5.10)")
+            else:
+                notes.append(f"{flag} does not turn the fusion off in v{release} (it does from v0.5.12)")
+
+    # What the user asked for explicitly (forced on).
+    requested: str | None = None
+    if uses_backend and s.flag(BACKEND_FLAG):
+        requested = s.flag(BACKEND_FLAG)
+    elif s.has(BOOL_FLAG):
+        requested = "auto" if uses_backend else "on"
+        if uses_backend:
+            notes.append(f"{BOOL_FLAG} is deprecated from v0.5.14 and mapped to {BACKEND_FLAG} auto")
+    elif s.flag(BACKEND_FLAG):
+        notes.append(f"{BACKEND_FLAG} does not exist in v{release}: SGLang will reject it (use {BOOL_FLAG})")
+
+    state = state_of(results, forced_on=requested is not None, forced_off=bool(off))
+    enabled = is_enabled(state)
+    value: str | bool | None
+    auto_backend = "cutedsl" if s.model is not None and s.model.architecture in MIMO_ARCHS else "auto"
+    if uses_backend:
+        value = (requested or auto_backend) if enabled else None
+        flags = (BACKEND_FLAG, value) if state == AUTO_ENABLED else ()
+    else:
+        value = enabled
+        flags = (BOOL_FLAG,) if state == AUTO_ENABLED else ()
+    # Forced on: the user's own flag is already on the command line (intent.overrides); nothing to add.
+
+    if off:
+        notes.append(f"forced off by {' and '.join(off)} (applied after the auto-enable)")
+    if state == AUTO_ENABLED:
+        seen = seen_architecture(s.model.architecture, release)
+        if parse_release(release) >= (0, 5, 23):
+            notes.append("log line: " + LOG_LINE_V0523.format(backend=value, arch=seen))
+        elif parse_release(release) >= (0, 5, 10):
+            notes.append("log line: " + LOG_LINE.format(arch=seen))
+        else:
+            notes.append("auto-enabled silently (no log line before v0.5.10)")
+        if s.tp <= 1:
+            notes.append("with tp 1 the flag is set but no layer uses the fused kernel (it needs tp_size > 1)")
+        if s.model.architecture.startswith("Deepseek"):
+            notes.append("DeepSeek with context-parallel prefill declares DP attention or an a2a backend itself,"
+                         " which blocks the auto-enable")  # fmt: skip
+    if enabled:
+        if s.flashinfer.importable is False:
+            notes.insert(0, _import_failure_note(s))
+        notes.extend(_runtime_notes(s, row, value))
+    elif state == NOT_ENABLED and any(r.id == "architecture" and r.ok is False for r in results):
+        notes.append("other model files may implement the fused path; they use it only when the flag is passed")
+
+    return Decision(
+        id="flashinfer_allreduce_fusion",
+        title="FlashInfer allreduce + residual + RMSNorm fusion",
+        state=state,
+        enabled=enabled,
+        value=value,
+        conditions=results,
+        flags=flags,
+        source=Source(f"sglang v{release}", row.file if parse_release(release) < (0, 5, 15) else OVERRIDES, row.ref),
+        notes=tuple(notes),
+    )
+
+
+def resolve_backend(s: Scenario, value: str) -> tuple[str | None, str | None]:
+    """(backend at run time, error) for the v0.5.14+ backend setting, as flashinfer_comm_fusion.py resolves it."""
+    sm90, _ = is_sm90(s)
+    sm100, _ = is_sm100(s)
+    multi = s.nnodes > 1
+    if value == "auto":
+        if sm100:
+            return "mnnvl", None
+        if sm90:
+            return (None, "auto on multi-node SM90 has no backend (mnnvl needs SM10x across nodes)") if multi else ("trtllm", None)
+        return None, None
+    if value == "cutedsl":  # v0.5.23, MiMo V2: FlashInfer's CuTe DSL one-shot kernel over the NVLink fabric
+        return ("cutedsl", None) if sm100 else (None, "the cutedsl backend needs SM10x")
+    if value == "trtllm":
+        return (None, "the trtllm backend is single-node only") if multi else ("trtllm", None)
+    if value == "mnnvl":
+        if sm100 or (sm90 and not multi):
+            return "mnnvl", None
+        if sm90 is None and sm100 is None:
+            return None, None
+        return None, "the mnnvl backend needs SM10x, or SM90 on one node"
+    return None, f"unknown backend {value!r}; choose auto, trtllm or mnnvl (cutedsl from v0.5.23)"
+
+
+def _runtime_notes(s: Scenario, row: FusionRow, value) -> list[str]:
+    notes = []
+    if row.flag == BACKEND_FLAG and isinstance(value, str):
+        backend, error = resolve_backend(s, value)
+        if error:
+            notes.append(f"at run time: {error}")
+        elif backend:
+            notes.append(f"at run time {value} resolves to the {backend} backend ({FUSION_RUNTIME}, PR #29063)")
+    elif s.nnodes > 1:
+        notes.append("at run time the IPC workspace fails across nodes: 'invalid resource handle' (flashinfer issue #2006)")
+    hidden = s.model.hidden_size if s.model is not None else None
+    if hidden:
+        workspace = fi.fusion_workspace_bytes(s.tp, hidden, FUSE_MAX_TOKENS)
+        notes.append(
+            f"workspace per GPU about {workspace / 2**20:.0f} MiB ({FUSE_MAX_TOKENS} tokens x hidden {hidden});"
+            f" the fused kernel runs for batches of 1..{FUSE_MAX_TOKENS} tokens, except the last layer"
+        )
+    if s.flashinfer.importable is not False:  # otherwise the first note says the fused path cannot run
+        notes.append("needs flashinfer importable with flashinfer.comm.allreduce_fusion; a workspace failure on any rank"
+                     " disables it on all")  # fmt: skip
+    if parse_release(row.first) >= (0, 5, 18):
+        notes.append("v0.5.18: ordinary allreduces also take FlashInfer's plain-allreduce path while the backend is set")
+    return notes
+
+
+def _import_failure_note(s: Scenario) -> str:
+    """SGLang decides the fusion without trying ``import flashinfer``; say plainly when that import will fail."""
+    prediction = s.flashinfer
+    ids = ", ".join(dict.fromkeys(p.id for p in prediction.problems if p.severity in ("error", "warning")))
+    see = f"; see problem {ids}" if ids else ""
+    return (f"the fused path cannot run here: `import flashinfer` will fail ({prediction.reason}{see}); SGLang"
+            " enables the fusion without trying the import, then fails where it imports flashinfer")  # fmt: skip
+
+
+def fusion_problems(s: Scenario, decision: Decision, version: str) -> list[Problem]:
+    """Run-time errors the chosen fusion setting will raise."""
+    row, _ = row_for(version)
+    if not decision.enabled:
+        return []
+    if row.flag == BACKEND_FLAG and isinstance(decision.value, str):
+        _, error = resolve_backend(s, decision.value)
+        if error:
+            return [Problem(
+                "fusion_backend_error", "error",
+                f"SGLang v{rules_release(version)}: {BACKEND_FLAG} {decision.value}: {error}",
+                f"drop {BACKEND_FLAG}, run on one node, or use SM10x GPUs on an NVLink fabric",
+                f"sglang v{rules_release(version)}, {FUSION_RUNTIME}",
+            )]  # fmt: skip
+    elif s.nnodes > 1:
+        return [Problem(
+            "fusion_backend_error", "error",
+            f"SGLang v{rules_release(version)}: the fusion's IPC workspace cannot span {s.nnodes} nodes",
+            f"drop {BOOL_FLAG} for multi-node runs, or use v0.5.14+ on SM10x with an NVLink fabric",
+            "flashinfer issue #2006",
+        )]  # fmt: skip
+    return []
+
+
+def release_matrix(s: Scenario) -> tuple[ReleaseOutcome, ...]:
+    """The fusion outcome of this scenario under every modelled release."""
+    out = []
+    for release in RELEASES:
+        d = fusion_decision(s, release)
+        out.append(ReleaseOutcome(release, d.enabled, tuple(c.id for c in d.failed)))
+    return tuple(out)

@@ -1,0 +1,276 @@
+"""GPU-memory defaults: chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static (_handle_gpu_memory_settings)."""
+
+from __future__ import annotations
+
+import contextlib
+
+from advisor.rules.engine import NOT_ENABLED, Condition, Decision, Scenario, Source, is_enabled, parse_release, state_of
+from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
+from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
+from advisor.rules.sglang.fusion import rules_release
+from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
+
+# (upper bound in GiB (exclusive), chunked_prefill_size, cuda_graph_max_bs, cuda_graph_max_bs with tp >= 4)
+MEMORY_TABLE: tuple[tuple[float, int, int, int], ...] = (
+    (20, 2048, 8, 8),
+    (35, 2048, 24, 80),
+    (60, 4096, 32, 160),
+    (90, 8192, 256, 512),
+    (160, 8192, 256, 512),
+    (float("inf"), 16384, 512, 512),
+)
+# v0.5.20 (arg_groups/memory_hook.py): 20-35 GiB GPUs (RTX 4090/5090, A10) get chunked prefill 4096 and batch 48/160.
+MEMORY_TABLE_V0520: tuple[tuple[float, int, int, int], ...] = (MEMORY_TABLE[0], (35, 4096, 48, 160), *MEMORY_TABLE[2:])
+MEMORY_TABLE_V0520_FROM = "0.5.20"
+UNKNOWN_MEMORY = (4096, 160)
+
+
+def memory_table(release: str | None) -> tuple[tuple[float, int, int, int], ...]:
+    """The GPU-memory tiers of ``release`` (None: the v0.5.7 table)."""
+    if release is not None and parse_release(release) >= parse_release(MEMORY_TABLE_V0520_FROM):
+        return MEMORY_TABLE_V0520
+    return MEMORY_TABLE
+
+
+def memory_tier(mem_mib: int, tp: int, release: str | None) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) for this GPU memory and tp."""
+    _, chunk, small, large = next(row for row in memory_table(release) if mem_mib / 1024 < row[0])
+    return chunk, (large if tp >= 4 else small)
+
+
+def memory_defaults(
+    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None = None,
+    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False,
+) -> dict[str, float | int | None]:
+    """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them.
+
+    The reserve is computed from the chunk size before DP attention divides it (the division comes later, in
+    _handle_data_parallelism); multimodal models then scale the fraction down (adjust_mem_fraction_for_vlm).
+    """
+    chunk, max_bs = UNKNOWN_MEMORY if mem_mib is None else memory_tier(mem_mib, tp, release)
+    fraction = None
+    if mem_mib is not None:
+        reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep)
+        fraction = round((mem_mib - reserved) / mem_mib, 3)
+        if vision is not None:
+            fraction *= vlm_factor(vision)
+    if dp_attention and dp_size > 1:
+        chunk //= dp_size
+    return {"chunked_prefill_size": chunk, "cuda_graph_max_bs": max_bs, "mem_fraction_static": fraction}
+
+
+def prefill_graph_sizes(max_tokens: int) -> list[int]:
+    """The prefill (piecewise) CUDA-graph capture sizes up to max_tokens (v0.5.14 _generate_prefill_cuda_graph_batch_sizes)."""
+    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64), *range(1280, 4097, 256),
+             *range(4608, max_tokens + 1, 512)]  # fmt: skip
+    return [n for n in sizes if n <= max_tokens]
+
+
+DEEPEP_A2A_RESERVE = 2 * 1024  # DeepEP buffers captured in the decode graph, MiB, above the floor
+DEEPEP_A2A_RESERVE_FROM = "0.5.15"
+DEEPEP_PREFILL_MAX_BS = 2048  # v0.5.18 _apply_deepep_adjustments: the breakable prefill graph's sizes with DeepEP
+
+
+def deepep_prefill_graph_sizes() -> list[int]:
+    """With DeepEP the breakable prefill graph captures sizes up to 2048, rounded up to multiples of 8 (v0.5.18)."""
+    return sorted({(n + 7) // 8 * 8 for n in prefill_graph_sizes(DEEPEP_PREFILL_MAX_BS)})
+
+
+def prefill_graph_reserve(chunk: int, kind: str | None, deepep: bool = False) -> float:
+    """MiB reserved for the prefill CUDA graphs: 8 per captured size (1.5 GiB flat for MLA models); from v0.5.18 with
+    DeepEP 1 GiB more for the breakable graph's capture."""
+    if kind == "mla":
+        graphs = 1.5 * 1024
+    else:
+        graphs = len(deepep_prefill_graph_sizes() if deepep else prefill_graph_sizes(chunk)) * 8
+    return graphs + (1024 if deepep else 0)
+
+
+def reserved_mib(
+    chunk: int, max_bs: int, tp: int, dp_attention: bool, dp_size: int, mem_mib: int, prefill_graph: str | None = None,
+    deepep: bool = False,
+) -> float:
+    """Activations and CUDA-graph buffers SGLang keeps outside the static pool (MiB). ``prefill_graph``: None when the
+    prefill CUDA graph is off, else the attention kind ("mla" or "standard") that sizes its reserve."""
+    reserved = 512 + max(chunk, 2048) * 1.5 + max_bs * 2 + tp * 1 / 8 * 1024
+    if dp_attention:
+        reserved += max_bs * dp_size * 3
+        if max_bs > 300:
+            reserved += max_bs * dp_size * 1.5
+    if prefill_graph is not None:
+        reserved += prefill_graph_reserve(chunk, prefill_graph, deepep)
+    if mem_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    if deepep:
+        reserved += DEEPEP_A2A_RESERVE  # on top of the floor (reserve_for_deepep_a2a_mb)
+    return reserved
+
+
+def memory_arithmetic(
+    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None,
+    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False,
+) -> str:
+    """The mem_fraction_static estimate written out with this scenario's numbers (for `advisor explain`)."""
+    if mem_mib is None:
+        fallback = 0.95 if release is not None and parse_release(release) >= (0, 5, 20) else 0.88
+        return f"mem_fraction_static: GPU memory unknown, so no estimate (SGLang uses {fallback} without a GPU memory figure)"
+    value = memory_defaults(mem_mib, tp, dp_attention, dp_size, vision, prefill_graph, release, deepep)
+    chunk, max_bs = memory_tier(mem_mib, tp, release)
+    terms = [f"512 + 1.5 x {max(chunk, 2048)} (chunked prefill) + 2 x {max_bs} (CUDA-graph batch) + {tp}/8 x 1024 (tp)"]
+    if dp_attention:
+        terms.append(f" + 3 x {max_bs} x {dp_size} (DP attention)")
+        if max_bs > 300:
+            terms.append(f" + 1.5 x {max_bs} x {dp_size} (DP attention, batch > 300)")
+    raw = 512 + max(chunk, 2048) * 1.5 + max_bs * 2 + tp / 8 * 1024
+    if dp_attention:
+        raw += max_bs * dp_size * 3 + (max_bs * dp_size * 1.5 if max_bs > 300 else 0)
+    if prefill_graph is not None:
+        raw += prefill_graph_reserve(chunk, prefill_graph, deepep)
+        sizes = len(deepep_prefill_graph_sizes() if deepep else prefill_graph_sizes(chunk))
+        terms.append(" + 1.5 x 1024 (prefill CUDA graphs, MLA)" if prefill_graph == "mla"
+                     else f" + 8 x {sizes} (prefill CUDA graph sizes)")  # fmt: skip
+        if deepep:
+            terms.append(" + 1024 (prefill graph capture with DeepEP)")
+    reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep)
+    text = f"reserved = {''.join(terms)} = {raw:g} MiB"
+    floored = max(raw, 10 * 1024) if mem_mib > 60 * 1024 else raw
+    if floored != raw:
+        text += f", raised to the 10 GiB floor above 60 GiB: {floored:g} MiB"
+    if deepep:
+        text += f", + {DEEPEP_A2A_RESERVE} (DeepEP buffers, above the floor) = {reserved:g} MiB"
+    base = round((mem_mib - reserved) / mem_mib, 3)
+    text += f"; mem_fraction_static = ({mem_mib} - {reserved:g}) / {mem_mib} = {base}"
+    if vision is not None:
+        text += f", x {vlm_factor(vision):.4f} for the vision tower = {value['mem_fraction_static']:.4f}"
+    text += ". Lower it (--mem-fraction-static) if start-up runs out of memory; raise it for a larger KV cache"
+    return text
+
+
+def vlm_factor(vision: tuple[int | None, int | None]) -> float:
+    """adjust_mem_fraction_for_vlm: 0.95 x a factor in [0.8, 1.05] from the vision tower's layers x hidden size squared,
+    relative to 24 layers of 1024 (the defaults SGLang assumes when vision_config lacks the keys)."""
+    layers, hidden = vision[0] or 24, vision[1] or 1024
+    ratio = layers * hidden**2 / (24 * 1024**2)
+    return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+
+
+PREFILL_GRAPH_FROM = "0.5.10"  # --disable-piecewise-cuda-graph (on by default) appears in v0.5.10
+# v0.5.10-v0.5.14, the piecewise (torch.compile) prefill graph: off for the hybrid linear-attention models, multimodal
+# models, DP attention and an a2a backend, and up to v0.5.12 for the DeepSeek sparse-attention models
+# (configs/model_config.py: piecewise_cuda_graph_disabled_model_archs, is_deepseek_nsa).
+NO_PREFILL_GRAPH_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+DSA_NO_PREFILL_GRAPH_UNTIL = "0.5.12"
+# From v0.5.15 the prefill graph is the "breakable" backend (cuda_graph_config), which keeps the hybrid models; what turns
+# it off is _disable_breakable_cudagraph_if_incompatible in server_args.py, release by release:
+FIRST_BREAKABLE_FROM = "0.5.15"  # off for MLA models, DeepSeek V4, DP attention, an a2a backend, multimodal models
+BREAKABLE_MULTIMODAL_FROM = "0.5.16"  # multimodal models on SGLang's list keep it
+PREFILL_GRAPH_WITH_DP_FROM = "0.5.17"  # DP attention and DeepEP keep it; only non-DSA MLA and Nemotron-H lose it
+BREAKABLE_PREFILL_GRAPH_FROM = "0.5.18"  # MLA models and Nemotron-H keep it too
+VALIDATED_A2A = frozenset({"none", "deepep", "megamoe", "flashinfer"})  # a2a backends the breakable graph accepts
+# configs/model_config.py multimodal_breakable_cuda_graph_supported_model_archs: Qwen3.5 from v0.5.16, Kimi K2.5 (and
+# others not in the grid) by v0.5.18.
+BREAKABLE_MULTIMODAL_ARCHS = {
+    "0.5.16": frozenset({"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}),
+    "0.5.18": frozenset({
+        "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+        "MuseGlimmerForConditionalGeneration", "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration",
+    }),
+}  # fmt: skip
+
+
+# configs/model_config.py multimodal_piecewise_cuda_graph_supported_model_archs (Kimi K2.5 from v0.5.16): in v0.5.16 and
+# v0.5.17 these multimodal models get the tc_piecewise prefill graph instead of the breakable one.
+TC_PIECEWISE_MULTIMODAL_ARCHS = frozenset({
+    "Cohere2VisionForConditionalGeneration", "KimiK25ForConditionalGeneration", "MiniMaxM3SparseForCausalLM",
+    "MiniMaxM3SparseForConditionalGeneration",
+})  # fmt: skip
+
+
+def _breakable_multimodal(architecture: str, release: tuple[int, ...]) -> bool:
+    lists = [archs for first, archs in BREAKABLE_MULTIMODAL_ARCHS.items() if parse_release(first) <= release]
+    return bool(lists) and architecture in lists[-1]
+
+
+def prefill_graph_kind(s: Scenario, version: str) -> str | None:
+    """The attention kind sizing the prefill CUDA-graph reserve ("mla" or "standard"), or None when SGLang leaves the
+    prefill graph off for this release, model and layout."""
+    release = parse_release(rules_release(version))
+    if release < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
+        return None
+    model, arch = s.model, s.model.architecture
+    kind = attention_kind(model)
+    a2a = s.intent.moe_a2a_backend or "none"
+    if release < parse_release(FIRST_BREAKABLE_FROM):  # the piecewise graph
+        if s.intent.dp_attention or a2a != "none" or model.vision is not None or arch in NO_PREFILL_GRAPH_ARCHS:
+            return None
+        if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and arch in NSA_ARCHS:
+            return None
+        return kind
+    if arch == "DeepseekV4ForCausalLM":
+        return None
+    if (model.vision is not None and arch in TC_PIECEWISE_MULTIMODAL_ARCHS and release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM)
+            and release >= parse_release(BREAKABLE_MULTIMODAL_FROM)):  # fmt: skip
+        # v0.5.16/v0.5.17 switch these to the tc_piecewise graph, whose own rules stop it for DP attention and a2a only
+        return None if s.intent.dp_attention or a2a != "none" else kind
+    if model.vision is not None and not _breakable_multimodal(arch, release):
+        return None
+    if release < parse_release(PREFILL_GRAPH_WITH_DP_FROM):
+        return None if kind == "mla" or s.intent.dp_attention or a2a != "none" else kind
+    if a2a not in VALIDATED_A2A:
+        return None
+    if release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM) and (
+        (kind == "mla" and arch not in NSA_ARCHS) or arch in NEMOTRON_H_ARCHS
+    ):
+        return None
+    return kind
+
+
+def memory_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+    mem = None if s.no_gpu else s.min_memory_mib
+
+    def memory(s: Scenario):
+        if s.no_gpu:
+            return False, "no GPU", "GPU memory known"
+        return (None if mem is None else True), (f"{mem} MiB (smallest GPU)" if mem else "unknown"), "GPU memory known"
+
+    conditions = (
+        Condition("gpu_memory", "GPU memory of the smallest GPU", memory,
+                  "SGLang sizes chunked prefill, CUDA-graph batch and the static memory fraction from it",
+                  "pass --chunked-prefill-size, --cuda-graph-max-bs, --mem-fraction-static to choose"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    vision = s.model.vision if s.model is not None else None
+    prefill_graph = prefill_graph_kind(s, version)
+    deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(DEEPEP_A2A_RESERVE_FROM)
+    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep)
+    explicit = {
+        "chunked_prefill_size": s.flag("--chunked-prefill-size"),
+        "cuda_graph_max_bs": s.flag("--cuda-graph-max-bs"),
+        "mem_fraction_static": s.flag("--mem-fraction-static"),
+    }
+    for key, raw in explicit.items():
+        if raw:
+            with contextlib.suppress(ValueError):
+                value[key] = float(raw) if key == "mem_fraction_static" else int(raw)
+    forced = any(explicit.values())
+    state = state_of(results, forced_on=forced)
+    if state == NOT_ENABLED:
+        value = {k: None for k in value}
+    notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep)]
+    if explicit["mem_fraction_static"]:
+        notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
+    if s.intent.dp_attention and s.intent.dp_size > 1:
+        notes.append(f"with DP attention chunked_prefill_size is divided by dp size {s.intent.dp_size}")
+    return Decision(
+        id="memory_defaults",
+        title="GPU-memory-driven defaults",
+        state=state,
+        enabled=is_enabled(state),
+        value=value,
+        conditions=results,
+        flags=(),
+        source=Source(f"sglang v{release}", SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
+                      "_handle_gpu_memory_settings, PR #10975"),
+        notes=tuple(notes),
+    )

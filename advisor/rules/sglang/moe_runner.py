@@ -1,0 +1,213 @@
+"""The MoE runner backend SGLang picks with --moe-runner-backend auto (_handle_moe_kernel_config, the model steps)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.rules.engine import (
+    AUTO_ENABLED,
+    FORCED_ON,
+    Condition,
+    Decision,
+    Scenario,
+    Source,
+    is_enabled,
+    parse_release,
+    state_of,
+)
+from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
+from advisor.rules.sglang.fusion import _c_a2a_none, rules_release, seen_architecture
+
+_DEEPSEEK_FAMILY = frozenset({
+    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "KimiK25ForConditionalGeneration",
+    "MistralLarge3ForCausalLM", "GlmMoeDsaForCausalLM",
+})  # fmt: skip
+_QWEN_FAMILY = frozenset({
+    "Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration", "Qwen3NextForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
+})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MoeRunnerRow:
+    """One family's FlashInfer MoE default under releases first..last (_handle_model_specific_adjustments)."""
+
+    first: str
+    last: str
+    families: frozenset[str]
+    quantizations: frozenset[str | None]  # None stands for unquantized
+    backend: str
+    gpu: str = "sm100"  # "sm100": SM10x only; "sm120": SM12x only (is_sm100_supported / is_sm120_supported)
+    a2a_blocks: bool = True  # an MoE all-to-all backend keeps the runner on auto
+
+
+_GPT_OSS = frozenset({"GptOssForCausalLM"})
+_GLM45 = frozenset({"Glm4MoeForCausalLM"})
+_DEEPSEEK_V3 = frozenset({"DeepseekV3ForCausalLM"})
+_QUANT_TRTLLM = frozenset({"fp8", "modelopt_fp8", "modelopt_fp4"})
+# fmt: off
+MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
+    # DeepSeek family: fp8/modelopt checkpoints; an unquantized DeepSeek V3 is defaulted to fp8 first ("Quantization not
+    # specified, default to fp8 for DeepSeek on sm100"). From v0.5.12 unquantized checkpoints of the whole family too
+    # ("or self.quantization is None"), which brings GLM-5 and an unquantized Kimi K2.5 in.
+    MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_V3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_FAMILY, _QUANT_TRTLLM, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.12", "9.9.9", _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.7", "0.5.7", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4"}), "flashinfer_trtllm"),
+    # v0.5.8: unquantized checkpoints too ("self.quantization in (fp8, modelopt_fp4) or self.quantization is None")
+    MoeRunnerRow("0.5.8", "9.9.9", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    # GLM-4.5: modelopt_fp4 only (read in v0.5.8 to v0.5.11; it also needs flashinfer-python >= 0.6.2), unquantized
+    # checkpoints too by v0.5.18 (the v0.5.14 golden still says auto, the v0.5.23 golden flashinfer_trtllm; v0.5.15, where
+    # this step moved to arg_groups/overrides.py, is taken as the first)
+    MoeRunnerRow("0.5.7", "0.5.14", _GLM45, frozenset({"modelopt_fp4"}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.15", "9.9.9", _GLM45, frozenset({"modelopt_fp4", None}), "flashinfer_trtllm"),
+    # GPT-OSS with MXFP4 weights: FlashInfer's MXFP4 kernel on SM10x; on SM12x it changed four times (the Blackwell check
+    # up to v0.5.9, then "trtllm-gen only supports SM100": triton_kernel, Marlin from v0.5.14, FlashInfer again from v0.5.17)
+    MoeRunnerRow("0.5.7", "9.9.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", a2a_blocks=False),
+    MoeRunnerRow("0.5.7", "0.5.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", gpu="sm120", a2a_blocks=False),
+    MoeRunnerRow("0.5.10", "0.5.13", _GPT_OSS, frozenset({"mxfp4"}), "triton_kernel", gpu="sm120", a2a_blocks=False),
+    MoeRunnerRow("0.5.14", "0.5.16", _GPT_OSS, frozenset({"mxfp4"}), "marlin", gpu="sm120", a2a_blocks=False),
+    MoeRunnerRow("0.5.17", "9.9.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", gpu="sm120", a2a_blocks=False),
+)
+# fmt: on
+NEMOTRON_H = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
+
+
+def moe_runner_row(architecture: str, version: str, gpu: str = "sm100", quantization: str | None = "?") -> MoeRunnerRow | None:
+    """The row for this architecture, release and GPU kind; with ``quantization`` given, the first row allowing it."""
+    release = parse_release(rules_release(version))
+    rows = [r for r in MOE_RUNNER_TABLE if architecture in r.families and r.gpu == gpu
+            and parse_release(r.first) <= release <= parse_release(r.last)]  # fmt: skip
+    return next((r for r in rows if quantization in r.quantizations), rows[0] if rows else None)
+
+
+def nemotron_h_runner(s: Scenario, release: str) -> tuple[str | None, str]:
+    """The runner Nemotron-H's own step sets (dense or not; nemotron_h_hook.py, later model_overrides/nemotron_h.py):
+    (backend or None for auto, why). modelopt checkpoints from v0.5.7, unquantized ones too from v0.5.13."""
+    r = parse_release(release)
+    quant = s.model.quantization if s.model is not None else None
+    modelopt = quant in ("modelopt", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed")
+    if not modelopt and not (quant is None and r >= (0, 5, 13)):
+        return None, "modelopt checkpoints only" + (" (unquantized too from v0.5.13)" if r < (0, 5, 13) else "")
+    if r < (0, 5, 11):
+        return "flashinfer_cutlass", "modelopt checkpoint"
+    sm100, _ = is_sm100(s)
+    if sm100 and s.intent.moe_a2a_backend in (None, "", "none"):
+        return "flashinfer_trtllm", "SM10x, no a2a backend"
+    major = None if s.no_gpu else s.major
+    if r >= (0, 5, 13) and quant in ("modelopt_fp4", "modelopt_mixed") and major in (8, 9):
+        return "marlin", "modelopt_fp4 on SM80-SM90"
+    return "flashinfer_cutlass", "otherwise"
+
+
+def moe_runner_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+    model = s.model
+    sm120 = is_sm120(s)[0]
+    gpu_kind = "sm120" if sm120 else "sm100"
+    arch = seen_architecture(model.architecture, release) if model is not None else None
+    entry = moe_runner_row(arch, version, gpu_kind, model.quantization) if model is not None else None
+    if model is not None and model.architecture in NEMOTRON_H:
+        return _nemotron_h_decision(s, release)
+
+    def is_moe(s: Scenario):
+        return (None if model is None else model.is_moe), (
+            "model unknown" if model is None else f"{model.num_experts or 0} experts"), "a MoE model"
+
+    def sm100(s: Scenario):
+        if entry is not None and entry.gpu == "sm120":
+            ok, observed = is_sm120(s)
+            return ok, observed, f"SM12x with torch CUDA >= 12.8 ({entry.backend} there in v{release})"
+        ok, observed = is_sm100(s)
+        if entry is not None and any(r.gpu == "sm120" and arch in r.families for r in MOE_RUNNER_TABLE):
+            return ok, observed, "SM10x (or SM12x) with torch CUDA >= 12.8"
+        return ok, observed, "SM10x with torch CUDA >= 12.8"
+
+    def a2a(s: Scenario):
+        if entry is not None and not entry.a2a_blocks:
+            return True, f"moe_a2a_backend {s.intent.moe_a2a_backend or 'none'}", f"any (not checked for {entry.backend})"
+        return _c_a2a_none(s)
+
+    def family(s: Scenario):
+        if model is None:
+            return None, "model unknown", "a family with a FlashInfer MoE path"
+        return entry is not None, model.architecture, "DeepSeek/Kimi/Mistral-Large-3/GLM-5, Qwen3 MoE family, GLM-4.5/4.6, GPT-OSS"
+
+    def quant(s: Scenario):
+        if model is None or entry is None:
+            return (None if model is None else False), (model.quantization if model else None) or "unquantized", "a supported quantization"
+        allowed = sorted(q or "unquantized" for q in entry.quantizations)
+        return model.quantization in entry.quantizations, model.quantization or "unquantized", ", ".join(allowed)
+
+    conditions = (
+        Condition("moe_model", "MoE model", is_moe, "only MoE layers have a runner backend", "n/a for dense models"),
+        Condition("sm100", "GPU is SM100 (SM10x)" + (" or SM12x" if entry is not None and entry.gpu == "sm120" else ""), sm100, "the FlashInfer TRT-LLM MoE kernels target datacenter Blackwell",
+                  f"on other GPUs pass {MOE_RUNNER_BACKEND} NAME explicitly"),
+        Condition("model_family", "model family with a FlashInfer MoE default", family,
+                  "SGLang picks the FlashInfer runner per model family", f"pass {MOE_RUNNER_BACKEND} NAME"),
+        Condition("quantization", "quantization supported by that runner", quant,
+                  "each runner supports a set of weight formats", "use a supported checkpoint format"),
+        Condition("a2a_none", "no MoE all-to-all backend", a2a,
+                  "an a2a backend (deepep, mooncake, ...) brings its own dispatch and sets ep_size = tp_size",
+                  "use --moe-a2a-backend none"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    chosen = s.flag(MOE_RUNNER_BACKEND)
+    state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
+    value = chosen if state == FORCED_ON else (entry.backend if state == AUTO_ENABLED else "auto")
+    notes = []
+    if s.intent.moe_a2a_backend not in (None, "", "none"):
+        notes.append(f"--moe-a2a-backend {s.intent.moe_a2a_backend} forces ep_size = tp_size ({s.tp})")
+    if not is_enabled(state):
+        notes.append("auto: the MoE layer picks its kernel at load time (triton for most formats)")
+    return Decision(
+        id="moe_runner_backend",
+        title="MoE runner backend (--moe-runner-backend auto)",
+        state=state,
+        enabled=is_enabled(state),
+        value=value,
+        conditions=results,
+        flags=(),
+        source=Source(f"sglang v{release}", SERVER_ARGS, "_handle_moe_kernel_config"),
+        notes=tuple(notes),
+    )
+
+
+def _nemotron_h_file(release: str) -> str:
+    r = parse_release(release)
+    if r < (0, 5, 12):
+        return SERVER_ARGS
+    if r < (0, 5, 15):
+        return "python/sglang/srt/arg_groups/nemotron_h_hook.py"
+    if r < (0, 5, 19):
+        return OVERRIDES
+    return "python/sglang/srt/arg_groups/model_overrides/nemotron_h.py"
+
+
+def _nemotron_h_decision(s: Scenario, release: str) -> Decision:
+    value, why = nemotron_h_runner(s, release)
+
+    def family(s: Scenario):
+        return value is not None, f"{s.model.architecture}, {s.model.quantization or 'unquantized'}", why
+
+    conditions = (
+        Condition("model_family", "Nemotron-H sets its own MoE runner", family,
+                  "Nemotron-H's override step sets the runner whether or not the checkpoint has MoE layers",
+                  f"pass {MOE_RUNNER_BACKEND} NAME"),
+    )  # fmt: skip
+    results = tuple(c.evaluate(s) for c in conditions)
+    chosen = s.flag(MOE_RUNNER_BACKEND)
+    state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
+    final = chosen if state == FORCED_ON else (value if state == AUTO_ENABLED else "auto")
+    notes = [f"{why}: {value}"] if value else ["auto: the MoE layer picks its kernel at load time"]
+    return Decision(
+        id="moe_runner_backend",
+        title="MoE runner backend (--moe-runner-backend auto)",
+        state=state,
+        enabled=is_enabled(state),
+        value=final,
+        conditions=results,
+        flags=(),
+        source=Source(f"sglang v{release}", _nemotron_h_file(release), "Nemotron-H defaults"),
+        notes=tuple(notes),
+    )
