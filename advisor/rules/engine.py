@@ -283,6 +283,22 @@ def is_enabled(state: str) -> bool:
     return state in (AUTO_ENABLED, FORCED_ON)
 
 
+def decided(
+    decision_id: str,
+    title: str,
+    state: str,
+    conditions: Sequence[ConditionResult],
+    source: Source,
+    *,
+    value: Any = None,
+    flags: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> Decision:
+    """The Decision a rule reached: enabled follows from the state."""
+    return Decision(decision_id, title, state, is_enabled(state), value, tuple(conditions), tuple(flags), source,
+                    tuple(notes))  # fmt: skip
+
+
 # -- an engine: what the registry (advisor.rules.registry) holds for each one ------------------------------------------
 
 
