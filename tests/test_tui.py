@@ -161,6 +161,17 @@ async def test_bad_input_shows_a_one_line_error_and_recovers():
         assert fusion(app).enabled
 
 
+async def pick_profile(pilot, profile: str) -> None:
+    """Open the profile picker (`p`), choose a profile with enter and wait for the new plan."""
+    await pilot.press("p")
+    await pilot.pause()
+    options = pilot.app.screen.query_one("#profile-list", OptionList)
+    ids = [options.get_option_at_index(i).id for i in range(options.option_count)]
+    options.highlighted = ids.index(profile)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -185,13 +196,7 @@ async def test_bad_command_line_options_open_the_app_with_the_error(options, mes
         await pilot.pause()
         if message is not None and evaluation.facts is None:
             assert message in static_text(app, "#machine-summary")
-        await pilot.press("p")
-        await pilot.pause()
-        options_list = app.screen.query_one("#profile-list", OptionList)
-        ids = [options_list.get_option_at_index(i).id for i in range(options_list.option_count)]
-        options_list.highlighted = ids.index("h200-8")
-        await pilot.press("enter")
-        await settle(pilot)
+        await pick_profile(pilot, "h200-8")
         assert app.main.evaluation.facts.source == "simulated:h200-8"
 
 
@@ -199,13 +204,7 @@ async def test_profile_picker_and_palette_switch_the_machine():
     app = make_app(profile="b300-8", model="Qwen/Qwen3-30B-A3B", tp=8, engine="sglang")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("p")
-        await pilot.pause()
-        options = app.screen.query_one("#profile-list", OptionList)
-        ids = [options.get_option_at_index(i).id for i in range(options.option_count)]
-        options.highlighted = ids.index("a100-sxm-8")
-        await pilot.press("enter")
-        await settle(pilot)
+        await pick_profile(pilot, "a100-sxm-8")
         assert app.main.evaluation.facts.source == "simulated:a100-sxm-8"
         assert "sm90_or_sm100" in [c.id for c in fusion(app).failed]
 
