@@ -299,6 +299,18 @@ def decided(
                     tuple(notes))  # fmt: skip
 
 
+def fusion_outcomes(
+    fusion_decision: Callable[[Scenario, str], Decision], releases: Sequence[str], s: Scenario
+) -> tuple[ReleaseOutcome, ...]:
+    """The release matrix (the what-if view): the outcome of an engine's fusion decision for this scenario under each of
+    its releases. An engine binds its own two with functools.partial."""
+    outcomes = []
+    for release in releases:
+        decision = fusion_decision(s, release)
+        outcomes.append(ReleaseOutcome(release, decision.enabled, tuple(c.id for c in decision.failed)))
+    return tuple(outcomes)
+
+
 # -- an engine: what the registry (advisor.rules.registry) holds for each one ------------------------------------------
 
 
