@@ -100,6 +100,19 @@ class PositiveInt(click.ParamType):
 
 POSITIVE = PositiveInt()
 
+# The machine options `probe` shares with the others (each command words its own help).
+def profile_option(help_text: str):
+    return click.option("--profile", metavar="NAME", shell_complete=_complete_profiles, help=help_text)
+
+
+def python_option(help_text: str):
+    return click.option("--python", "python", metavar="PATH", type=click.Path(dir_okay=False), help=help_text)
+
+
+def with_package_option(help_text: str):
+    return click.option("--with-package", "with_package", multiple=True, metavar="NAME==VERSION", help=help_text)
+
+
 # Options shared by the TUI (bare `advisor`), `check`, `explain` and `launch` (docs/architecture.md, "Contracts").
 COMMON_OPTIONS = [
     click.option(
@@ -135,12 +148,7 @@ COMMON_OPTIONS = [
         help="Engine release whose rules apply. Default: the installed one, else the newest modelled release.",
     ),
     click.option("--dtype", default=None, help="Model dtype (bfloat16, float16, float32). Default: the model's."),
-    click.option(
-        "--profile",
-        metavar="NAME",
-        shell_complete=_complete_profiles,
-        help="Use a simulated machine instead of probing this one (list them with `advisor profiles`).",
-    ),
+    profile_option("Use a simulated machine instead of probing this one (list them with `advisor profiles`)."),
     click.option(
         "--facts",
         "facts_file",
@@ -148,20 +156,8 @@ COMMON_OPTIONS = [
         type=click.Path(dir_okay=False),
         help="Use facts saved with `advisor probe -o FILE` instead of probing this machine.",
     ),
-    click.option(
-        "--python",
-        "python",
-        metavar="PATH",
-        type=click.Path(dir_okay=False),
-        help="Take the packages from another Python interpreter (a virtualenv's python, for example).",
-    ),
-    click.option(
-        "--with-package",
-        "with_package",
-        multiple=True,
-        metavar="NAME==VERSION",
-        help="Pretend a package is installed at VERSION (repeatable), e.g. flashinfer-python==0.6.12.",
-    ),
+    python_option("Take the packages from another Python interpreter (a virtualenv's python, for example)."),
+    with_package_option("Pretend a package is installed at VERSION (repeatable), e.g. flashinfer-python==0.6.12."),
     click.option("--strict", is_flag=True, help="Treat warnings as errors (exit 1)."),
 ]
 
@@ -400,9 +396,9 @@ def explain(ctx: click.Context, rule: str, as_json: bool, engine_args: tuple[str
     type=click.Path(dir_okay=False, writable=True),
     help="Save the facts to FILE (atomically), to replay elsewhere with `--facts FILE`.",
 )
-@click.option("--python", "python", metavar="PATH", type=click.Path(dir_okay=False), help="Probe another interpreter's packages.")
-@click.option("--profile", metavar="NAME", shell_complete=_complete_profiles, help="Export a simulated machine instead.")
-@click.option("--with-package", "with_package", multiple=True, metavar="NAME==VERSION", help="Override a package version.")
+@python_option("Probe another interpreter's packages.")
+@profile_option("Export a simulated machine instead.")
+@with_package_option("Override a package version.")
 @click.pass_context
 def probe(ctx: click.Context, as_json: bool, output: str | None, **_params) -> None:
     """Probe this machine (GPUs, topology, driver, packages, environment) and show or save the facts."""

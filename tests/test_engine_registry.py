@@ -50,7 +50,9 @@ def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
 '''
 
 ENGINE = '''
-from advisor.rules.engine import Engine, Forcing, ReleaseError, ReleaseOutcome
+from functools import partial
+
+from advisor.rules.engine import Engine, Forcing, ReleaseError, fusion_outcomes
 import {name} as rules
 
 
@@ -60,18 +62,14 @@ def resolve(version):
     return version, []
 
 
-def release_matrix(s):
-    return tuple(ReleaseOutcome(r, d.enabled, tuple(c.id for c in d.failed))
-                 for r in rules.RELEASES for d in [rules.fusion_decision(s, r)])
-
-
 def command(plan, **options):
     return ["fake-serve", "--model", plan.intent.model or "", "--tp", str(plan.intent.tp), *plan.flags]
 
 
 ENGINE = Engine(
     name=rules.ENGINE, package="{name}-dist", releases=rules.RELEASES, resolve=resolve, decide=rules.decide,
-    release_matrix=release_matrix, command=command, install_hint=lambda version: "pip install {name}-dist",
+    release_matrix=partial(fusion_outcomes, rules.fusion_decision, rules.RELEASES), command=command,
+    install_hint=lambda version: "pip install {name}-dist",
     dtypes=("auto", "bfloat16"),
     decision_ids=("flashinfer_allreduce_fusion",),
     forcing={{"flashinfer_allreduce_fusion": Forcing(off=(rules.OFF_FLAG,))}},

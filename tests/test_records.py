@@ -12,24 +12,23 @@ import pytest
 from advisor.records import record
 
 
-@record
-class RecordPoint:
-    x: int
-    y: int = 0
-    label: str = field(default="", compare=False)
-    secret: str = field(default="s", repr=False)
-    tags: tuple[str, ...] = field(default=(), hash=False)
-    children: list = field(default_factory=list, compare=False, hash=False)
+def point_class(name: str, decorate):
+    """The same class body under record and under dataclass(frozen=True), so the two can only differ by the decorator."""
+
+    class Point:
+        x: int
+        y: int = 0
+        label: str = field(default="", compare=False)
+        secret: str = field(default="s", repr=False)
+        tags: tuple[str, ...] = field(default=(), hash=False)
+        children: list = field(default_factory=list, compare=False, hash=False)
+
+    Point.__name__ = Point.__qualname__ = name  # pickle finds the class under this module-level name
+    return decorate(Point)
 
 
-@dataclass(frozen=True)
-class DataclassPoint:
-    x: int
-    y: int = 0
-    label: str = field(default="", compare=False)
-    secret: str = field(default="s", repr=False)
-    tags: tuple[str, ...] = field(default=(), hash=False)
-    children: list = field(default_factory=list, compare=False, hash=False)
+RecordPoint = point_class("RecordPoint", record)
+DataclassPoint = point_class("DataclassPoint", dataclass(frozen=True))
 
 
 RECORD, DATACLASS = RecordPoint, DataclassPoint

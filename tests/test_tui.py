@@ -5,16 +5,28 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import jsonschema
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Input, OptionList, Select, TabbedContent
 from tui_helpers import detail_text, fusion, make_app, settle, static_text
 
 from advisor.tui.widgets.decisions import DecisionTable
 
 QWEN3_VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
+
+
+@asynccontextmanager
+async def qwen3_vl_on_b300(size: tuple[int, int] = (80, 24)) -> AsyncIterator[Pilot]:
+    """The app on a simulated B300 x 8 with Qwen3-VL at tp 8 on SGLang (most tests' scenario), once its plan is shown."""
+    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        yield pilot
 SCHEMA = Path(__file__).resolve().parents[1] / "advisor" / "schema" / "plan.schema.json"
 
 pytestmark = pytest.mark.anyio  # anyio's pytest plugin runs the async tests (no pytest-asyncio needed)
@@ -26,9 +38,8 @@ def anyio_backend():
 
 
 async def test_tp_1_turns_fusion_off_with_the_tp_condition_failed():
-    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with qwen3_vl_on_b300((100, 30)) as pilot:
+        app = pilot.app
         assert fusion(app).state == "auto-enabled"
         assert "--flashinfer-allreduce-fusion-backend" in app.main.evaluation.plan.argv
 
@@ -145,9 +156,8 @@ async def test_no_driver_says_so_and_offers_simulated_machines():
 
 
 async def test_bad_input_shows_a_one_line_error_and_recovers():
-    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with qwen3_vl_on_b300() as pilot:
+        app = pilot.app
         await pilot.click("#model")
         await pilot.press("ctrl+a", "ctrl+k", *"nobody/no-such-model")
         await settle(pilot)
@@ -159,6 +169,17 @@ async def test_bad_input_shows_a_one_line_error_and_recovers():
         app.main.query_one("#model", Input).value = QWEN3_VL
         await settle(pilot)
         assert fusion(app).enabled
+
+
+async def pick_profile(pilot, profile: str) -> None:
+    """Open the profile picker (`p`), choose a profile with enter and wait for the new plan."""
+    await pilot.press("p")
+    await pilot.pause()
+    options = pilot.app.screen.query_one("#profile-list", OptionList)
+    ids = [options.get_option_at_index(i).id for i in range(options.option_count)]
+    options.highlighted = ids.index(profile)
+    await pilot.press("enter")
+    await settle(pilot)
 
 
 @pytest.mark.parametrize(
@@ -185,13 +206,7 @@ async def test_bad_command_line_options_open_the_app_with_the_error(options, mes
         await pilot.pause()
         if message is not None and evaluation.facts is None:
             assert message in static_text(app, "#machine-summary")
-        await pilot.press("p")
-        await pilot.pause()
-        options_list = app.screen.query_one("#profile-list", OptionList)
-        ids = [options_list.get_option_at_index(i).id for i in range(options_list.option_count)]
-        options_list.highlighted = ids.index("h200-8")
-        await pilot.press("enter")
-        await settle(pilot)
+        await pick_profile(pilot, "h200-8")
         assert app.main.evaluation.facts.source == "simulated:h200-8"
 
 
@@ -199,13 +214,7 @@ async def test_profile_picker_and_palette_switch_the_machine():
     app = make_app(profile="b300-8", model="Qwen/Qwen3-30B-A3B", tp=8, engine="sglang")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("p")
-        await pilot.pause()
-        options = app.screen.query_one("#profile-list", OptionList)
-        ids = [options.get_option_at_index(i).id for i in range(options.option_count)]
-        options.highlighted = ids.index("a100-sxm-8")
-        await pilot.press("enter")
-        await settle(pilot)
+        await pick_profile(pilot, "a100-sxm-8")
         assert app.main.evaluation.facts.source == "simulated:a100-sxm-8"
         assert "sm90_or_sm100" in [c.id for c in fusion(app).failed]
 
@@ -220,9 +229,8 @@ async def test_profile_picker_and_palette_switch_the_machine():
 
 
 async def test_copy_puts_the_command_on_the_clipboard():
-    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with qwen3_vl_on_b300() as pilot:
+        app = pilot.app
         await pilot.click("#copy")
         await pilot.pause()
         assert app.clipboard.split()[-5:-3] == ["--tp-size", "8"] or "--tp-size 8" in app.clipboard
@@ -230,9 +238,8 @@ async def test_copy_puts_the_command_on_the_clipboard():
 
 
 async def test_mouse_click_on_a_decision_shows_its_conditions():
-    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with qwen3_vl_on_b300() as pilot:
+        app = pilot.app
         table = app.main.query_one(DecisionTable)
         row = [d.id for d in app.main.evaluation.plan.decisions].index("attention_backend")
         await pilot.click("#decisions", offset=(6, 1 + row))  # the header takes the first line
@@ -247,9 +254,8 @@ def test_importing_the_cli_does_not_import_textual():
 
 
 async def test_reprobe_loads_the_facts_again():
-    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with qwen3_vl_on_b300() as pilot:
+        app = pilot.app
         before = app.main.evaluation
         await pilot.press("r")
         await settle(pilot)
@@ -260,9 +266,8 @@ async def test_reprobe_loads_the_facts_again():
 
 
 async def test_help_opens_and_closes():
-    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with qwen3_vl_on_b300() as pilot:
+        app = pilot.app
         await pilot.press("question_mark")
         await pilot.pause()
         assert app.screen is not app.main
@@ -274,9 +279,8 @@ async def test_help_opens_and_closes():
 @pytest.mark.parametrize("size", [(80, 24), (160, 50)])
 async def test_usable_at_80x24_and_larger(size):
     """Every form control and the decision table are on screen, none squeezed to nothing."""
-    app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
-    async with app.run_test(size=size) as pilot:
-        await settle(pilot)
+    async with qwen3_vl_on_b300(size) as pilot:
+        app = pilot.app
         screen = app.main
         for widget_id in ("#model", "#tp", "#nnodes", "#dp_attention", "#dp_size", "#moe_a2a_backend", "#engine",
                           "#engine_version", "#profile", "#decisions", "#detail", "#copy", "#launch"):

@@ -35,12 +35,17 @@ async def layouts_settled(pilot, timeout: float = 30.0) -> LayoutsPanel:
     return pilot.app.main.query_one(LayoutsPanel)
 
 
+async def open_layouts(pilot) -> LayoutsPanel:
+    """Wait for the first plan, open the layouts tab (`t`) and wait for its table."""
+    await settle(pilot)
+    await pilot.press("t")
+    return await layouts_settled(pilot)
+
+
 async def test_layouts_tab_follows_the_form_and_enter_puts_a_layout_in_the_form():
     app = make_app(profile="h100-sxm-8", model="Qwen/Qwen3-30B-A3B", tp=2, engine="sglang")
     async with app.run_test(size=(120, 34)) as pilot:
-        await settle(pilot)
-        await pilot.press("t")
-        panel = await layouts_settled(pilot)
+        panel = await open_layouts(pilot)
         assert app.main.query_one(TabbedContent).active == "layouts"
         report = panel.report
         assert report.model == "Qwen/Qwen3-30B-A3B"
@@ -71,9 +76,7 @@ async def test_layouts_tab_follows_the_form_and_enter_puts_a_layout_in_the_form(
 async def test_choosing_a_dp_attention_layout_sets_the_form():
     app = make_app(profile="h100-sxm-8", model="Qwen/Qwen3-30B-A3B", tp=8, engine="sglang")
     async with app.run_test(size=(120, 34)) as pilot:
-        await settle(pilot)
-        await pilot.press("t")
-        panel = await layouts_settled(pilot)
+        panel = await open_layouts(pilot)
         table = panel.query_one(DataTable)
         row = next(i for i, lay in enumerate(panel.report.layouts) if lay.tp == 4 and lay.dp_attention)
         app.main.set_focus(table)

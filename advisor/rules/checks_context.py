@@ -5,6 +5,7 @@ checks_memory, checks_platform, checks_machine). advisor/rules/checks.py runs th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from advisor.facts import Facts, Gpu
@@ -23,15 +24,14 @@ MIB = 1024**2
 FUSION = "flashinfer_allreduce_fusion"  # the decision id whose forcing flags the fusion estimate reads
 
 
+@dataclass(frozen=True)
 class _Context:
-    def __init__(self, facts: Facts, model: ModelSpec | None, intent: Intent, prediction: fi.ImportPrediction,
-                 fusion: bool | None, custom_allreduce: bool | None = None) -> None:  # fmt: skip
-        self.facts = facts
-        self.custom_allreduce = custom_allreduce
-        self.model = model
-        self.intent = intent
-        self.prediction = prediction
-        self.fusion_decided = fusion
+    facts: Facts
+    model: ModelSpec | None
+    intent: Intent
+    prediction: fi.ImportPrediction
+    fusion_decided: bool | None  # the plan's fusion decision, None to estimate it (fusion())
+    custom_allreduce: bool | None = None
 
     @property
     def tp_per_node(self) -> int:

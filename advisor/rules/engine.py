@@ -283,6 +283,34 @@ def is_enabled(state: str) -> bool:
     return state in (AUTO_ENABLED, FORCED_ON)
 
 
+def decided(
+    decision_id: str,
+    title: str,
+    state: str,
+    conditions: Sequence[ConditionResult],
+    source: Source,
+    *,
+    value: Any = None,
+    flags: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> Decision:
+    """The Decision a rule reached: enabled follows from the state."""
+    return Decision(decision_id, title, state, is_enabled(state), value, tuple(conditions), tuple(flags), source,
+                    tuple(notes))  # fmt: skip
+
+
+def fusion_outcomes(
+    fusion_decision: Callable[[Scenario, str], Decision], releases: Sequence[str], s: Scenario
+) -> tuple[ReleaseOutcome, ...]:
+    """The release matrix (the what-if view): the outcome of an engine's fusion decision for this scenario under each of
+    its releases. An engine binds its own two with functools.partial."""
+    outcomes = []
+    for release in releases:
+        decision = fusion_decision(s, release)
+        outcomes.append(ReleaseOutcome(release, decision.enabled, tuple(c.id for c in decision.failed)))
+    return tuple(outcomes)
+
+
 # -- an engine: what the registry (advisor.rules.registry) holds for each one ------------------------------------------
 
 

@@ -1,22 +1,6 @@
 """The inference engine: preallocated KV cache slots, batched prefill and decode, sampling.
 
-CONTRACT (used by `--mode generate|bench` and by the server):
-
-    @dataclass(frozen=True)
-    class SamplingParams:
-        max_tokens: int = 16
-        temperature: float = 0.0          # 0 = greedy
-        top_p: float = 1.0
-        seed: int | None = None
-        stop_token_ids: tuple[int, ...] = ()
-        ignore_eos: bool = False
-
-    @dataclass(frozen=True)
-    class TokenEvent:
-        seq_id: int
-        token_id: int
-        finished: bool
-        finish_reason: str | None         # "stop" | "length" | None while running
+CONTRACT (used by `--mode generate|bench` and by the server): SamplingParams and TokenEvent as defined below, and
 
     class Engine:
         max_batch_size: int
@@ -58,7 +42,7 @@ from launcher.runtime.sampling import make_generator, sample
 @dataclass(frozen=True)
 class SamplingParams:
     max_tokens: int = 16
-    temperature: float = 0.0
+    temperature: float = 0.0  # 0 = greedy
     top_p: float = 1.0
     seed: int | None = None
     stop_token_ids: tuple[int, ...] = ()
@@ -70,7 +54,7 @@ class TokenEvent:
     seq_id: int
     token_id: int
     finished: bool
-    finish_reason: str | None
+    finish_reason: str | None  # "stop" | "length" | None while running
 
 
 @dataclass

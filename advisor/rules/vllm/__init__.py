@@ -21,6 +21,7 @@ from advisor.rules.engine import (
     check_custom_ar_nvlink,
     check_custom_ar_world_size,
     check_tp_gt_1,
+    decided,
     is_enabled,
     parse_release,
     release_text,
@@ -247,17 +248,9 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
         notes.append("VLLM_FLASHINFER_ALLREDUCE_BACKEND: auto = mnnvl across nodes, trtllm on one node")
     if state == AUTO_ENABLED:
         notes.append("on by default at -O2/-O3; no flag needed")
-    return Decision(
-        id="flashinfer_allreduce_fusion",
-        title="FlashInfer allreduce + RMSNorm fusion (compilation pass)",
-        state=state,
-        enabled=enabled,
-        value=value,
-        conditions=results,
-        flags=(),
-        source=Source(f"vllm v{release}", VLLM_CONFIG_FILE, f"enable_allreduce_rms_fusion; sizes in {PASS_FILE}"),
-        notes=tuple(notes),
-    )
+    source = Source(f"vllm v{release}", VLLM_CONFIG_FILE, f"enable_allreduce_rms_fusion; sizes in {PASS_FILE}")
+    return decided("flashinfer_allreduce_fusion", "FlashInfer allreduce + RMSNorm fusion (compilation pass)", state,
+                   results, source, value=value, notes=notes)  # fmt: skip
 
 
 def _dtype_bytes(s: Scenario) -> int | None:
@@ -280,17 +273,8 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
     results = tuple(c.evaluate(s) for c in conditions)
     state = state_of(results, forced_off=s.has(DISABLE_CUSTOM_AR))
     notes = ["messages up to 8 MiB; P2P access trusted from the CUDA runtime unless VLLM_SKIP_P2P_CHECK=0"]
-    return Decision(
-        id="custom_allreduce",
-        title="vLLM custom allreduce",
-        state=state,
-        enabled=is_enabled(state),
-        value=None,
-        conditions=results,
-        flags=(),
-        source=Source(f"vllm v{release}", CUSTOM_AR_FILE),
-        notes=tuple(notes),
-    )
+    return decided("custom_allreduce", "vLLM custom allreduce", state, results, Source(f"vllm v{release}", CUSTOM_AR_FILE),
+                   notes=notes)  # fmt: skip
 
 
 # -- compilation and CUDA graphs ---------------------------------------------------------------------------------------
@@ -341,17 +325,9 @@ def compilation_decision(s: Scenario, version: str) -> Decision:
              f" {value['cudagraph_mode']}"]  # fmt: skip
     if value["compilation_mode"] == COMPILE_NONE:
         notes.append("no compilation pass (e.g. the allreduce + RMSNorm fusion) runs in this mode")
-    return Decision(
-        id="compilation",
-        title="torch.compile and CUDA graphs (-O level)",
-        state=state,
-        enabled=is_enabled(state),
-        value=value,
-        conditions=results,
-        flags=(),
-        source=Source(f"vllm v{release}", VLLM_CONFIG_FILE, "OPTIMIZATION_LEVEL_TO_CONFIG, VllmConfig.__post_init__"),
-        notes=tuple(notes),
-    )
+    source = Source(f"vllm v{release}", VLLM_CONFIG_FILE, "OPTIMIZATION_LEVEL_TO_CONFIG, VllmConfig.__post_init__")
+    return decided("compilation", "torch.compile and CUDA graphs (-O level)", state, results, source, value=value,
+                   notes=notes)  # fmt: skip
 
 
 # -- attention backend ---------------------------------------------------------------------------------------------------
@@ -426,17 +402,9 @@ def attention_decision(s: Scenario, version: str) -> Decision:
     )  # fmt: skip
     results = tuple(c.evaluate(s) for c in conditions)
     state = state_of(results, forced_on=chosen is not None)
-    return Decision(
-        id="attention_backend",
-        title="attention backend",
-        state=state,
-        enabled=is_enabled(state),
-        value=value if is_enabled(state) else None,
-        conditions=results,
-        flags=(),
-        source=Source(f"vllm v{release}", PLATFORM_FILE, "_get_backend_priorities, get_attn_backend_cls"),
-        notes=_attention_notes(chosen, release),
-    )
+    source = Source(f"vllm v{release}", PLATFORM_FILE, "_get_backend_priorities, get_attn_backend_cls")
+    return decided("attention_backend", "attention backend", state, results, source,
+                   value=value if is_enabled(state) else None, notes=_attention_notes(chosen, release))  # fmt: skip
 
 
 def _attention_notes(chosen: str | None, release: str) -> tuple[str, ...]:
@@ -554,17 +522,8 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     tiers = ", ".join(f">= {g} GiB{' (not A100)' if no else ''}: {q} seqs / {t} tokens" for g, no, q, t in at(BATCH_TIERS, release))
     notes = [f"`vllm serve` tiers: {tiers}; else {SMALL_GPU_BATCH[0]} / {SMALL_GPU_BATCH[1]}",
              "max_num_batched_tokens is also capped at max_num_seqs x max_model_len"]  # fmt: skip
-    return Decision(
-        id="memory_defaults",
-        title="memory and batch defaults",
-        state=state,
-        enabled=is_enabled(state),
-        value=value,
-        conditions=results,
-        flags=(),
-        source=Source(f"vllm v{release}", ARG_UTILS_FILE, f"get_batch_defaults; gpu_memory_utilization in {CACHE_CONFIG_FILE}"),
-        notes=tuple(notes),
-    )
+    source = Source(f"vllm v{release}", ARG_UTILS_FILE, f"get_batch_defaults; gpu_memory_utilization in {CACHE_CONFIG_FILE}")
+    return decided("memory_defaults", "memory and batch defaults", state, results, source, value=value, notes=notes)
 
 
 # -- scheduling switches -------------------------------------------------------------------------------------------------
@@ -616,17 +575,8 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
     results = tuple(c.evaluate(s) for c in conditions)
     setting = switch_setting(s, flag)
     state = state_of(results, forced_on=setting is True, forced_off=setting is False)
-    return Decision(
-        id=decision_id,
-        title=title,
-        state=state,
-        enabled=is_enabled(state),
-        value=None,
-        conditions=results,
-        flags=(),
-        source=Source(f"vllm v{release}", ARG_UTILS_FILE if which != "async_scheduling" else VLLM_CONFIG_FILE),
-        notes=(),
-    )
+    source = Source(f"vllm v{release}", ARG_UTILS_FILE if which != "async_scheduling" else VLLM_CONFIG_FILE)
+    return decided(decision_id, title, state, results, source)
 
 
 def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from advisor.rules import vllm
-from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError, ReleaseOutcome, Scenario
+from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError, fusion_outcomes
 from launcher.engines import ENGINE_DTYPES, command_for, install_command
 
 
@@ -17,22 +17,13 @@ def resolve(version: str | None) -> tuple[str, list[Problem]]:
         raise ReleaseError(str(exc)) from None
 
 
-def release_matrix(s: Scenario) -> tuple[ReleaseOutcome, ...]:
-    """The fusion outcome of this scenario under every modelled vLLM release."""
-    out = []
-    for release in vllm.RELEASES:
-        decision = vllm.fusion_decision(s, release)
-        out.append(ReleaseOutcome(release, decision.enabled, tuple(c.id for c in decision.failed)))
-    return tuple(out)
-
-
 ENGINE = Engine(
     name=vllm.ENGINE,
     package="vllm",
     releases=tuple(vllm.RELEASES),
     resolve=resolve,
     decide=vllm.decide,
-    release_matrix=release_matrix,
+    release_matrix=partial(fusion_outcomes, vllm.fusion_decision, tuple(vllm.RELEASES)),
     command=command_for,
     install_hint=partial(install_command, vllm.ENGINE),
     dtypes=ENGINE_DTYPES[vllm.ENGINE],

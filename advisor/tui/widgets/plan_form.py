@@ -90,20 +90,10 @@ class PlanForm(Grid):
             compact=True,
         )
         yield Label("Engine")
-        yield Select(
-            _with_current([(e, e) for e in engine_names()], o.engine),
-            value=o.engine or Select.NULL,
-            prompt="default",
-            id="engine",
-            compact=True,
-        )
+        yield _optional_select(_with_current([(e, e) for e in engine_names()], o.engine), o.engine, "default", "engine")
         yield Label("Release")
-        yield Select(
-            self._release_options(o.engine, o.engine_version),
-            value=o.engine_version or Select.NULL,
-            prompt="installed/newest",
-            id="engine_version",
-            compact=True,
+        yield _optional_select(
+            self._release_options(o.engine, o.engine_version), o.engine_version, "installed/newest", "engine_version"
         )
         yield Label("Args")
         yield Input(
@@ -244,6 +234,12 @@ class PlanForm(Grid):
         select = self.query_one("#dp_attention", Select)
         with select.prevent(Select.Changed):
             select.value = dp_attention
+
+
+def _optional_select(options: list[tuple[str, str]], value: str | None, default_text: str, select_id: str) -> Select:
+    """A choice that may stay blank (shown as ``default_text``): blank leaves it to the advisor's default, and
+    on_select_changed reports it as None."""
+    return Select(options, value=value or Select.NULL, prompt=default_text, id=select_id, compact=True)
 
 
 def _with_current(options: list[tuple[str, Any]], current: Any) -> list[tuple[str, Any]]:

@@ -248,12 +248,18 @@ def build_app(state: ServeState) -> FastAPI:
         prompt_ids = _prompt_ids(state, _chat_prompt_ids(state, req))
         return req, prompt_ids, _sampling_params(state, req, prompt_ids, req.requested_max_tokens(), None)
 
+    async def _submit(
+        request: Request, prepare: Callable[[bytes], tuple], id_prefix: str
+    ) -> tuple[CompletionRequest | ChatCompletionRequest, _Generation, str]:
+        """Read the body, parse and tokenize it with ``prepare`` (CPU-heavy: off the event loop) and submit the
+        sequence: the request, its generation and the response id."""
+        raw = await _read_body(request, state.max_request_bytes)
+        req, prompt_ids, params = await run_in_threadpool(prepare, raw)
+        return req, _Generation(state, prompt_ids, params, req.stop_strings()), protocol.new_id(id_prefix)
+
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
-        raw = await _read_body(request, state.max_request_bytes)
-        req, prompt_ids, params = await run_in_threadpool(prepare_completion, raw)  # CPU-heavy: off the event loop
-        gen = _Generation(state, prompt_ids, params, req.stop_strings())
-        rid = protocol.new_id("cmpl")
+        req, gen, rid = await _submit(request, prepare_completion, "cmpl")
 
         def chunk(text: str, fin: str | None) -> dict[str, Any]:
             return protocol.completion_chunk(rid, state.model_name, text, fin)
@@ -262,10 +268,7 @@ def build_app(state: ServeState) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        raw = await _read_body(request, state.max_request_bytes)
-        req, prompt_ids, params = await run_in_threadpool(prepare_chat, raw)  # CPU-heavy: off the event loop
-        gen = _Generation(state, prompt_ids, params, req.stop_strings())
-        rid = protocol.new_id("chatcmpl")
+        req, gen, rid = await _submit(request, prepare_chat, "chatcmpl")
 
         def chunk(text: str, fin: str | None) -> dict[str, Any]:
             return protocol.chat_chunk(rid, state.model_name, {"content": text} if text or not fin else {}, fin)
