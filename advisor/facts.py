@@ -68,7 +68,7 @@ class Gpu:
     mig_mode: str | None = None  # "enabled" | "disabled" | "not supported"
     nvlinks_active: int | None = None  # links in state up
     unknown: dict[str, str] = field(default_factory=dict)
-    # Launch pitfalls (issue 18). None: not probed (older facts files) or unknown (the reason is in ``unknown``).
+    # Launch pitfalls. None: not probed (older facts files) or unknown (the reason is in ``unknown``).
     numa_node: int | None = None  # /sys/bus/pci/devices/<bus>/numa_node; -1 when the platform reports none
     iommu: str | None = None  # the GPU's IOMMU group type: "off" (no group), "identity" (passthrough), "DMA", "DMA-FQ"
     acs_redirect: tuple[str, ...] | None = None  # PCIe bridges above the GPU whose ACS redirects peer-to-peer traffic

@@ -54,7 +54,7 @@ def unknown(found, *words: str):
 
 
 def strip(facts: Facts, tmp_path: Path) -> Facts:
-    """The same facts as a file written before issue 18's fields existed (they are simply absent)."""
+    """The same facts as a file written before the launch-pitfall fields existed (they are simply absent)."""
     data = json.loads(facts.to_json())
     data.pop("system")
     for gpu in data["gpus"]:

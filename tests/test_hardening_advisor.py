@@ -1,4 +1,4 @@
-"""Hostile but realistic input to the real `advisor` command (issue 14, the advisor's side): outputs that are not regular
+"""Hostile but realistic input to the real `advisor` command (the advisor's side): outputs that are not regular
 files, inputs that never end, a Hugging Face cache whose refs/main is broken, numbers that are not numbers, full and
 closed stdout, escape sequences from files, invalid values. Each case: a documented exit code, one `error:` line (or
 none), no traceback, no hang, and nothing touched that the command was not asked to write."""

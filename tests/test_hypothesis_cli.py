@@ -1,4 +1,4 @@
-"""Property tests over the CLI options and facts files (issue 14): whatever a user types or a file holds, `advisor` ends
+"""Property tests over the CLI options and facts files: whatever a user types or a file holds, `advisor` ends
 with a documented exit code, at most one `error:` line and no traceback, prints no escape sequence, and writes nothing
 it was not asked to write. In-process through click's CliRunner, bounded (a few seconds per property here)."""
 

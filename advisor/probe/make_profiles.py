@@ -63,7 +63,7 @@ class Machine:
     environment: dict[str, str] = field(default_factory=dict)
     fabric: Fabric | None = None
     mig: str = "disabled"
-    # Launch-pitfall state (issue 18): what a default, healthy install of this machine reports unless a machine says
+    # Launch-pitfall state: what a default, healthy install of this machine reports unless a machine says
     # otherwise.
     p2p: str = "OK"  # NVML P2P read/write status between PCIe-only GPUs (NVLink pairs are always OK)
     numa: object = lambda i: 0  # GPU index -> NUMA node
@@ -296,7 +296,7 @@ MACHINES = [
         packages=stack("2.13.0+cpu", "0.7.4", transformers="5.3.0", **{"nvidia-ml-py": "13.615.71"}),
         shm_mib=16_000, memlock=8 * 2**20,
     ),
-    # Machines in a broken state, one launch pitfall or more each (issue 18).
+    # Machines in a broken state, one launch pitfall or more each.
     Machine(
         name="h200-8-fabric-pending", gpu_name="NVIDIA H200", capability=(9, 0), memory_mib=143771,
         driver="580.95.05", python="3.12.3", location=VENV,

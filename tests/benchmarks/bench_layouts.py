@@ -2,7 +2,7 @@
 
     python tests/benchmarks/bench_layouts.py [--repeat N]
 
-Goal (issue 16): both answer in about the time `advisor check` takes. `layouts` plans every candidate layout (7 on an
+Goal: both answer in about the time `advisor check` takes. `layouts` plans every candidate layout (7 on an
 8-GPU machine with an MoE model) and `diff` every modelled release between the two it compares (0.5.7 -> 0.5.18: 12),
 so the facts and the model are loaded once and only the rules run per plan. Commands run interleaved, N times each; the
 median is reported for wall time and for the children's CPU time (which a busy shared machine distorts less).
