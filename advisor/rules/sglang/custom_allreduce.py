@@ -10,6 +10,7 @@ from advisor.rules.engine import (
     check_custom_ar_nvlink,
     check_custom_ar_world_size,
     check_tp_gt_1,
+    decided,
     is_enabled,
     parse_release,
     state_of,
@@ -56,14 +57,5 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
         notes.append("P2P access check skipped by default (--enable-p2p-check turns it on)")
     if off_by:
         notes.append(f"forced off by {' and '.join(off_by)}")
-    return Decision(
-        id="custom_allreduce",
-        title="SGLang custom allreduce (NVLink IPC kernel)",
-        state=state,
-        enabled=enabled,
-        value=value,
-        conditions=results,
-        flags=(),
-        source=Source(f"sglang v{release}", CUSTOM_AR),
-        notes=tuple(notes),
-    )
+    return decided("custom_allreduce", "SGLang custom allreduce (NVLink IPC kernel)", state, results,
+                   Source(f"sglang v{release}", CUSTOM_AR), value=value, notes=notes)  # fmt: skip
