@@ -13,6 +13,7 @@ from advisor.probe.profiles import load_profile
 from advisor.rules import sglang
 from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Scenario
 from advisor.rules.sglang import fusion as sglang_fusion
+from advisor.rules.sglang.engine import ENGINE as SGLANG
 
 QWEN3_MOE = "Qwen/Qwen3-30B-A3B"
 QWEN3_VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
@@ -161,7 +162,7 @@ def test_qwen3_vl_moe_on_b300_from_v0_5_14():
     old = fusion(s, "0.5.13")
     assert old.state == NOT_ENABLED and failed(old) == {"architecture"}
     assert cond(old, "architecture").observed == "Qwen3VLMoeForConditionalGeneration"
-    matrix = sglang.release_matrix(s)
+    matrix = SGLANG.release_matrix(s)  # the engine's release matrix (advisor.rules.engine.fusion_outcomes)
     assert [r.release for r in matrix if r.enabled] == [f"0.5.{n}" for n in range(14, 24)]
     assert all(r.failed_conditions == ("architecture",) for r in matrix if not r.enabled)
 

@@ -116,6 +116,22 @@ def test_custom_allreduce(profile, tp, intent, state, blocker):
         assert blocker in failed(d)
 
 
+@pytest.mark.parametrize(("profile", "tp", "nnodes"), [
+    ("h100-sxm-8", 8, 1), ("l40s-4", 4, 1), ("rtx-4090-2", 2, 1), ("h100-sxm-8", 1, 1), ("h100-sxm-8", 16, 2),
+    ("cpu-only", 4, 1),
+])  # fmt: skip
+def test_custom_allreduce_conditions_agree_with_sglang(profile, tp, nnodes):
+    """Same kernel lineage, one condition set (advisor.rules.engine.custom_ar_conditions): only the words differ."""
+    from advisor.rules import sglang
+
+    s = scenario(profile, tp=tp, nnodes=nnodes)
+    ours = vllm.custom_allreduce_decision(s, "0.18.0").conditions
+    theirs = sglang.custom_allreduce_decision(s, "0.5.18").conditions
+    assert [(c.id, c.ok, c.observed) for c in ours] == [(c.id, c.ok, c.observed) for c in theirs]
+    assert [c.id for c in ours] == ["tp_gt_1", "single_node", "world_size", "full_nvlink"]
+    assert ours[1].expected == "all ranks on one node" and theirs[1].expected == "the TP group on one node"
+
+
 def test_installed_release_rules_and_newer_release_warning():
     from advisor.plan import build_plan
 

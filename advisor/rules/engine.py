@@ -266,6 +266,20 @@ def check_custom_ar_nvlink(s: Scenario) -> tuple:
     return full, observed, "every pair NVLink P2P OK (NVML) when more than 2 GPUs"
 
 
+def custom_ar_conditions(words: dict[str, tuple[str, str, str]], one_node: str) -> tuple[Condition, ...]:
+    """The four conditions of the custom-allreduce kernel SGLang and vLLM share (same lineage), in evaluation order.
+
+    Each engine words them its own way: ``words`` maps each condition id to (text, why, fix), and ``one_node`` is the
+    expected value of single_node as that engine says it."""
+
+    def single_node(s: Scenario) -> tuple:
+        return s.nnodes == 1, f"nnodes {s.nnodes}", one_node
+
+    checks: dict[str, Check] = {"tp_gt_1": check_tp_gt_1, "single_node": single_node,
+                                "world_size": check_custom_ar_world_size, "full_nvlink": check_custom_ar_nvlink}  # fmt: skip
+    return tuple(Condition(cid, words[cid][0], check, words[cid][1], words[cid][2]) for cid, check in checks.items())
+
+
 def state_of(results: Sequence[ConditionResult], *, forced_on: bool = False, forced_off: bool = False) -> str:
     """forced-off beats forced-on beats the conditions; any failed condition -> not-enabled; any unknown -> unavailable."""
     if forced_off:

@@ -17,6 +17,7 @@ from advisor.rules.engine import (
     Problem,
     Scenario,
     Source,
+    decided,
     is_enabled,
     state_of,
 )
@@ -133,8 +134,8 @@ def fusion_decision(s: Scenario) -> Decision:
         notes.append(f"torch.distributed allreduce ({group_backend}) followed by residual add + RMSNorm")
     title = "FlashInfer fused allreduce + residual + RMSNorm (bundled runtime)"
     flags = (ALLREDUCE_FLAG, FUSED if enabled else PLAIN)  # launcher.engines places it from the value
-    return _decision("flashinfer_allreduce_fusion", title, state, value, results, flags, notes,
-                     Source(SOURCE_RELEASE, COMMUNICATOR, "flashinfer trtllm backend limits"))  # fmt: skip
+    source = Source(SOURCE_RELEASE, COMMUNICATOR, "flashinfer trtllm backend limits")
+    return decided("flashinfer_allreduce_fusion", title, state, results, source, value=value, flags=flags, notes=notes)
 
 
 def device_decision(s: Scenario) -> Decision:
@@ -154,14 +155,8 @@ def device_decision(s: Scenario) -> Decision:
         notes.append(f"the {s.model.dtype} checkpoint runs in {chosen_dtype} (--dtype auto); pass --dtype to choose")
     value = {"device": dev, "dtype": chosen_dtype, "backend": group_backend}
     # No flags: launcher.engines passes --device (this value) and --dtype (auto) itself.
-    return _decision("device", "Device, dtype and process-group backend", AUTO_ENABLED, value, results, (), notes,
-                     Source(SOURCE_RELEASE, "launcher/runtime/dist.py"))  # fmt: skip
-
-
-def _decision(decision_id: str, title: str, state: str, value: dict, conditions, flags, notes, source) -> Decision:
-    """A decision of the bundled runtime; enabled follows from the state."""
-    return Decision(decision_id, title, state, is_enabled(state), value, tuple(conditions), tuple(flags), source,
-                    tuple(notes))  # fmt: skip
+    return decided("device", "Device, dtype and process-group backend", AUTO_ENABLED, results,
+                   Source(SOURCE_RELEASE, "launcher/runtime/dist.py"), value=value, notes=notes)  # fmt: skip
 
 
 def model_problems(s: Scenario) -> list[Problem]:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from advisor.rules.engine import (
-    Condition,
     Decision,
     Scenario,
     Source,
-    check_custom_ar_nvlink,
-    check_custom_ar_world_size,
-    check_tp_gt_1,
+    custom_ar_conditions,
+    decided,
     is_enabled,
     parse_release,
     state_of,
@@ -17,24 +15,21 @@ from advisor.rules.engine import (
 from advisor.rules.sglang.common import CUSTOM_AR, DETERMINISTIC, DISABLE_CUSTOM_AR, _any, is_sm90, is_sm100
 from advisor.rules.sglang.fusion import rules_release
 
+# custom_all_reduce.py's own words for the conditions it shares with vLLM's kernel (advisor.rules.engine).
+CUSTOM_AR_CONDITIONS = custom_ar_conditions({
+    "tp_gt_1": ("more than one rank", "with one rank there is nothing to reduce", "raise --tp"),
+    "single_node": ("TP group on one node", "the kernel uses CUDA IPC buffers, which do not cross nodes",
+                    "run the TP group on one node"),
+    "world_size": ("world size 2, 4, 6 or 8", "the one-shot/two-shot kernels are built for these sizes",
+                   "use tp 2, 4, 6 or 8"),
+    "full_nvlink": ("full NVLink when more than 2 GPUs", "'custom allreduce is not supported on more than two PCIe-only GPUs'",
+                    "use NVLink/NVSwitch-connected GPUs or tp 2"),
+}, one_node="the TP group on one node")  # fmt: skip
+
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
-
-    def one_node(s: Scenario):
-        return s.nnodes == 1, f"nnodes {s.nnodes}", "the TP group on one node"
-
-    conditions = (
-        Condition("tp_gt_1", "more than one rank", check_tp_gt_1, "with one rank there is nothing to reduce", "raise --tp"),
-        Condition("single_node", "TP group on one node", one_node,
-                  "the kernel uses CUDA IPC buffers, which do not cross nodes", "run the TP group on one node"),
-        Condition("world_size", "world size 2, 4, 6 or 8", check_custom_ar_world_size,
-                  "the one-shot/two-shot kernels are built for these sizes", "use tp 2, 4, 6 or 8"),
-        Condition("full_nvlink", "full NVLink when more than 2 GPUs", check_custom_ar_nvlink,
-                  "'custom allreduce is not supported on more than two PCIe-only GPUs'",
-                  "use NVLink/NVSwitch-connected GPUs or tp 2"),
-    )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = tuple(c.evaluate(s) for c in CUSTOM_AR_CONDITIONS)
     off_by = [f for f in (DISABLE_CUSTOM_AR,) if s.has(f)]
     if s.has(DETERMINISTIC) and s.tp > 1:
         off_by.append(DETERMINISTIC)
@@ -56,14 +51,5 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
         notes.append("P2P access check skipped by default (--enable-p2p-check turns it on)")
     if off_by:
         notes.append(f"forced off by {' and '.join(off_by)}")
-    return Decision(
-        id="custom_allreduce",
-        title="SGLang custom allreduce (NVLink IPC kernel)",
-        state=state,
-        enabled=enabled,
-        value=value,
-        conditions=results,
-        flags=(),
-        source=Source(f"sglang v{release}", CUSTOM_AR),
-        notes=tuple(notes),
-    )
+    return decided("custom_allreduce", "SGLang custom allreduce (NVLink IPC kernel)", state, results,
+                   Source(f"sglang v{release}", CUSTOM_AR), value=value, notes=notes)  # fmt: skip

@@ -16,10 +16,10 @@ from advisor.rules.engine import (
     Condition,
     Decision,
     Problem,
-    ReleaseOutcome,
     Scenario,
     Source,
     check_tp_gt_1,
+    decided,
     is_enabled,
     parse_release,
     release_text,
@@ -410,17 +410,9 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     elif state == NOT_ENABLED and any(r.id == "architecture" and r.ok is False for r in results):
         notes.append("other model files may implement the fused path; they use it only when the flag is passed")
 
-    return Decision(
-        id="flashinfer_allreduce_fusion",
-        title="FlashInfer allreduce + residual + RMSNorm fusion",
-        state=state,
-        enabled=enabled,
-        value=value,
-        conditions=results,
-        flags=flags,
-        source=Source(f"sglang v{release}", row.file if parse_release(release) < (0, 5, 15) else OVERRIDES, row.ref),
-        notes=tuple(notes),
-    )
+    source = Source(f"sglang v{release}", row.file if parse_release(release) < (0, 5, 15) else OVERRIDES, row.ref)
+    return decided("flashinfer_allreduce_fusion", "FlashInfer allreduce + residual + RMSNorm fusion", state, results,
+                   source, value=value, flags=flags, notes=notes)  # fmt: skip
 
 
 def resolve_backend(s: Scenario, value: str) -> tuple[str | None, str | None]:
@@ -503,12 +495,3 @@ def fusion_problems(s: Scenario, decision: Decision, version: str) -> list[Probl
             "flashinfer issue #2006",
         )]  # fmt: skip
     return []
-
-
-def release_matrix(s: Scenario) -> tuple[ReleaseOutcome, ...]:
-    """The fusion outcome of this scenario under every modelled release."""
-    out = []
-    for release in RELEASES:
-        d = fusion_decision(s, release)
-        out.append(ReleaseOutcome(release, d.enabled, tuple(c.id for c in d.failed)))
-    return tuple(out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from advisor.rules.engine import NOT_ENABLED, Condition, Decision, Scenario, Source, is_enabled, parse_release, state_of
+from advisor.rules.engine import NOT_ENABLED, Condition, Decision, Scenario, Source, decided, parse_release, state_of
 from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.fusion import rules_release
@@ -262,15 +262,6 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
     if s.intent.dp_attention and s.intent.dp_size > 1:
         notes.append(f"with DP attention chunked_prefill_size is divided by dp size {s.intent.dp_size}")
-    return Decision(
-        id="memory_defaults",
-        title="GPU-memory-driven defaults",
-        state=state,
-        enabled=is_enabled(state),
-        value=value,
-        conditions=results,
-        flags=(),
-        source=Source(f"sglang v{release}", SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
-                      "_handle_gpu_memory_settings, PR #10975"),
-        notes=tuple(notes),
-    )
+    source = Source(f"sglang v{release}", SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
+                    "_handle_gpu_memory_settings, PR #10975")
+    return decided("memory_defaults", "GPU-memory-driven defaults", state, results, source, value=value, notes=notes)

@@ -11,6 +11,7 @@ from advisor.rules.engine import (
     Decision,
     Scenario,
     Source,
+    decided,
     is_enabled,
     parse_release,
     state_of,
@@ -71,6 +72,8 @@ MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
 )
 # fmt: on
 NEMOTRON_H = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
+# The one decision both the family table and Nemotron-H's override step make.
+MOE_RUNNER_TITLE = "MoE runner backend (--moe-runner-backend auto)"
 
 
 def moe_runner_row(architecture: str, version: str, gpu: str = "sm100", quantization: str | None = "?") -> MoeRunnerRow | None:
@@ -160,17 +163,8 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"--moe-a2a-backend {s.intent.moe_a2a_backend} forces ep_size = tp_size ({s.tp})")
     if not is_enabled(state):
         notes.append("auto: the MoE layer picks its kernel at load time (triton for most formats)")
-    return Decision(
-        id="moe_runner_backend",
-        title="MoE runner backend (--moe-runner-backend auto)",
-        state=state,
-        enabled=is_enabled(state),
-        value=value,
-        conditions=results,
-        flags=(),
-        source=Source(f"sglang v{release}", SERVER_ARGS, "_handle_moe_kernel_config"),
-        notes=tuple(notes),
-    )
+    source = Source(f"sglang v{release}", SERVER_ARGS, "_handle_moe_kernel_config")
+    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=value, notes=notes)
 
 
 def _nemotron_h_file(release: str) -> str:
@@ -200,14 +194,5 @@ def _nemotron_h_decision(s: Scenario, release: str) -> Decision:
     state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
     final = chosen if state == FORCED_ON else (value if state == AUTO_ENABLED else "auto")
     notes = [f"{why}: {value}"] if value else ["auto: the MoE layer picks its kernel at load time"]
-    return Decision(
-        id="moe_runner_backend",
-        title="MoE runner backend (--moe-runner-backend auto)",
-        state=state,
-        enabled=is_enabled(state),
-        value=final,
-        conditions=results,
-        flags=(),
-        source=Source(f"sglang v{release}", _nemotron_h_file(release), "Nemotron-H defaults"),
-        notes=tuple(notes),
-    )
+    source = Source(f"sglang v{release}", _nemotron_h_file(release), "Nemotron-H defaults")
+    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=final, notes=notes)

@@ -18,9 +18,8 @@ from advisor.rules.engine import (
     Problem,
     Scenario,
     Source,
-    check_custom_ar_nvlink,
-    check_custom_ar_world_size,
     check_tp_gt_1,
+    custom_ar_conditions,
     decided,
     is_enabled,
     parse_release,
@@ -256,21 +255,19 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
 def _dtype_bytes(s: Scenario) -> int | None:
     return dtype_bytes(s.intent.dtype or (s.model.dtype if s.model is not None else None))
 
+# vLLM's words for the custom-allreduce conditions it shares with SGLang's kernel (advisor.rules.engine).
+CUSTOM_AR_CONDITIONS = custom_ar_conditions({
+    "tp_gt_1": ("more than one rank", "nothing to reduce with one rank", "raise --tp"),
+    "single_node": ("all ranks on one node", "CUDA IPC buffers do not cross nodes", "use one node"),
+    "world_size": ("world size 2, 4, 6 or 8", "kernels exist for these sizes", "use tp 2, 4, 6 or 8"),
+    "full_nvlink": ("full NVLink when more than 2 GPUs", "'not supported on more than two PCIe-only GPUs'",
+                    "use NVLink-connected GPUs or tp 2"),
+}, one_node="all ranks on one node")  # fmt: skip
+
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
-
-    def node(s: Scenario):
-        return s.nnodes == 1, f"nnodes {s.nnodes}", "all ranks on one node"
-
-    conditions = (
-        Condition("tp_gt_1", "more than one rank", check_tp_gt_1, "nothing to reduce with one rank", "raise --tp"),
-        Condition("single_node", "all ranks on one node", node, "CUDA IPC buffers do not cross nodes", "use one node"),
-        Condition("world_size", "world size 2, 4, 6 or 8", check_custom_ar_world_size, "kernels exist for these sizes", "use tp 2, 4, 6 or 8"),
-        Condition("full_nvlink", "full NVLink when more than 2 GPUs", check_custom_ar_nvlink,
-                  "'not supported on more than two PCIe-only GPUs'", "use NVLink-connected GPUs or tp 2"),
-    )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = tuple(c.evaluate(s) for c in CUSTOM_AR_CONDITIONS)
     state = state_of(results, forced_off=s.has(DISABLE_CUSTOM_AR))
     notes = ["messages up to 8 MiB; P2P access trusted from the CUDA runtime unless VLLM_SKIP_P2P_CHECK=0"]
     return decided("custom_allreduce", "vLLM custom allreduce", state, results, Source(f"vllm v{release}", CUSTOM_AR_FILE),
