@@ -1,7 +1,7 @@
 """The vocabulary of rules: conditions, verdicts, decisions and problems.
 
-A release of an engine is a table of Rules (data plus small predicates), not an if-chain. Every condition of a rule is
-evaluated, never short-circuited, so the user sees every blocker at once.
+A decision is a tuple of Conditions (data plus small predicates) evaluated by ``evaluate``, not an if-chain; every
+condition is evaluated, never short-circuited, so the user sees every blocker at once.
 """
 
 from __future__ import annotations
@@ -220,27 +220,9 @@ class Condition:
         return ConditionResult(self.id, self.text, ok, observed, expected, self.why, self.fix)
 
 
-@record
-class Rule:
-    """One optimization under one range of releases of one engine."""
-
-    id: str
-    title: str
-    engine: str
-    first_release: str
-    last_release: str | None  # None: still current in the newest modelled release
-    conditions: tuple[Condition, ...]
-    flags: tuple[str, ...]
-    source: Source
-
-    def covers(self, release: tuple[int, int, int]) -> bool:
-        first = parse_release(self.first_release)
-        last = parse_release(self.last_release) if self.last_release else None
-        return first <= release and (last is None or release <= last)
-
-    def evaluate(self, scenario: Scenario) -> tuple[ConditionResult, ...]:
-        """Every condition, never short-circuited."""
-        return tuple(c.evaluate(scenario) for c in self.conditions)
+def evaluate(conditions: Sequence[Condition], scenario: Scenario) -> tuple[ConditionResult, ...]:
+    """Every condition of a decision, never short-circuited: the user sees every blocker at once."""
+    return tuple(c.evaluate(scenario) for c in conditions)
 
 
 # -- checks several engines share (each engine words its own Condition: text, why, fix) ----------------------------

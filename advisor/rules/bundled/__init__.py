@@ -18,6 +18,7 @@ from advisor.rules.engine import (
     Scenario,
     Source,
     decided,
+    evaluate,
     is_enabled,
     state_of,
 )
@@ -113,7 +114,7 @@ def fusion_decision(s: Scenario) -> Decision:
         Condition("p2p", "every GPU pair P2P-capable", p2p,
                   "the workspace is shared through CUDA IPC between every pair of ranks", "use NVLink/NVSwitch GPUs"),
     )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = evaluate(conditions, s)
     requested = s.flag(ALLREDUCE_FLAG)
     state = state_of(results, forced_on=requested == FUSED, forced_off=requested == PLAIN)
     enabled = is_enabled(state)

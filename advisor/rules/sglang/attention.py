@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.rules.engine import NOT_ENABLED, Condition, Decision, Scenario, Source, parse_release, state_of
+from advisor.rules.engine import NOT_ENABLED, Condition, Decision, Scenario, Source, evaluate, parse_release, state_of
 from advisor.rules.sglang.common import ATTENTION_BACKEND, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.fusion import NEWEST, rules_release
 
@@ -43,7 +43,7 @@ def attention_decision(s: Scenario, version: str) -> Decision:
         Condition("attention_type", "attention type", attention, "MLA models use dedicated kernels",
                   f"pass {ATTENTION_BACKEND} NAME to choose"),
     )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = evaluate(conditions, s)
     chosen = s.flag(ATTENTION_BACKEND)
     value = chosen or _default_attention(kind, major, s.model, s, version)
     state = state_of(results, forced_on=bool(chosen))

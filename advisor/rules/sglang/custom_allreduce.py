@@ -8,6 +8,7 @@ from advisor.rules.engine import (
     Source,
     custom_ar_conditions,
     decided,
+    evaluate,
     is_enabled,
     parse_release,
     state_of,
@@ -29,7 +30,7 @@ CUSTOM_AR_CONDITIONS = custom_ar_conditions({
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
-    results = tuple(c.evaluate(s) for c in CUSTOM_AR_CONDITIONS)
+    results = evaluate(CUSTOM_AR_CONDITIONS, s)
     off_by = [f for f in (DISABLE_CUSTOM_AR,) if s.has(f)]
     if s.has(DETERMINISTIC) and s.tp > 1:
         off_by.append(DETERMINISTIC)

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import contextlib
 
-from advisor.rules.engine import NOT_ENABLED, Condition, Decision, Scenario, Source, decided, parse_release, state_of
+from advisor.rules.engine import (
+    NOT_ENABLED,
+    Condition,
+    Decision,
+    Scenario,
+    Source,
+    decided,
+    evaluate,
+    parse_release,
+    state_of,
+)
 from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.fusion import rules_release
@@ -239,7 +249,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
                   "SGLang sizes chunked prefill, CUDA-graph batch and the static memory fraction from it",
                   "pass --chunked-prefill-size, --cuda-graph-max-bs, --mem-fraction-static to choose"),
     )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = evaluate(conditions, s)
     vision = s.model.vision if s.model is not None else None
     prefill_graph = prefill_graph_kind(s, version)
     deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(DEEPEP_A2A_RESERVE_FROM)

@@ -12,6 +12,7 @@ from advisor.rules.engine import (
     Scenario,
     Source,
     decided,
+    evaluate,
     is_enabled,
     parse_release,
     state_of,
@@ -154,7 +155,7 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
                   "an a2a backend (deepep, mooncake, ...) brings its own dispatch and sets ep_size = tp_size",
                   "use --moe-a2a-backend none"),
     )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = evaluate(conditions, s)
     chosen = s.flag(MOE_RUNNER_BACKEND)
     state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
     value = chosen if state == FORCED_ON else (entry.backend if state == AUTO_ENABLED else "auto")
@@ -189,7 +190,7 @@ def _nemotron_h_decision(s: Scenario, release: str) -> Decision:
                   "Nemotron-H's override step sets the runner whether or not the checkpoint has MoE layers",
                   f"pass {MOE_RUNNER_BACKEND} NAME"),
     )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = evaluate(conditions, s)
     chosen = s.flag(MOE_RUNNER_BACKEND)
     state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
     final = chosen if state == FORCED_ON else (value if state == AUTO_ENABLED else "auto")

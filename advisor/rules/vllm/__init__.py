@@ -21,6 +21,7 @@ from advisor.rules.engine import (
     check_tp_gt_1,
     custom_ar_conditions,
     decided,
+    evaluate,
     is_enabled,
     parse_release,
     release_text,
@@ -224,7 +225,7 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
         Condition("size_entry", "a max-size entry for (capability, world size)", size_entry,
                   "without an entry the pass disables itself", "use a world size with an entry (2, 4, 8)"),
     )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = evaluate(conditions, s)
     user = _user_setting(s)
     state = state_of(results, forced_on=user is True, forced_off=user is False)
     notes = []
@@ -267,7 +268,7 @@ CUSTOM_AR_CONDITIONS = custom_ar_conditions({
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
-    results = tuple(c.evaluate(s) for c in CUSTOM_AR_CONDITIONS)
+    results = evaluate(CUSTOM_AR_CONDITIONS, s)
     state = state_of(results, forced_off=s.has(DISABLE_CUSTOM_AR))
     notes = ["messages up to 8 MiB; P2P access trusted from the CUDA runtime unless VLLM_SKIP_P2P_CHECK=0"]
     return decided("custom_allreduce", "vLLM custom allreduce", state, results, Source(f"vllm v{release}", CUSTOM_AR_FILE),
@@ -315,7 +316,7 @@ def compilation_decision(s: Scenario, version: str) -> Decision:
         Condition("not_eager", "no --enforce-eager", eager,
                   "--enforce-eager turns off torch.compile and CUDA graphs whatever the level", "drop --enforce-eager"),
     )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = evaluate(conditions, s)
     forced_off = s.has(ENFORCE_EAGER) or value["optimization_level"] == 0
     state = state_of(results, forced_off=forced_off and bool(s.overrides))
     notes = [f"compilation mode {'VLLM_COMPILE' if value['compilation_mode'] == VLLM_COMPILE else 'NONE'}, CUDA graphs"
@@ -397,7 +398,7 @@ def attention_decision(s: Scenario, version: str) -> Decision:
                   "MLA models use the MLA backends; sinks (gpt-oss) need FlashAttention 3 (SM90) or another backend",
                   hint),
     )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = evaluate(conditions, s)
     state = state_of(results, forced_on=chosen is not None)
     source = Source(f"vllm v{release}", PLATFORM_FILE, "_get_backend_priorities, get_attn_backend_cls")
     return decided("attention_backend", "attention backend", state, results, source,
@@ -513,7 +514,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
                   "vLLM sizes max_num_seqs and max_num_batched_tokens by GPU memory (A100 excluded from the large tier)",
                   "pass --max-num-seqs / --max-num-batched-tokens / --gpu-memory-utilization to choose"),
     )  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = evaluate(conditions, s)
     forced = any(s.flag(flag) for flag in MEMORY_FLAGS.values())
     state = state_of(results, forced_on=forced)
     tiers = ", ".join(f">= {g} GiB{' (not A100)' if no else ''}: {q} seqs / {t} tokens" for g, no, q, t in at(BATCH_TIERS, release))
@@ -569,7 +570,7 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
         conditions += (Condition("release_default", "on by default in this release", by_default,
                                  "SchedulerConfig.async_scheduling defaulted to False before v0.14.1",
                                  f"pass {flag} or upgrade vLLM"),)  # fmt: skip
-    results = tuple(c.evaluate(s) for c in conditions)
+    results = evaluate(conditions, s)
     setting = switch_setting(s, flag)
     state = state_of(results, forced_on=setting is True, forced_off=setting is False)
     source = Source(f"vllm v{release}", ARG_UTILS_FILE if which != "async_scheduling" else VLLM_CONFIG_FILE)
