@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from typing import NamedTuple
 
 from advisor.rules.engine import (
     NOT_ENABLED,
@@ -20,22 +21,31 @@ from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.fusion import rules_release
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
 
-# (upper bound in GiB (exclusive), chunked_prefill_size, cuda_graph_max_bs, cuda_graph_max_bs with tp >= 4)
-MEMORY_TABLE: tuple[tuple[float, int, int, int], ...] = (
-    (20, 2048, 8, 8),
-    (35, 2048, 24, 80),
-    (60, 4096, 32, 160),
-    (90, 8192, 256, 512),
-    (160, 8192, 256, 512),
-    (float("inf"), 16384, 512, 512),
+
+class MemoryTier(NamedTuple):
+    """One GPU-memory tier of _handle_gpu_memory_settings: GPUs with less than ``below_gib`` get these defaults."""
+
+    below_gib: float
+    chunked_prefill_size: int
+    cuda_graph_max_bs: int
+    cuda_graph_max_bs_tp4: int  # with tp >= 4
+
+
+MEMORY_TABLE: tuple[MemoryTier, ...] = (
+    MemoryTier(20, 2048, 8, 8),
+    MemoryTier(35, 2048, 24, 80),
+    MemoryTier(60, 4096, 32, 160),
+    MemoryTier(90, 8192, 256, 512),
+    MemoryTier(160, 8192, 256, 512),
+    MemoryTier(float("inf"), 16384, 512, 512),
 )
 # v0.5.20 (arg_groups/memory_hook.py): 20-35 GiB GPUs (RTX 4090/5090, A10) get chunked prefill 4096 and batch 48/160.
-MEMORY_TABLE_V0520: tuple[tuple[float, int, int, int], ...] = (MEMORY_TABLE[0], (35, 4096, 48, 160), *MEMORY_TABLE[2:])
+MEMORY_TABLE_V0520: tuple[MemoryTier, ...] = (MEMORY_TABLE[0], MemoryTier(35, 4096, 48, 160), *MEMORY_TABLE[2:])
 MEMORY_TABLE_V0520_FROM = "0.5.20"
-UNKNOWN_MEMORY = (4096, 160)
+UNKNOWN_MEMORY = (4096, 160)  # (chunked_prefill_size, cuda_graph_max_bs) when the GPU memory is unknown
 
 
-def memory_table(release: str | None) -> tuple[tuple[float, int, int, int], ...]:
+def memory_table(release: str | None) -> tuple[MemoryTier, ...]:
     """The GPU-memory tiers of ``release`` (None: the v0.5.7 table)."""
     if release is not None and parse_release(release) >= parse_release(MEMORY_TABLE_V0520_FROM):
         return MEMORY_TABLE_V0520
@@ -44,8 +54,8 @@ def memory_table(release: str | None) -> tuple[tuple[float, int, int, int], ...]
 
 def memory_tier(mem_mib: int, tp: int, release: str | None) -> tuple[int, int]:
     """(chunked_prefill_size, cuda_graph_max_bs) for this GPU memory and tp."""
-    _, chunk, small, large = next(row for row in memory_table(release) if mem_mib / 1024 < row[0])
-    return chunk, (large if tp >= 4 else small)
+    tier = next(t for t in memory_table(release) if mem_mib / 1024 < t.below_gib)
+    return tier.chunked_prefill_size, (tier.cuda_graph_max_bs_tp4 if tp >= 4 else tier.cuda_graph_max_bs)
 
 
 def memory_defaults(
