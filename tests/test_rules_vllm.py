@@ -223,3 +223,21 @@ def test_max_model_len_is_the_models_unless_given():
     assert vllm.memory_decision(s, "0.33.0").value["max_model_len"] == 163840
     given = vllm.memory_decision(scenario("h200-8", "Qwen/Qwen3-8B", overrides=("--max-model-len", "8192")), "0.33.0")
     assert given.state == FORCED_ON and given.value["max_model_len"] == 8192
+
+
+# vLLM's own parser and VllmConfig, run in the conformance environments of v0.12.0 and v0.33.0: -O3 resolves; -O9 and
+# --optimization-level 4 fail VllmConfig validation; "-O 7" is rejected by the argument parser.
+@pytest.mark.parametrize(("overrides", "bad"), [
+    (("-O3",), None), (("-O0",), None), (("-O", "1"), None), (("--optimization-level=2",), None), ((), None),
+    (("-O9",), "9"), (("-O", "7"), "7"), (("--optimization-level", "4"), "4"), (("-O=5",), "5"),
+    (("-O9", "-O2"), "9"),
+])  # fmt: skip
+def test_an_optimization_level_vllm_does_not_know_is_an_error(overrides, bad):
+    problems = vllm.optimization_level_problems(scenario("h200-8", overrides=overrides))
+    if bad is None:
+        assert problems == []
+    else:
+        assert [(p.id, p.severity) for p in problems] == [("vllm_optimization_level", "error")]
+        assert f"-O{bad} " in problems[0].message and "-O2" in problems[0].fix
+        _, found = vllm.decide(scenario("h200-8", overrides=overrides), vllm.NEWEST)
+        assert "vllm_optimization_level" in {p.id for p in found}

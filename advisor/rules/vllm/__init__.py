@@ -132,20 +132,42 @@ def version_problems(version: str, installed: str | None = None) -> list[Problem
     )]  # fmt: skip
 
 
-def optimization_level(s: Scenario) -> int:
-    """-O0..-O3 (also "-O 1", "-O=1", "--optimization-level 1"); 2 is the default."""
-    level = 2
+OPTIMIZATION_LEVELS = range(4)  # OptimizationLevel O0..O3 (vllm/config/vllm.py, v0.12.0 to v0.33.0)
+
+
+def _level_values(s: Scenario) -> list[str]:
+    """The values given to -O / --optimization-level ("-O1", "-O 1", "-O=1", "--optimization-level 1"), in order."""
+    values = []
     for i, token in enumerate(s.overrides):
-        raw = None
         if token.startswith("-O") and len(token) > 2:
-            raw = token[2:].lstrip("=")
+            values.append(token[2:].lstrip("="))
         elif token in ("-O", "--optimization-level") and i + 1 < len(s.overrides):
-            raw = s.overrides[i + 1]
+            values.append(s.overrides[i + 1])
         elif token.startswith("--optimization-level="):
-            raw = token.split("=", 1)[1]
-        if raw is not None and raw.isdigit():
+            values.append(token.split("=", 1)[1])
+    return values
+
+
+def optimization_level(s: Scenario) -> int:
+    """-O0..-O3 as given (the last one wins); 2 is the default."""
+    level = 2
+    for raw in _level_values(s):
+        if raw.isdigit():
             level = int(raw)
     return level
+
+
+def optimization_level_problems(s: Scenario) -> list[Problem]:
+    """vllm_optimization_level: a numeric -O outside O0..O3 is not a level vLLM knows, so `vllm serve` stops at start-up."""
+    bad = [raw for raw in _level_values(s) if raw.isdigit() and int(raw) not in OPTIMIZATION_LEVELS]
+    if not bad:
+        return []
+    return [Problem(
+        "vllm_optimization_level", "error",
+        f"-O{bad[0]} is not an optimization level vLLM knows (O0 to O3): `vllm serve` refuses it at start-up",
+        "pass -O0, -O1, -O2 (the default) or -O3",
+        "vllm/config/vllm.py (OptimizationLevel), vllm/utils/argparse_utils.py (-O)",
+    )]  # fmt: skip
 
 
 def _user_setting(s: Scenario) -> bool | None:
@@ -579,7 +601,7 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
 
 def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
     vllm = s.facts.package("vllm")
-    problems = version_problems(version, vllm.version if vllm.installed else None)
+    problems = version_problems(version, vllm.version if vllm.installed else None) + optimization_level_problems(s)
     decisions = [
         fusion_decision(s, version),
         custom_allreduce_decision(s, version),
