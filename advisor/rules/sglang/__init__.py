@@ -30,6 +30,7 @@ from advisor.rules.engine import (  # noqa: F401  (the names the single module o
     release_text,
     state_of,
 )
+from advisor.rules.sglang.arguments import argument_problems
 from advisor.rules.sglang.attention import (  # noqa: F401
     DSA_NAME_FROM,
     FA3_DEFAULT_ARCHS,
@@ -179,4 +180,12 @@ def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
     note = unchecked_note(version)
     if note is not None:
         decisions = [replace(d, notes=(*d.notes, note)) for d in decisions]
-    return decisions, fusion_problems(s, fusion, version)
+    return decisions, fusion_problems(s, fusion, version) + _argument_problems(s, version)
+
+
+def _argument_problems(s: Scenario, version: str) -> list[Problem]:
+    """The engine arguments the release's parser refuses; a release newer than the modelled ones is not judged (its
+    parser may know more)."""
+    if parse_release(version) > parse_release(NEWEST):
+        return []
+    return argument_problems(s, rules_release(version))

@@ -16,6 +16,7 @@ from advisor.rules.engine import (
     parse_release,
     state_of,
 )
+from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
 from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.fusion import rules_release
@@ -254,10 +255,11 @@ def memory_decision(s: Scenario, version: str) -> Decision:
             return False, "no GPU", "GPU memory known"
         return (None if mem is None else True), (f"{mem} MiB (smallest GPU)" if mem else "unknown"), "GPU memory known"
 
+    graph_flags = cuda_graph_max_bs_flags(release)
     conditions = (
         Condition("gpu_memory", "GPU memory of the smallest GPU", memory,
                   "SGLang sizes chunked prefill, CUDA-graph batch and the static memory fraction from it",
-                  "pass --chunked-prefill-size, --cuda-graph-max-bs, --mem-fraction-static to choose"),
+                  f"pass --chunked-prefill-size, {graph_flags[-1]}, --mem-fraction-static to choose"),
     )  # fmt: skip
     results = evaluate(conditions, s)
     vision = s.model.vision if s.model is not None else None
@@ -266,7 +268,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep)
     explicit = {
         "chunked_prefill_size": s.flag("--chunked-prefill-size"),
-        "cuda_graph_max_bs": s.flag("--cuda-graph-max-bs"),
+        "cuda_graph_max_bs": next((s.flag(f) for f in reversed(graph_flags) if s.flag(f)), None),
         "mem_fraction_static": s.flag("--mem-fraction-static"),
     }
     for key, raw in explicit.items():

@@ -1,0 +1,78 @@
+"""Engine arguments after `--`, checked against what each SGLang release's own parser declares (cli_args.json, written
+from the releases by `python -m conformance sglang-args`). The refusals below were run through the releases' own
+prepare_server_args in their conformance environments: `--cuda-graph-max-bs 256` parses on v0.5.19 and is refused as
+ambiguous (it starts both --cuda-graph-max-bs-decode and --cuda-graph-max-bs-prefill) from v0.5.20."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.models import resolve_model
+from advisor.plan import Intent, build_plan
+from advisor.probe.profiles import load_profile
+from advisor.rules import sglang
+from advisor.rules.engine import Scenario
+from advisor.rules.sglang import arguments
+
+ERROR = arguments.ERROR_ID
+
+
+def problems(overrides: tuple[str, ...], version: str = "0.5.23") -> list:
+    intent = Intent(engine="sglang", engine_version=version, tp=8, overrides=overrides)
+    plan = build_plan(load_profile("h200-8"), resolve_model("Qwen/Qwen3-30B-A3B"), intent)
+    return [p for p in plan.problems if p.id == ERROR]
+
+
+def test_every_modelled_release_has_its_arguments():
+    assert set(json.loads(arguments.ARGUMENTS_FILE.read_text())["releases"]) == set(sglang.RELEASES)
+
+
+@pytest.mark.parametrize("overrides", [
+    (), ("--attention-backend", "fa3"), ("--attention-backend=triton",), ("--chunked-prefill-size", "4096"),
+    ("--mem-fraction-static", "0.8"), ("--moe-runner-backend", "flashinfer_trtllm"), ("--tp-size", "8"),
+    ("--cuda-graph-max-bs-decode", "64"), ("--enable-dp-attention",),
+])  # fmt: skip
+def test_what_the_release_accepts_is_no_problem(overrides):
+    assert problems(overrides) == []
+
+
+@pytest.mark.parametrize(("overrides", "words"), [
+    (("--attention-backend", "nonsense"), "--attention-backend 'nonsense' is not one of its choices"),
+    (("--moe-runner-backend=bogus",), "--moe-runner-backend 'bogus' is not one of its choices"),
+    (("--chunked-prefill-size", "abc"), "--chunked-prefill-size 'abc' is not a whole number"),
+    (("--mem-fraction-static", "x"), "--mem-fraction-static 'x' is not a number"),
+    (("--moe-runner-backend",), "--moe-runner-backend needs a value"),
+    (("--attention-backend", "--tp-size", "8"), "--attention-backend needs a value"),
+    (("--cuda-graph-max-bs", "256"), "does not know the argument --cuda-graph-max-bs"),
+])  # fmt: skip
+def test_what_the_release_refuses_is_an_error(overrides, words):
+    found = problems(overrides)
+    assert len(found) == 1 and found[0].severity == "error" and words in found[0].message, found
+
+
+def test_an_ambiguous_old_name_points_to_the_new_one():
+    (problem,) = problems(("--cuda-graph-max-bs", "256"), "0.5.20")
+    assert problem.fix == "pass --cuda-graph-max-bs-decode instead"
+    assert problems(("--cuda-graph-max-bs", "256"), "0.5.19") == []
+
+
+def test_a_flag_a_release_does_not_have_yet_is_refused_there_only():
+    assert problems(("--flashinfer-allreduce-fusion-backend", "trtllm"), "0.5.13")
+    assert problems(("--flashinfer-allreduce-fusion-backend", "trtllm"), "0.5.14") == []
+
+
+def test_a_release_newer_than_the_modelled_ones_is_not_judged():
+    assert problems(("--attention-backend", "some_future_backend"), "0.6.1") == []
+
+
+@pytest.mark.parametrize(("version", "flag"), [("0.5.13", "--cuda-graph-max-bs"), ("0.5.19", "--cuda-graph-max-bs"),
+                                               ("0.5.19", "--cuda-graph-max-bs-decode"),
+                                               ("0.5.20", "--cuda-graph-max-bs-decode")])  # fmt: skip
+def test_the_memory_decision_reads_the_release_s_cuda_graph_flag(version, flag):
+    s = Scenario(load_profile("h200-8"), resolve_model("Qwen/Qwen3-30B-A3B"),
+                 Intent(engine="sglang", engine_version=version, tp=8, overrides=(flag, "64")))
+    decision = sglang.memory_decision(s, version)
+    assert decision.value["cuda_graph_max_bs"] == 64
+    assert arguments.cuda_graph_max_bs_flags(version)[-1] in decision.conditions[0].fix
