@@ -76,3 +76,11 @@ def test_the_memory_decision_reads_the_release_s_cuda_graph_flag(version, flag):
     decision = sglang.memory_decision(s, version)
     assert decision.value["cuda_graph_max_bs"] == 64
     assert arguments.cuda_graph_max_bs_flags(version)[-1] in decision.conditions[0].fix
+
+
+def test_speculative_decoding_leaves_the_memory_defaults_unpredicted():
+    s = Scenario(load_profile("h200-8"), resolve_model("Qwen/Qwen3-30B-A3B"),
+                 Intent(engine="sglang", tp=8, overrides=("--speculative-algorithm", "EAGLE", "--chunked-prefill-size", "4096")))
+    decision = sglang.memory_decision(s, "0.5.23")
+    assert decision.value == {"chunked_prefill_size": 4096, "cuda_graph_max_bs": None, "mem_fraction_static": None}
+    assert decision.notes[0].startswith("not modelled: --speculative-algorithm EAGLE")

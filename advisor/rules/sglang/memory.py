@@ -246,6 +246,9 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
     return kind
 
 
+SPECULATIVE_FLAG = "--speculative-algorithm"
+
+
 def memory_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
     mem = None if s.no_gpu else s.min_memory_mib
@@ -277,9 +280,16 @@ def memory_decision(s: Scenario, version: str) -> Decision:
                 value[key] = float(raw) if key == "mem_fraction_static" else int(raw)
     forced = any(explicit.values())
     state = state_of(results, forced_on=forced)
+    speculative = s.flag(SPECULATIVE_FLAG)
+    if speculative:  # its reserve and batch sizes differ per release and are not checked against a golden yet
+        value = {k: (v if explicit[k] else None) for k, v in value.items()}
     if state == NOT_ENABLED:
         value = {k: None for k in value}
     notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep)]
+    if speculative:
+        notes.insert(0, f"not modelled: {SPECULATIVE_FLAG} {speculative} adds a draft-model reserve and changes the batch"
+                        " sizes in ways that differ per release, so the values SGLang picks are not predicted here"
+                        " (the arithmetic below is without speculative decoding); pass them explicitly to be sure")
     if explicit["mem_fraction_static"]:
         notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
     if s.intent.dp_attention and s.intent.dp_size > 1:
