@@ -21,10 +21,14 @@ ERROR_ID = "sglang_argument_rejected"
 
 
 @cache
+def _releases() -> dict[str, dict[str, list[str] | str]]:
+    """cli_args.json's releases, read once."""
+    return json.loads(ARGUMENTS_FILE.read_text())["releases"]
+
+
 def declared(release: str) -> dict[str, list[str] | str]:
     """The arguments of ``release`` the advisor reads: choices (a list) or the value's type ("int", "float")."""
-    releases = json.loads(ARGUMENTS_FILE.read_text())["releases"]
-    return releases.get(release, {})
+    return _releases().get(release, {})
 
 
 def _values(overrides: tuple[str, ...], flag: str) -> list[str | None]:
@@ -91,11 +95,6 @@ def cuda_graph_max_bs_flags(release: str) -> tuple[str, ...]:
 def _unknown_flags(overrides: tuple[str, ...], release: str) -> list[str]:
     """The arguments of some modelled release that ``release`` does not declare (e.g. a flag added later)."""
     own = declared(release)
-    known_elsewhere = {flag for r in _all_releases() for flag in declared(r)}
+    known_elsewhere = {flag for arguments in _releases().values() for flag in arguments}
     given = {token.split("=", 1)[0] for token in overrides if token.startswith("--")}
     return sorted(flag for flag in given if flag in known_elsewhere and flag not in own)
-
-
-@cache
-def _all_releases() -> tuple[str, ...]:
-    return tuple(json.loads(ARGUMENTS_FILE.read_text())["releases"])

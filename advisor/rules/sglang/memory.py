@@ -271,7 +271,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep)
     explicit = {
         "chunked_prefill_size": s.flag("--chunked-prefill-size"),
-        "cuda_graph_max_bs": next((s.flag(f) for f in reversed(graph_flags) if s.flag(f)), None),
+        "cuda_graph_max_bs": next(filter(None, (s.flag(f) for f in reversed(graph_flags))), None),
         "mem_fraction_static": s.flag("--mem-fraction-static"),
     }
     for key, raw in explicit.items():
