@@ -232,9 +232,18 @@ def check_tp_gt_1(s: Scenario) -> tuple:
     return s.tp > 1, f"tp {s.tp}", "tp > 1"
 
 
+# The world sizes the custom-allreduce kernels of SGLang and vLLM (same lineage) are built for.
+CUSTOM_AR_WORLD_SIZES = (2, 4, 6, 8)
+
+
+def listed(values: Sequence[object]) -> str:
+    """(2, 4, 8) -> "2, 4 or 8"."""
+    items = [str(v) for v in values]
+    return ", ".join(items[:-1]) + f" or {items[-1]}" if len(items) > 1 else "".join(items)
+
+
 def check_custom_ar_world_size(s: Scenario) -> tuple:
-    """The custom-allreduce kernels of SGLang and vLLM (same lineage) exist for these world sizes."""
-    return s.tp in (2, 4, 6, 8), f"world size {s.tp}", "2, 4, 6 or 8"
+    return s.tp in CUSTOM_AR_WORLD_SIZES, f"world size {s.tp}", listed(CUSTOM_AR_WORLD_SIZES)
 
 
 def check_custom_ar_nvlink(s: Scenario) -> tuple:
@@ -248,18 +257,25 @@ def check_custom_ar_nvlink(s: Scenario) -> tuple:
     return full, observed, "every pair NVLink P2P OK (NVML) when more than 2 GPUs"
 
 
-def custom_ar_conditions(words: dict[str, tuple[str, str, str]], one_node: str) -> tuple[Condition, ...]:
+def custom_ar_conditions(why: dict[str, str], *, one_node: tuple[str, str, str], nvlink_fix: str) -> tuple[Condition, ...]:
     """The four conditions of the custom-allreduce kernel SGLang and vLLM share (same lineage), in evaluation order.
 
-    Each engine words them its own way: ``words`` maps each condition id to (text, why, fix), and ``one_node`` is the
-    expected value of single_node as that engine says it."""
+    What the kernel is (its world sizes, the NVLink rule) is worded here once; each engine gives the reasons its own
+    source states: ``why`` maps each condition id to its reason, ``one_node`` is (text, expected, fix) of the
+    single-node condition in the engine's terms, ``nvlink_fix`` what that engine's users change for full NVLink."""
+    sizes = listed(CUSTOM_AR_WORLD_SIZES)
+    node_text, node_expected, node_fix = one_node
 
     def single_node(s: Scenario) -> tuple:
-        return s.nnodes == 1, f"nnodes {s.nnodes}", one_node
+        return s.nnodes == 1, f"nnodes {s.nnodes}", node_expected
 
-    checks: dict[str, Check] = {"tp_gt_1": check_tp_gt_1, "single_node": single_node,
-                                "world_size": check_custom_ar_world_size, "full_nvlink": check_custom_ar_nvlink}  # fmt: skip
-    return tuple(Condition(cid, words[cid][0], check, words[cid][1], words[cid][2]) for cid, check in checks.items())
+    return (
+        Condition("tp_gt_1", "more than one rank", check_tp_gt_1, why["tp_gt_1"], "raise --tp"),
+        Condition("single_node", node_text, single_node, why["single_node"], node_fix),
+        Condition("world_size", f"world size {sizes}", check_custom_ar_world_size, why["world_size"], f"use tp {sizes}"),
+        Condition("full_nvlink", "full NVLink when more than 2 GPUs", check_custom_ar_nvlink, why["full_nvlink"],
+                  nvlink_fix),
+    )  # fmt: skip
 
 
 def state_of(results: Sequence[ConditionResult], *, forced_on: bool = False, forced_off: bool = False) -> str:

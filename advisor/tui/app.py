@@ -16,9 +16,9 @@ from functools import cached_property
 from typing import Any
 
 from textual.app import App
-from textual.binding import Binding
 from textual.screen import Screen
 
+from advisor.tui import keys
 from advisor.tui.commands import AdvisorCommands
 from advisor.tui.screens.main import MainScreen
 from advisor.tui.session import Evaluation, Session, model_suggestions, profile_names
@@ -28,10 +28,7 @@ class AdvisorApp(App[None]):
     CSS_PATH = "advisor.tcss"
     TITLE = "tp-advisor"
     COMMANDS = App.COMMANDS | {AdvisorCommands}
-    BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-    ]
+    BINDINGS = keys.APP
 
     def __init__(self, options: Any, *, on_ready: Callable[[AdvisorApp], None] | None = None) -> None:
         super().__init__()

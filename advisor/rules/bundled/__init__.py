@@ -20,6 +20,7 @@ from advisor.rules.engine import (
     decided,
     evaluate,
     is_enabled,
+    listed,
     state_of,
 )
 from launcher.runtime import contract
@@ -48,73 +49,84 @@ def dtype(s: Scenario) -> str:
     return contract.auto_dtype(device(s))
 
 
-def _listed(values) -> str:
-    """(2, 4, 8) -> "2, 4 or 8"."""
-    items = [str(v) for v in values]
-    return ", ".join(items[:-1]) + f" or {items[-1]}" if len(items) > 1 else "".join(items)
+WORLD_SIZES = listed(contract.FUSION_WORLD_SIZES)
+DTYPES = listed(contract.FUSION_DTYPES)
+
+
+# -- the fused allreduce's conditions: each a check of the scenario alone, so the table below is built once ----------
+
+
+def _check_gpu(s: Scenario) -> tuple:
+    prediction = s.flashinfer
+    majors = prediction.fusion_majors or fi.fusion_majors_for(prediction.version)
+    expected = "capability major " + " or ".join(str(m) for m in majors) + (
+        "" if 12 in majors else f" (12 needs flashinfer >= {contract.FUSION_SM12_SINCE})")
+    if not s.facts.engine_gpus:
+        return False, "no GPU (CPU run)", expected
+    if s.major is None:
+        return None, "capability unknown", expected
+    return s.major in majors, f"SM {s.gpu.capability_text}", expected
+
+
+def _check_world(s: Scenario) -> tuple:
+    return s.tp in contract.FUSION_WORLD_SIZES, f"tp {s.tp}", f"tp {WORLD_SIZES}"
+
+
+def _check_node(s: Scenario) -> tuple:
+    return s.nnodes == 1, f"nnodes {s.nnodes}", "one node"
+
+
+def _check_importable(s: Scenario) -> tuple:
+    prediction = s.flashinfer
+    ok = None if prediction.importable is None else bool(prediction.importable and prediction.has_fusion_api)
+    return ok, prediction.reason, "import flashinfer works and has flashinfer.comm.allreduce_fusion"
+
+
+def _check_dtype(s: Scenario) -> tuple:
+    chosen = dtype(s)
+    return chosen in contract.FUSION_DTYPES, chosen, DTYPES
+
+
+def _check_hidden(s: Scenario) -> tuple:
+    size = s.model.hidden_size if s.model is not None else None
+    if size is None:
+        return None, "hidden size unknown", "a multiple of 8"
+    return size % 8 == 0, f"hidden {size}", "a multiple of 8"
+
+
+def _check_p2p(s: Scenario) -> tuple:
+    if not s.facts.engine_gpus:
+        return False, "no GPU", "every GPU pair NVLink P2P OK"
+    if len(s.gpus) < s.gpus_per_node:
+        return False, f"{len(s.gpus)} GPU(s) visible for tp {s.tp}", "every GPU pair NVLink P2P OK"
+    full = s.all_pairs_nvlink
+    observed = {True: "every pair P2P OK", False: "some pair without NVLink P2P", None: "P2P status unknown"}[full]
+    return full, observed, "every GPU pair NVLink P2P OK"
+
+
+# The limits of the trtllm backend (docs/flashinfer.md), in evaluation order.
+FUSION_CONDITIONS = (
+    Condition("gpu_capability", "GPU architecture the fused kernels support", _check_gpu,
+              "the trtllm allreduce-fusion kernels are built for SM90 and SM10x (SM12x from flashinfer 0.6.17)",
+              "use Hopper/Blackwell GPUs (or upgrade flashinfer for SM12x)"),
+    Condition("world_size", f"tp {WORLD_SIZES}", _check_world, "the kernels support these world sizes only",
+              f"use tp {WORLD_SIZES}"),
+    Condition("single_node", "one node", _check_node, "the IPC workspace cannot span nodes (flashinfer issue #2006)",
+              "run on one node"),
+    Condition("flashinfer", "flashinfer importable with the fusion API", _check_importable,
+              "the runtime calls flashinfer.comm.create_allreduce_fusion_workspace and allreduce_fusion",
+              "install matching flashinfer-python / -cubin / -jit-cache versions (>= 0.6)"),
+    Condition("dtype", f"dtype {DTYPES}", _check_dtype,
+              "the runtime's Lamport buffers are half precision (fp32 needs use_fp32_lamport)", "pass --dtype bfloat16"),
+    Condition("hidden_size", "hidden size a multiple of 8", _check_hidden,
+              "the kernels move 16-byte vectors of half values", "n/a: a property of the model"),
+    Condition("p2p", "every GPU pair P2P-capable", _check_p2p,
+              "the workspace is shared through CUDA IPC between every pair of ranks", "use NVLink/NVSwitch GPUs"),
+)  # fmt: skip
 
 
 def fusion_decision(s: Scenario) -> Decision:
-    prediction = s.flashinfer
-    chosen_dtype = dtype(s)
-
-    def gpu(s: Scenario):
-        majors = prediction.fusion_majors or fi.fusion_majors_for(prediction.version)
-        expected = "capability major " + " or ".join(str(m) for m in majors) + (
-            "" if 12 in majors else f" (12 needs flashinfer >= {contract.FUSION_SM12_SINCE})")
-        if not s.facts.engine_gpus:
-            return False, "no GPU (CPU run)", expected
-        if s.major is None:
-            return None, "capability unknown", expected
-        return s.major in majors, f"SM {s.gpu.capability_text}", expected
-
-    def world(s: Scenario):
-        return s.tp in contract.FUSION_WORLD_SIZES, f"tp {s.tp}", f"tp {_listed(contract.FUSION_WORLD_SIZES)}"
-
-    def node(s: Scenario):
-        return s.nnodes == 1, f"nnodes {s.nnodes}", "one node"
-
-    def importable(s: Scenario):
-        ok = None if prediction.importable is None else bool(prediction.importable and prediction.has_fusion_api)
-        return ok, prediction.reason, "import flashinfer works and has flashinfer.comm.allreduce_fusion"
-
-    def dtype_ok(s: Scenario):
-        return chosen_dtype in contract.FUSION_DTYPES, chosen_dtype, _listed(contract.FUSION_DTYPES)
-
-    def hidden(s: Scenario):
-        size = s.model.hidden_size if s.model is not None else None
-        if size is None:
-            return None, "hidden size unknown", "a multiple of 8"
-        return size % 8 == 0, f"hidden {size}", "a multiple of 8"
-
-    def p2p(s: Scenario):
-        if not s.facts.engine_gpus:
-            return False, "no GPU", "every GPU pair NVLink P2P OK"
-        if len(s.gpus) < s.gpus_per_node:
-            return False, f"{len(s.gpus)} GPU(s) visible for tp {s.tp}", "every GPU pair NVLink P2P OK"
-        full = s.all_pairs_nvlink
-        observed = {True: "every pair P2P OK", False: "some pair without NVLink P2P", None: "P2P status unknown"}[full]
-        return full, observed, "every GPU pair NVLink P2P OK"
-
-    conditions = (
-        Condition("gpu_capability", "GPU architecture the fused kernels support", gpu,
-                  "the trtllm allreduce-fusion kernels are built for SM90 and SM10x (SM12x from flashinfer 0.6.17)",
-                  "use Hopper/Blackwell GPUs (or upgrade flashinfer for SM12x)"),
-        Condition("world_size", f"tp {_listed(contract.FUSION_WORLD_SIZES)}", world,
-                  "the kernels support these world sizes only", f"use tp {_listed(contract.FUSION_WORLD_SIZES)}"),
-        Condition("single_node", "one node", node,
-                  "the IPC workspace cannot span nodes (flashinfer issue #2006)", "run on one node"),
-        Condition("flashinfer", "flashinfer importable with the fusion API", importable,
-                  "the runtime calls flashinfer.comm.create_allreduce_fusion_workspace and allreduce_fusion",
-                  "install matching flashinfer-python / -cubin / -jit-cache versions (>= 0.6)"),
-        Condition("dtype", f"dtype {_listed(contract.FUSION_DTYPES)}", dtype_ok,
-                  "the runtime's Lamport buffers are half precision (fp32 needs use_fp32_lamport)", "pass --dtype bfloat16"),
-        Condition("hidden_size", "hidden size a multiple of 8", hidden,
-                  "the kernels move 16-byte vectors of half values", "n/a: a property of the model"),
-        Condition("p2p", "every GPU pair P2P-capable", p2p,
-                  "the workspace is shared through CUDA IPC between every pair of ranks", "use NVLink/NVSwitch GPUs"),
-    )  # fmt: skip
-    results = evaluate(conditions, s)
+    results = evaluate(FUSION_CONDITIONS, s)
     requested = s.flag(ALLREDUCE_FLAG)
     state = state_of(results, forced_on=requested == FUSED, forced_off=requested == PLAIN)
     enabled = is_enabled(state)

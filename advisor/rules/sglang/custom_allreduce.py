@@ -16,16 +16,14 @@ from advisor.rules.engine import (
 from advisor.rules.sglang.common import CUSTOM_AR, DETERMINISTIC, DISABLE_CUSTOM_AR, _any, is_sm90, is_sm100
 from advisor.rules.sglang.fusion import rules_release
 
-# custom_all_reduce.py's own words for the conditions it shares with vLLM's kernel (advisor.rules.engine).
+# custom_all_reduce.py's own reasons for the conditions its kernel shares with vLLM's (advisor.rules.engine).
 CUSTOM_AR_CONDITIONS = custom_ar_conditions({
-    "tp_gt_1": ("more than one rank", "with one rank there is nothing to reduce", "raise --tp"),
-    "single_node": ("TP group on one node", "the kernel uses CUDA IPC buffers, which do not cross nodes",
-                    "run the TP group on one node"),
-    "world_size": ("world size 2, 4, 6 or 8", "the one-shot/two-shot kernels are built for these sizes",
-                   "use tp 2, 4, 6 or 8"),
-    "full_nvlink": ("full NVLink when more than 2 GPUs", "'custom allreduce is not supported on more than two PCIe-only GPUs'",
-                    "use NVLink/NVSwitch-connected GPUs or tp 2"),
-}, one_node="the TP group on one node")  # fmt: skip
+    "tp_gt_1": "with one rank there is nothing to reduce",
+    "single_node": "the kernel uses CUDA IPC buffers, which do not cross nodes",
+    "world_size": "the one-shot/two-shot kernels are built for these sizes",
+    "full_nvlink": "'custom allreduce is not supported on more than two PCIe-only GPUs'",
+}, one_node=("TP group on one node", "the TP group on one node", "run the TP group on one node"),
+   nvlink_fix="use NVLink/NVSwitch-connected GPUs or tp 2")  # fmt: skip
 
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:

@@ -278,14 +278,13 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
 def _dtype_bytes(s: Scenario) -> int | None:
     return dtype_bytes(s.intent.dtype or (s.model.dtype if s.model is not None else None))
 
-# vLLM's words for the custom-allreduce conditions it shares with SGLang's kernel (advisor.rules.engine).
+# vLLM's reasons for the custom-allreduce conditions its kernel shares with SGLang's (advisor.rules.engine).
 CUSTOM_AR_CONDITIONS = custom_ar_conditions({
-    "tp_gt_1": ("more than one rank", "nothing to reduce with one rank", "raise --tp"),
-    "single_node": ("all ranks on one node", "CUDA IPC buffers do not cross nodes", "use one node"),
-    "world_size": ("world size 2, 4, 6 or 8", "kernels exist for these sizes", "use tp 2, 4, 6 or 8"),
-    "full_nvlink": ("full NVLink when more than 2 GPUs", "'not supported on more than two PCIe-only GPUs'",
-                    "use NVLink-connected GPUs or tp 2"),
-}, one_node="all ranks on one node")  # fmt: skip
+    "tp_gt_1": "nothing to reduce with one rank",
+    "single_node": "CUDA IPC buffers do not cross nodes",
+    "world_size": "kernels exist for these sizes",
+    "full_nvlink": "'not supported on more than two PCIe-only GPUs'",
+}, one_node=("all ranks on one node", "all ranks on one node", "use one node"), nvlink_fix="use NVLink-connected GPUs or tp 2")
 
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:

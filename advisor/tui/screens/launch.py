@@ -15,7 +15,6 @@ from typing import Any
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, Log, Select, Static, TabbedContent, TabPane
@@ -23,6 +22,7 @@ from textual.widgets import Footer, Header, Label, Log, Select, Static, TabbedCo
 from advisor.launching import NO_COMMAND, OTHER_MACHINE, PLAN_ERRORS
 from advisor.plan import Plan
 from advisor.sanitize import clean
+from advisor.tui import keys
 from launcher.engines import RUNTIME_MODES
 
 FLUSH_S = 0.1
@@ -30,11 +30,7 @@ MAX_LOG_LINES = 5000
 
 
 class LaunchScreen(Screen):
-    BINDINGS = [
-        Binding("enter", "start", "Start"),
-        Binding("s", "stop", "Stop"),
-        Binding("escape", "leave", "Back"),
-    ]
+    BINDINGS = keys.LAUNCH
 
     def __init__(self, plan: Plan) -> None:
         super().__init__()

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
@@ -21,6 +20,7 @@ from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from advisor.plan import Plan
 from advisor.sanitize import clean
+from advisor.tui import keys
 from advisor.tui.messages import PlanEvaluated
 from advisor.tui.render import source_label
 from advisor.tui.session import Evaluation, apply_profile_choice
@@ -37,19 +37,7 @@ DEBOUNCE_S = 0.2
 
 
 class MainScreen(Screen):
-    BINDINGS = [
-        Binding("r", "reprobe", "Re-probe"),
-        Binding("l", "launch", "Launch"),
-        Binding("e", "export", "Export"),
-        Binding("p", "pick_profile", "Profile"),
-        Binding("c", "copy_command", "Copy", show=False),
-        Binding("f", "focus_form", "Form", show=False),
-        Binding("escape", "leave_form", "Done editing", show=False),
-        Binding("m", "switch_tab('machine')", "Machine", show=False),
-        Binding("d", "switch_tab('plan')", "Decisions", show=False),
-        Binding("t", "switch_tab('layouts')", "Layouts", show=False),
-        Binding("v", "diff", "Diff release", show=False),
-    ]
+    BINDINGS = keys.MAIN
 
     def __init__(self, options: Any, models: list[str], profiles: list[tuple[str, str]]) -> None:
         super().__init__()
