@@ -10,23 +10,10 @@ default at -O2/-O3 when tp > 1 on CUDA with flashinfer importable and a capabili
 from __future__ import annotations
 
 from advisor.models import dtype_bytes
-from advisor.rules.engine import (
-    AUTO_ENABLED,
-    NOT_ENABLED,
-    Condition,
-    Decision,
-    Problem,
-    Scenario,
-    Source,
-    check_tp_gt_1,
-    custom_ar_conditions,
-    decided,
-    evaluate,
-    is_enabled,
-    parse_release,
-    release_text,
-    state_of,
-)
+
+# The rules' shared vocabulary (advisor.rules.engine) as rules.X; the types in signatures by name.
+from advisor.rules import engine as rules
+from advisor.rules.engine import Decision, Problem, Scenario
 
 ENGINE = "vllm"
 # v0.12.0 renamed the pass option to fuse_allreduce_rms (enable_fi_allreduce_fusion before, off by default).
@@ -80,10 +67,10 @@ SMALL_GPU_BATCH = (256, 2048)
 
 def at(table: list[tuple[str, object]], version: str):
     """The value of a change table for ``version`` (the newest entry at or below it; the first for older ones)."""
-    release = parse_release(version)
+    release = rules.parse_release(version)
     value = table[0][1]
     for first, entry in table:
-        if parse_release(first) <= release:
+        if rules.parse_release(first) <= release:
             value = entry
     return value
 
@@ -104,24 +91,24 @@ class ReleaseError(ValueError):
 def rules_release(version: str) -> str:
     """The release whose behaviour is modelled: the version itself from v0.12 to the newest modelled release; v0.12
     for older ones and the newest for newer ones (each with a plan warning)."""
-    release = parse_release(version)
+    release = rules.parse_release(version)
     if release is None:
         raise ReleaseError(f"vllm version {version!r} is not a version; pass --engine-version X.Y.Z (e.g. {NEWEST})")
-    release = max(release, parse_release(MODELLED_FROM))
-    return release_text(min(release, parse_release(NEWEST)))
+    release = max(release, rules.parse_release(MODELLED_FROM))
+    return rules.release_text(min(release, rules.parse_release(NEWEST)))
 
 
 def version_problems(version: str, installed: str | None = None) -> list[Problem]:
     """engine_version_older / engine_version_newer; about the vllm package when ``installed`` is the release judged."""
-    about = ("vllm",) if installed is not None and parse_release(installed) == parse_release(version) else ()
-    if parse_release(version) > parse_release(NEWEST):
+    about = ("vllm",) if installed is not None and rules.parse_release(installed) == rules.parse_release(version) else ()
+    if rules.parse_release(version) > rules.parse_release(NEWEST):
         return [Problem(
             "engine_version_newer", "warning",
             f"vllm {version} is newer than the newest modelled release; this plan uses the newest modelled rules v{NEWEST}",
             "check vLLM's release notes for changed defaults, or pass --engine-version to pick a modelled release",
             f"vllm v{NEWEST}", about,
         )]  # fmt: skip
-    if parse_release(version) >= parse_release(MODELLED_FROM):
+    if rules.parse_release(version) >= rules.parse_release(MODELLED_FROM):
         return []
     return [Problem(
         "engine_version_older", "warning",
@@ -232,31 +219,31 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
         return size is not None, observed, "an entry for (capability, world size)"
 
     conditions = (
-        Condition("release_default", "on by default in this release", by_default,
+        rules.Condition("release_default", "on by default in this release", by_default,
                   "before v0.17.1 every -O level set fuse_allreduce_rms=False", f"upgrade vLLM or set {FUSE_FLAG}=True"),
-        Condition("compilation", "torch.compile passes run", compiled,
+        rules.Condition("compilation", "torch.compile passes run", compiled,
                   "the fusion is a compilation pass, on by default at -O2/-O3; -O0 and --enforce-eager compile nothing",
                   "drop --enforce-eager; use -O2"),
-        Condition("tp_gt_1", "tensor parallelism (tp > 1)", check_tp_gt_1, "with one rank there is no allreduce", "raise --tp"),
-        Condition("cuda", "CUDA platform", cuda, "the kernels are CUDA-only", "run on NVIDIA GPUs with a CUDA torch"),
-        Condition("flashinfer", "flashinfer importable with the fusion API", importable,
+        rules.Condition("tp_gt_1", "tensor parallelism (tp > 1)", rules.check_tp_gt_1, "with one rank there is no allreduce", "raise --tp"),
+        rules.Condition("cuda", "CUDA platform", cuda, "the kernels are CUDA-only", "run on NVIDIA GPUs with a CUDA torch"),
+        rules.Condition("flashinfer", "flashinfer importable with the fusion API", importable,
                   "the pass calls flashinfer.comm.allreduce_fusion and create_allreduce_fusion_workspace",
                   "install matching flashinfer-python (>= 0.6) packages"),
-        Condition("capability", "GPU capability 9.0 or 10.x", capability,
+        rules.Condition("capability", "GPU capability 9.0 or 10.x", capability,
                   "the pass is enabled by default only where it was tuned", f"set {FUSE_FLAG}=True to try elsewhere"),
-        Condition("size_entry", "a max-size entry for (capability, world size)", size_entry,
+        rules.Condition("size_entry", "a max-size entry for (capability, world size)", size_entry,
                   "without an entry the pass disables itself", "use a world size with an entry (2, 4, 8)"),
     )  # fmt: skip
-    results = evaluate(conditions, s)
+    results = rules.evaluate(conditions, s)
     user = _user_setting(s)
-    state = state_of(results, forced_on=user is True, forced_off=user is False)
+    state = rules.state_of(results, forced_on=user is True, forced_off=user is False)
     notes = []
     if user is True and not compiles(s):
         # The flag is accepted but the pass never runs: nothing is compiled.
-        state = NOT_ENABLED
+        state = rules.NOT_ENABLED
         notes.append(f"{FUSE_FLAG}=True is set but cannot take effect: -O0 / --enforce-eager compile nothing, so no"
                      " compilation pass runs")  # fmt: skip
-    enabled = is_enabled(state)
+    enabled = rules.is_enabled(state)
     value = None
     size = max_size_mb(cap, s.tp, release)
     hidden = s.model.hidden_size if s.model is not None else None
@@ -268,10 +255,10 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     if enabled:
         notes.append("on GPUs without NVSwitch the workspace fails with a multicast error, which vLLM logs and skips")
         notes.append("VLLM_FLASHINFER_ALLREDUCE_BACKEND: auto = mnnvl across nodes, trtllm on one node")
-    if state == AUTO_ENABLED:
+    if state == rules.AUTO_ENABLED:
         notes.append("on by default at -O2/-O3; no flag needed")
-    source = Source(f"vllm v{release}", VLLM_CONFIG_FILE, f"enable_allreduce_rms_fusion; sizes in {PASS_FILE}")
-    return decided("flashinfer_allreduce_fusion", "FlashInfer allreduce + RMSNorm fusion (compilation pass)", state,
+    source = rules.Source(f"vllm v{release}", VLLM_CONFIG_FILE, f"enable_allreduce_rms_fusion; sizes in {PASS_FILE}")
+    return rules.decided("flashinfer_allreduce_fusion", "FlashInfer allreduce + RMSNorm fusion (compilation pass)", state,
                    results, source, value=value, notes=notes)  # fmt: skip
 
 
@@ -279,7 +266,7 @@ def _dtype_bytes(s: Scenario) -> int | None:
     return dtype_bytes(s.intent.dtype or (s.model.dtype if s.model is not None else None))
 
 # vLLM's reasons for the custom-allreduce conditions its kernel shares with SGLang's (advisor.rules.engine).
-CUSTOM_AR_CONDITIONS = custom_ar_conditions({
+CUSTOM_AR_CONDITIONS = rules.custom_ar_conditions({
     "tp_gt_1": "nothing to reduce with one rank",
     "single_node": "CUDA IPC buffers do not cross nodes",
     "world_size": "kernels exist for these sizes",
@@ -289,10 +276,10 @@ CUSTOM_AR_CONDITIONS = custom_ar_conditions({
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
-    results = evaluate(CUSTOM_AR_CONDITIONS, s)
-    state = state_of(results, forced_off=s.has(DISABLE_CUSTOM_AR))
+    results = rules.evaluate(CUSTOM_AR_CONDITIONS, s)
+    state = rules.state_of(results, forced_off=s.has(DISABLE_CUSTOM_AR))
     notes = ["messages up to 8 MiB; P2P access trusted from the CUDA runtime unless VLLM_SKIP_P2P_CHECK=0"]
-    return decided("custom_allreduce", "vLLM custom allreduce", state, results, Source(f"vllm v{release}", CUSTOM_AR_FILE),
+    return rules.decided("custom_allreduce", "vLLM custom allreduce", state, results, rules.Source(f"vllm v{release}", CUSTOM_AR_FILE),
                    notes=notes)  # fmt: skip
 
 
@@ -331,21 +318,21 @@ def compilation_decision(s: Scenario, version: str) -> Decision:
         return not on, "--enforce-eager" if on else "not set", "no --enforce-eager"
 
     conditions = (
-        Condition("optimization_level", "an optimization level that compiles", level,
+        rules.Condition("optimization_level", "an optimization level that compiles", level,
                   "-O0 compiles nothing and captures no CUDA graphs; -O1 piecewise graphs; -O2/-O3 full and piecewise",
                   "drop -O0 (the default is -O2)"),
-        Condition("not_eager", "no --enforce-eager", eager,
+        rules.Condition("not_eager", "no --enforce-eager", eager,
                   "--enforce-eager turns off torch.compile and CUDA graphs whatever the level", "drop --enforce-eager"),
     )  # fmt: skip
-    results = evaluate(conditions, s)
+    results = rules.evaluate(conditions, s)
     forced_off = s.has(ENFORCE_EAGER) or value["optimization_level"] == 0
-    state = state_of(results, forced_off=forced_off and bool(s.overrides))
+    state = rules.state_of(results, forced_off=forced_off and bool(s.overrides))
     notes = [f"compilation mode {'VLLM_COMPILE' if value['compilation_mode'] == VLLM_COMPILE else 'NONE'}, CUDA graphs"
              f" {value['cudagraph_mode']}"]  # fmt: skip
     if value["compilation_mode"] == COMPILE_NONE:
         notes.append("no compilation pass (e.g. the allreduce + RMSNorm fusion) runs in this mode")
-    source = Source(f"vllm v{release}", VLLM_CONFIG_FILE, "OPTIMIZATION_LEVEL_TO_CONFIG, VllmConfig.__post_init__")
-    return decided("compilation", "torch.compile and CUDA graphs (-O level)", state, results, source, value=value,
+    source = rules.Source(f"vllm v{release}", VLLM_CONFIG_FILE, "OPTIMIZATION_LEVEL_TO_CONFIG, VllmConfig.__post_init__")
+    return rules.decided("compilation", "torch.compile and CUDA graphs (-O level)", state, results, source, value=value,
                    notes=notes)  # fmt: skip
 
 
@@ -412,18 +399,18 @@ def attention_decision(s: Scenario, version: str) -> Decision:
 
     hint = attention_choice_hint(release)
     conditions = (
-        Condition("gpu", "GPU capability known", gpu,
+        rules.Condition("gpu", "GPU capability known", gpu,
                   "the priority list depends on the major capability (FlashInfer first on 10.x, FlashAttention elsewhere)",
                   hint),
-        Condition("model", "model attention kind", model,
+        rules.Condition("model", "model attention kind", model,
                   "MLA models use the MLA backends; sinks (gpt-oss) need FlashAttention 3 (SM90) or another backend",
                   hint),
     )  # fmt: skip
-    results = evaluate(conditions, s)
-    state = state_of(results, forced_on=chosen is not None)
-    source = Source(f"vllm v{release}", PLATFORM_FILE, "_get_backend_priorities, get_attn_backend_cls")
-    return decided("attention_backend", "attention backend", state, results, source,
-                   value=value if is_enabled(state) else None, notes=_attention_notes(chosen, release))  # fmt: skip
+    results = rules.evaluate(conditions, s)
+    state = rules.state_of(results, forced_on=chosen is not None)
+    source = rules.Source(f"vllm v{release}", PLATFORM_FILE, "_get_backend_priorities, get_attn_backend_cls")
+    return rules.decided("attention_backend", "attention backend", state, results, source,
+                   value=value if rules.is_enabled(state) else None, notes=_attention_notes(chosen, release))  # fmt: skip
 
 
 def _attention_notes(chosen: str | None, release: str) -> tuple[str, ...]:
@@ -531,18 +518,18 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         return True, f"{g.name}, {g.memory_total_mib * MiB / GiB:.1f} GiB", "GPU name and memory known"
 
     conditions = (
-        Condition("gpu_memory", "GPU name and memory", gpu,
+        rules.Condition("gpu_memory", "GPU name and memory", gpu,
                   "vLLM sizes max_num_seqs and max_num_batched_tokens by GPU memory (A100 excluded from the large tier)",
                   "pass --max-num-seqs / --max-num-batched-tokens / --gpu-memory-utilization to choose"),
     )  # fmt: skip
-    results = evaluate(conditions, s)
+    results = rules.evaluate(conditions, s)
     forced = any(s.flag(flag) for flag in MEMORY_FLAGS.values())
-    state = state_of(results, forced_on=forced)
+    state = rules.state_of(results, forced_on=forced)
     tiers = ", ".join(f">= {g} GiB{' (not A100)' if no else ''}: {q} seqs / {t} tokens" for g, no, q, t in at(BATCH_TIERS, release))
     notes = [f"`vllm serve` tiers: {tiers}; else {SMALL_GPU_BATCH[0]} / {SMALL_GPU_BATCH[1]}",
              "max_num_batched_tokens is also capped at max_num_seqs x max_model_len"]  # fmt: skip
-    source = Source(f"vllm v{release}", ARG_UTILS_FILE, f"get_batch_defaults; gpu_memory_utilization in {CACHE_CONFIG_FILE}")
-    return decided("memory_defaults", "memory and batch defaults", state, results, source, value=value, notes=notes)
+    source = rules.Source(f"vllm v{release}", ARG_UTILS_FILE, f"get_batch_defaults; gpu_memory_utilization in {CACHE_CONFIG_FILE}")
+    return rules.decided("memory_defaults", "memory and batch defaults", state, results, source, value=value, notes=notes)
 
 
 # -- scheduling switches -------------------------------------------------------------------------------------------------
@@ -571,7 +558,7 @@ def switch_setting(s: Scenario, flag: str) -> bool | None:
     return setting
 
 
-# SchedulerConfig.async_scheduling: False up to v0.13.0, None (decided by VllmConfig: on where supported) from v0.14.1.
+# SchedulerConfig.async_scheduling: False up to v0.13.0, None (rules.decided by VllmConfig: on where supported) from v0.14.1.
 ASYNC_SCHEDULING_DEFAULT_ON: list[tuple[str, bool]] = [("0.12.0", False), ("0.14.1", True)]
 
 
@@ -586,16 +573,16 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
         on = at(ASYNC_SCHEDULING_DEFAULT_ON, release)
         return on, f"vllm {version}", "v0.14.1 or newer (on by default)"
 
-    conditions = (Condition("default", f"{title} supported", single_node, why, f"pass --no-{flag[2:]} to turn it off"),)
+    conditions = (rules.Condition("default", f"{title} supported", single_node, why, f"pass --no-{flag[2:]} to turn it off"),)
     if which == "async_scheduling":
-        conditions += (Condition("release_default", "on by default in this release", by_default,
+        conditions += (rules.Condition("release_default", "on by default in this release", by_default,
                                  "SchedulerConfig.async_scheduling defaulted to False before v0.14.1",
                                  f"pass {flag} or upgrade vLLM"),)  # fmt: skip
-    results = evaluate(conditions, s)
+    results = rules.evaluate(conditions, s)
     setting = switch_setting(s, flag)
-    state = state_of(results, forced_on=setting is True, forced_off=setting is False)
-    source = Source(f"vllm v{release}", ARG_UTILS_FILE if which != "async_scheduling" else VLLM_CONFIG_FILE)
-    return decided(decision_id, title, state, results, source)
+    state = rules.state_of(results, forced_on=setting is True, forced_off=setting is False)
+    source = rules.Source(f"vllm v{release}", ARG_UTILS_FILE if which != "async_scheduling" else VLLM_CONFIG_FILE)
+    return rules.decided(decision_id, title, state, results, source)
 
 
 def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
@@ -616,4 +603,4 @@ def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
 # completion of --engine-version and the app offer. A new change table belongs in this tuple.
 CHANGE_TABLES = (FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, GPU_MEMORY_UTILIZATION, BATCH_TIERS, EAGER_LOWERS_LEVEL,
                  MLA_SM100_FIRST, SINKS_SM100, ASYNC_SCHEDULING_DEFAULT_ON)  # fmt: skip
-RELEASES = tuple(sorted({*VERIFIED, *(first for table in CHANGE_TABLES for first, _ in table)}, key=parse_release))
+RELEASES = tuple(sorted({*VERIFIED, *(first for table in CHANGE_TABLES for first, _ in table)}, key=rules.parse_release))
