@@ -11,7 +11,6 @@ Cheap to import: no torch, flashinfer or textual (the engines' rules and the che
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import field, replace
 
 from advisor.facts import Facts
@@ -131,15 +130,16 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
         flags=_merge_flags(decisions),
         release_matrix=engine.release_matrix(scenario),
     )
-    return _with_argv(plan, engine.command)
+    return _with_argv(plan)
 
 
-def _with_argv(plan: Plan, command: Callable[..., list[str]]) -> Plan:
-    """The command line as the engine spells it; when it cannot be built, an empty argv and a problem saying why."""
-    from launcher.engines import EngineCommandError
+def _with_argv(plan: Plan) -> Plan:
+    """The command line as the engine spells it (its builder, through launcher.engines.command_for); when it cannot be
+    built, an empty argv and a problem saying why."""
+    from launcher.engines import EngineCommandError, command_for
 
     try:
-        return replace(plan, argv=tuple(command(plan)))
+        return replace(plan, argv=tuple(command_for(plan)))
     except EngineCommandError as exc:
         problem = Problem("no_command", "error", f"cannot build the {plan.intent.engine} command: {exc}", str(exc),
                           "launcher/engines.py (command_for)")  # fmt: skip

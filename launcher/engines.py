@@ -3,7 +3,9 @@
     command_for(plan, *, mode=None, extra=(), python=None, node_rank=0, dist_init_addr=None) -> list[str]
     commands_for_nodes(plan, *, mode=None, extra=(), python=None, dist_init_addr=None) -> list[list[str]]
 
-Engines:
+Each engine's command is built by the builder its registry entry names (advisor.rules.registry; the engine's
+``command``); command_for applies what every engine shares (the node rank, the rendezvous address) and calls it.
+The builders of the engines that ship with tp-advisor:
 - ``bundled``: torchrun (``python -m torch.distributed.run``) running ``-m launcher.runtime`` on every rank. One node:
   ``--standalone``; several nodes: a c10d rendezvous at ``dist_init_addr`` with ``--node-rank i``. The run directory's
   ``--log-dir``/``--tee`` flags are added by ``launcher.spawn`` (it owns the run directory), not here.
@@ -21,7 +23,7 @@ Order of the tail, for every engine: the plan's resolved flags, then the user's 
 (``plan.intent.overrides``), then ``extra`` (per-launch arguments such as ``--prompt``), so a later flag wins in engines
 whose parsers let the last occurrence win.
 
-Cheap to import: no torch, no advisor at run time (advisor.plan only for type checking).
+Cheap to import: no torch; of advisor only the registry, when a command is built (advisor.plan for type checking).
 """
 
 from __future__ import annotations
@@ -131,19 +133,20 @@ def command_for(
     node_rank: int = 0,
     dist_init_addr: str | None = None,
 ) -> list[str]:
-    """The argv that starts ``plan.intent.engine`` on node ``node_rank`` (0 for single-node plans)."""
-    engine = plan.intent.engine
+    """The argv that starts ``plan.intent.engine`` on node ``node_rank`` (0 for single-node plans): the checks every
+    engine shares, then the engine's own builder, which the engine registry names (its ``command``:
+    ``bundled_command``, ``sglang_command``, ``vllm_command`` below for the engines that ship with tp-advisor)."""
+    from advisor.rules import registry  # the registry names each engine's builder; it imports no rules itself
+
+    try:
+        engine = registry.get(plan.intent.engine)
+    except registry.UnknownEngine as exc:
+        raise EngineCommandError(str(exc)) from None
     nnodes = max(1, plan.intent.nnodes)
     if not 0 <= node_rank < nnodes:
         raise EngineCommandError(f"node rank {node_rank} is outside 0..{nnodes - 1}; pass a rank below --nnodes")
     addr = dist_init_addr or _default_dist_init_addr(plan)
-    if engine == "bundled":
-        return _bundled(plan, mode=mode, extra=extra, python=python, node_rank=node_rank, addr=addr)
-    if engine == "sglang":
-        return _sglang(plan, extra=extra, python=python, node_rank=node_rank, addr=addr)
-    if engine == "vllm":
-        return _vllm(plan, extra=extra, python=python, node_rank=node_rank, addr=addr)
-    raise EngineCommandError(f"unknown engine {engine!r}: launcher/engines.py builds commands for bundled, sglang and vllm")
+    return engine.command(plan, mode=mode, extra=extra, python=python, node_rank=node_rank, dist_init_addr=addr)
 
 
 def commands_for_nodes(
@@ -192,9 +195,10 @@ def without_flag(flags: Sequence[str], name: str) -> list[str]:
 # -- bundled runtime --------------------------------------------------------------------------------------------------
 
 
-def _bundled(
-    plan: Plan, *, mode: str | None, extra: Sequence[str], python: str | None, node_rank: int, addr: str
+def bundled_command(
+    plan: Plan, *, mode: str | None, extra: Sequence[str], python: str | None, node_rank: int, dist_init_addr: str
 ) -> list[str]:
+    """torchrun running the bundled runtime on every rank of node ``node_rank``."""
     intent = plan.intent
     problem = intent.error()  # counts below 1, a tp that does not split over the nodes (advisor/intent.py)
     if problem:
@@ -204,7 +208,7 @@ def _bundled(
     if nnodes == 1:
         argv += ["--standalone", "--nnodes", "1"]
     else:
-        argv += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", addr]
+        argv += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", dist_init_addr]
     argv += ["--nproc-per-node", str(intent.gpus_per_node), "--max-restarts", "0"]
     allreduce, device = _bundled_choices(plan)
     argv += [
@@ -239,12 +243,15 @@ def _bundled_model(plan: Plan) -> str:
 # -- SGLang -----------------------------------------------------------------------------------------------------------
 
 
-def _sglang(plan: Plan, *, extra: Sequence[str], python: str | None, node_rank: int, addr: str) -> list[str]:
+def sglang_command(
+    plan: Plan, *, mode: str | None, extra: Sequence[str], python: str | None, node_rank: int, dist_init_addr: str
+) -> list[str]:
+    """``python -m sglang.launch_server`` for node ``node_rank`` (``mode`` is the bundled runtime's; not used here)."""
     intent = plan.intent
     argv = [_engine_python(plan, python), "-m", "sglang.launch_server", "--model-path", _served_model(plan, "SGLang")]
     argv += ["--tp-size", str(max(1, intent.tp))]
     if intent.nnodes > 1:
-        argv += ["--nnodes", str(intent.nnodes), "--node-rank", str(node_rank), "--dist-init-addr", addr]
+        argv += ["--nnodes", str(intent.nnodes), "--node-rank", str(node_rank), "--dist-init-addr", dist_init_addr]
     if intent.dp_attention:
         argv += ["--enable-dp-attention"]
     if intent.dp_size != 1 or intent.dp_attention:
@@ -259,13 +266,16 @@ def _sglang(plan: Plan, *, extra: Sequence[str], python: str | None, node_rank: 
 # -- vLLM -------------------------------------------------------------------------------------------------------------
 
 
-def _vllm(plan: Plan, *, extra: Sequence[str], python: str | None, node_rank: int, addr: str) -> list[str]:
+def vllm_command(
+    plan: Plan, *, mode: str | None, extra: Sequence[str], python: str | None, node_rank: int, dist_init_addr: str
+) -> list[str]:
+    """``vllm serve`` for node ``node_rank`` (``mode`` is the bundled runtime's; not used here)."""
     intent = plan.intent
     argv = [*_vllm_program(plan, python), "serve", _served_model(plan, "vLLM")]
     argv += ["--tensor-parallel-size", str(max(1, intent.tp))]
     if intent.nnodes > 1:
         # vLLM's multiprocessing multi-node mode: every node runs the same command; nodes other than 0 run headless.
-        host, _, port = addr.rpartition(":")
+        host, _, port = dist_init_addr.rpartition(":")
         argv += ["--nnodes", str(intent.nnodes), "--node-rank", str(node_rank), "--master-addr", host, "--master-port", port]
         if node_rank > 0:
             argv += ["--headless"]

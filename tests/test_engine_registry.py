@@ -62,8 +62,9 @@ def resolve(version):
     return version, []
 
 
-def command(plan, **options):
-    return ["fake-serve", "--model", plan.intent.model or "", "--tp", str(plan.intent.tp), *plan.flags]
+def command(plan, *, node_rank, dist_init_addr, **options):
+    nodes = ["--node", str(node_rank), "--rendezvous", dist_init_addr] if plan.intent.nnodes > 1 else []
+    return ["fake-serve", "--model", plan.intent.model or "", "--tp", str(plan.intent.tp), *nodes, *plan.flags]
 
 
 ENGINE = Engine(
@@ -147,6 +148,24 @@ def test_adding_a_release_is_one_row(register):
     assert registry.get("tpfake2").newest == "1.2.0"
     assert [r.release for r in fake_plan("tpfake2", "1.1.0").release_matrix] == ["1.0.0", "1.1.0", "1.2.0"]
     assert not fake_plan("tpfake2", "1.2.0").decisions[0].enabled
+
+
+def test_the_engine_builds_its_own_command_line_everywhere(register):
+    """The registered engine's command builder is the one every face uses (the plan's argv, `advisor launch`, the app):
+    launcher.engines checks the node rank and fills in the rendezvous address, then calls it."""
+    from advisor.launching import prepare_launch
+    from launcher.engines import EngineCommandError, command_for
+
+    register("tpfake", [("1.0.0", False), ("1.1.0", True)])
+    intent = Intent(model="Qwen/Qwen3-8B", tp=8, nnodes=2, engine="tpfake", engine_version="1.1.0")
+    plan = build_plan(load_profile("h200-8"), resolve_model("Qwen/Qwen3-8B"), intent)
+    assert plan.argv == ("fake-serve", "--model", "Qwen/Qwen3-8B", "--tp", "8", "--node", "0", "--rendezvous",
+                         "sim-h200-8:29500", "--fake-fusion")  # fmt: skip
+    commands, _ = prepare_launch(plan, dist_init_addr="10.0.0.1:5000")
+    assert [c[5:9] for c in commands] == [["--node", "0", "--rendezvous", "10.0.0.1:5000"],
+                                          ["--node", "1", "--rendezvous", "10.0.0.1:5000"]]  # fmt: skip
+    with pytest.raises(EngineCommandError, match="node rank 2 is outside 0..1"):
+        command_for(plan, node_rank=2)
 
 
 def _complete(words: str) -> list[str]:

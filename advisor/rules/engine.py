@@ -367,7 +367,10 @@ class Engine:
     decide: Callable[[Scenario, str], tuple[list[Decision], list[Problem]]]
     # The what-if view: the FlashInfer fusion outcome of a scenario under every modelled release.
     release_matrix: Callable[[Scenario], tuple[ReleaseOutcome, ...]]
-    command: Callable[..., list[str]]  # (plan, *, mode, extra, python, node_rank, dist_init_addr) -> argv
+    # Builds its argv: (plan, *, mode, extra, python, node_rank, dist_init_addr) -> list[str]. launcher.engines.command_for
+    # checks the node rank and fills in the rendezvous address first; it raises launcher.engines.EngineCommandError
+    # (one line naming the fix) for a plan it cannot start.
+    command: Callable[..., list[str]]
     install_hint: Callable[[str | None], str]  # (version) -> the pip command that installs it
     dtypes: tuple[str, ...] = ("auto",)  # the --dtype values it accepts
     decision_ids: tuple[str, ...] = ()  # the ids of the decisions it makes (`advisor explain RULE` completes them)

@@ -9,7 +9,7 @@ from functools import partial
 from advisor import __version__
 from advisor.rules import bundled
 from advisor.rules.engine import Decision, Engine, Problem, ReleaseOutcome, Scenario
-from launcher.engines import ENGINE_DTYPES, command_for, install_command
+from launcher.engines import ENGINE_DTYPES, bundled_command, install_command
 
 NAME = "bundled"
 
@@ -37,7 +37,7 @@ ENGINE = Engine(
     resolve=resolve,
     decide=decide,
     release_matrix=release_matrix,
-    command=command_for,
+    command=bundled_command,
     install_hint=partial(install_command, NAME),
     dtypes=ENGINE_DTYPES[NAME],
     decision_ids=("flashinfer_allreduce_fusion", "device"),

@@ -6,7 +6,7 @@ from functools import partial
 
 from advisor.rules import sglang
 from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError, fusion_outcomes
-from launcher.engines import ENGINE_DTYPES, command_for, install_command
+from launcher.engines import ENGINE_DTYPES, install_command, sglang_command
 
 
 def resolve(version: str | None) -> tuple[str, list[Problem]]:
@@ -34,7 +34,7 @@ ENGINE = Engine(
     resolve=resolve,
     decide=sglang.decide,
     release_matrix=partial(fusion_outcomes, sglang.fusion_decision, tuple(sglang.RELEASES)),
-    command=command_for,
+    command=sglang_command,
     install_hint=partial(install_command, sglang.ENGINE),
     dtypes=ENGINE_DTYPES[sglang.ENGINE],
     decision_ids=("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend",

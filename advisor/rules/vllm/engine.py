@@ -6,7 +6,7 @@ from functools import partial
 
 from advisor.rules import vllm
 from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError, fusion_outcomes
-from launcher.engines import ENGINE_DTYPES, command_for, install_command
+from launcher.engines import ENGINE_DTYPES, install_command, vllm_command
 
 
 def resolve(version: str | None) -> tuple[str, list[Problem]]:
@@ -24,7 +24,7 @@ ENGINE = Engine(
     resolve=resolve,
     decide=vllm.decide,
     release_matrix=partial(fusion_outcomes, vllm.fusion_decision, tuple(vllm.RELEASES)),
-    command=command_for,
+    command=vllm_command,
     install_hint=partial(install_command, vllm.ENGINE),
     dtypes=ENGINE_DTYPES[vllm.ENGINE],
     decision_ids=("flashinfer_allreduce_fusion", "custom_allreduce", "compilation", "attention_backend",
