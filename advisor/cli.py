@@ -11,6 +11,7 @@ import sys
 import click
 
 from advisor import __version__
+from advisor.options import BY_FLAG, COMMON
 
 # -- shell completion of option values (imports happen only when completing) -------------------------------------------
 
@@ -100,66 +101,47 @@ class PositiveInt(click.ParamType):
 
 POSITIVE = PositiveInt()
 
+_COMPLETIONS = {"models": _complete_models, "profiles": _complete_profiles, "engine_versions": _complete_engine_versions}
+
+
+def click_option(spec, help_text: str | None = None):
+    """The click option of one common option (advisor.options), its default the one advisor.context.Options gives."""
+    from advisor import options as kinds
+    from advisor.context import Options
+
+    settings: dict = {"help": help_text or spec.help, "default": getattr(Options(), spec.field)}
+    if spec.metavar:
+        settings["metavar"] = spec.metavar
+    if spec.complete:
+        settings["shell_complete"] = _COMPLETIONS[spec.complete]
+    if spec.show_default:
+        settings["show_default"] = True
+    settings.update({
+        kinds.NUMBER: {"type": POSITIVE},
+        kinds.PATH: {"type": click.Path(dir_okay=False)},
+        kinds.ENGINE: {"type": EngineChoice()},
+        kinds.REPEATED: {"multiple": True},
+        kinds.FLAG: {"is_flag": True},
+    }.get(spec.kind, {}))  # fmt: skip
+    return click.option("/".join(spec.flags), spec.field, **settings)
+
+
 # The machine options `probe` shares with the others (each command words its own help).
 def profile_option(help_text: str):
-    return click.option("--profile", metavar="NAME", shell_complete=_complete_profiles, help=help_text)
+    return click_option(BY_FLAG["--profile"], help_text)
 
 
 def python_option(help_text: str):
-    return click.option("--python", "python", metavar="PATH", type=click.Path(dir_okay=False), help=help_text)
+    return click_option(BY_FLAG["--python"], help_text)
 
 
 def with_package_option(help_text: str):
-    return click.option("--with-package", "with_package", multiple=True, metavar="NAME==VERSION", help=help_text)
+    return click_option(BY_FLAG["--with-package"], help_text)
 
 
-# Options shared by the TUI (bare `advisor`), `check`, `explain` and `launch` (docs/architecture.md, "Contracts").
-COMMON_OPTIONS = [
-    click.option(
-        "--model",
-        "model",
-        metavar="ID|DIR",
-        shell_complete=_complete_models,
-        help="Model id (Hugging Face cache, offline, or the bundled catalog) or a local directory with config.json."
-        " Default: the bundled runtime's demo model; sglang and vllm need one.",
-    ),
-    click.option(
-        "--tp",
-        "tp",
-        type=POSITIVE,
-        default=None,
-        help="Tensor-parallel size. Default: the number of GPUs the engine sees (2 for the bundled demo on a machine"
-        " without GPUs, else 1).",
-    ),
-    click.option("--nnodes", type=POSITIVE, default=1, show_default=True, help="Number of nodes."),
-    click.option("--dp-attention/--no-dp-attention", default=False, help="SGLang DP attention."),
-    click.option("--dp-size", type=POSITIVE, default=1, show_default=True, help="Data-parallel size."),
-    click.option("--moe-a2a-backend", default="none", show_default=True, metavar="NAME", help="MoE all-to-all backend."),
-    click.option(
-        "--engine",
-        type=EngineChoice(),
-        default=None,
-        help="Serving engine. Default: sglang when the probed packages include sglang, else the bundled runtime.",
-    ),
-    click.option(
-        "--engine-version",
-        metavar="X.Y.Z",
-        shell_complete=_complete_engine_versions,
-        help="Engine release whose rules apply. Default: the installed one, else the newest modelled release.",
-    ),
-    click.option("--dtype", default=None, help="Model dtype (bfloat16, float16, float32). Default: the model's."),
-    profile_option("Use a simulated machine instead of probing this one (list them with `advisor profiles`)."),
-    click.option(
-        "--facts",
-        "facts_file",
-        metavar="FILE",
-        type=click.Path(dir_okay=False),
-        help="Use facts saved with `advisor probe -o FILE` instead of probing this machine.",
-    ),
-    python_option("Take the packages from another Python interpreter (a virtualenv's python, for example)."),
-    with_package_option("Pretend a package is installed at VERSION (repeatable), e.g. flashinfer-python==0.6.12."),
-    click.option("--strict", is_flag=True, help="Treat warnings as errors (exit 1)."),
-]
+# Options shared by the TUI (bare `advisor`), `check`, `explain`, `launch`, `layouts` and `diff`, as advisor.options
+# declares them.
+COMMON_OPTIONS = [click_option(spec) for spec in COMMON]
 
 
 def common_options(func):

@@ -48,7 +48,8 @@ def usage_error(message: str) -> AdvisorError:
 
 @record
 class Options:
-    """The common options of the TUI, `check`, `explain` and `launch` (docs/architecture.md, "Contracts").
+    """The common options of the TUI, `check`, `explain`, `launch`, `layouts` and `diff`: one field per option of
+    advisor.options (whose flags, kinds and help live there; the defaults here are click's too), plus two set otherwise.
 
     ``None`` means "not given": the defaults are resolved from the facts (see :func:`resolve`)."""
 

@@ -13,26 +13,19 @@ from __future__ import annotations
 import os
 import sys
 
-# `advisor check` options -> Options fields, by how they take values (advisor.cli.COMMON_OPTIONS declares them for click;
-# tests/test_fastpath.py checks that this table agrees with it).
-TEXT_OPTIONS = {
-    "--model": "model",
-    "--moe-a2a-backend": "moe_a2a_backend",
-    "--engine": "engine",
-    "--engine-version": "engine_version",
-    "--dtype": "dtype",
-    "--profile": "profile",
-    "--facts": "facts_file",
-    "--python": "python",
-}
-NUMBER_OPTIONS = {"--tp": "tp", "--nnodes": "nnodes", "--dp-size": "dp_size"}  # whole numbers >= 1
-PATH_OPTIONS = {"facts_file", "python"}  # click.Path(dir_okay=False): click rejects a directory or an unreadable file
-REPEATED_OPTIONS = {"--with-package": "with_package"}
+from advisor.options import COMMON, ENGINE, FLAG, NUMBER, PATH, REPEATED, SWITCH, TEXT
+
+# `advisor check` options -> Options fields, by how they take values: the common options as advisor.options declares
+# them (advisor.cli builds click's from the same table), plus check's own --json.
+TEXT_OPTIONS = {o.flag: o.field for o in COMMON if o.kind in (TEXT, PATH, ENGINE)}
+NUMBER_OPTIONS = {o.flag: o.field for o in COMMON if o.kind == NUMBER}  # whole numbers >= 1
+PATH_OPTIONS = {o.field for o in COMMON if o.kind == PATH}  # click.Path(dir_okay=False): click rejects a directory or an unreadable file
+ENGINE_OPTIONS = {o.field for o in COMMON if o.kind == ENGINE}  # a registered engine; click reports any other name
+REPEATED_OPTIONS = {o.flag: o.field for o in COMMON if o.kind == REPEATED}
 FLAGS = {
     "--json": ("as_json", True),
-    "--strict": ("strict", True),
-    "--dp-attention": ("dp_attention", True),
-    "--no-dp-attention": ("dp_attention", False),
+    **{o.flag: (o.field, True) for o in COMMON if o.kind in (FLAG, SWITCH)},
+    **{o.off: (o.field, False) for o in COMMON if o.off},
 }
 
 
@@ -83,7 +76,7 @@ def parse_check(argv: list[str]) -> dict | None:
             params[NUMBER_OPTIONS[name]] = number
         else:
             field = TEXT_OPTIONS[name]
-            if (field == "engine" and value not in _engines()) or (field in PATH_OPTIONS and not _plain_path(value)):
+            if (field in ENGINE_OPTIONS and value not in _engines()) or (field in PATH_OPTIONS and not _plain_path(value)):
                 return None
             params[field] = value
     params["with_package"] = tuple(params["with_package"])
