@@ -164,17 +164,6 @@ def commands_for_nodes(
     ]
 
 
-def flag_value(flags: Sequence[str], name: str) -> str | None:
-    """The value of ``name`` in a flag list (``--name VALUE`` or ``--name=VALUE``); the last occurrence wins."""
-    value = None
-    for i, item in enumerate(flags):
-        if item == name and i + 1 < len(flags):
-            value = flags[i + 1]
-        elif item.startswith(name + "="):
-            value = item.split("=", 1)[1]
-    return value
-
-
 def without_flag(flags: Sequence[str], name: str) -> list[str]:
     """``flags`` minus every ``--name VALUE`` / ``--name=VALUE``."""
     out: list[str] = []

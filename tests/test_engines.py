@@ -10,8 +10,8 @@ import pytest
 from advisor.facts import Facts, Gpu, Host
 from advisor.models import ModelSpec
 from advisor.plan import Intent, Plan
-from advisor.rules.engine import Decision
-from launcher.engines import EngineCommandError, command_for, commands_for_nodes, flag_value, without_flag
+from advisor.rules.engine import Decision, flag_value
+from launcher.engines import EngineCommandError, command_for, commands_for_nodes, without_flag
 
 CPU = Facts(host=Host(hostname="box"))
 GPUS = Facts(host=Host(hostname="gpu-node-0"), gpus=(Gpu(index=0), Gpu(index=1)))

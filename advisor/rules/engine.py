@@ -82,16 +82,37 @@ class ReleaseOutcome:
 # -- rules as data ------------------------------------------------------------------------------------------------------
 # (Everything above is the shared vocabulary.)
 
-def flag_value(tokens: Sequence[str], name: str) -> str | None:
-    """The value of ``--name VALUE`` / ``--name=VALUE`` in a token list (last occurrence wins); "" for a bare flag."""
-    value = None
+def flag_values(tokens: Sequence[str], *names: str, next_flag: str | None = "-") -> list[str | None]:
+    """Every value given to any of ``names`` in an engine argument list, in order: the one reading of flags that the
+    rules, SGLang's argument check and vLLM's -O use.
+
+    ``--name V`` and ``--name=V`` give V (``--name=`` gives ""); a one-letter flag also takes its value attached, as
+    argparse and vLLM do (``-O3``, ``-O=3``). Where ``--name`` has no value, because the line ends or the next token
+    starts with ``next_flag`` (it is the next flag), the entry is None. ``next_flag``: "-" reads any dash as the next
+    flag (vLLM's short flags such as ``-O3`` are never taken as a value); "--" is argparse's reading, where ``-1`` is a
+    value; None takes whatever follows."""
+    values: list[str | None] = []
     for i, token in enumerate(tokens):
-        if token == name:
-            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-            value = nxt if nxt is not None and not nxt.startswith("-") else ""
-        elif token.startswith(name + "="):
-            value = token.split("=", 1)[1]
-    return value
+        for name in names:
+            if token == name:
+                nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+                values.append(None if nxt is None or (next_flag and nxt.startswith(next_flag)) else nxt)
+            elif token.startswith(name + "="):
+                values.append(token[len(name) + 1:])
+            elif len(name) == 2 and token.startswith(name):  # "-O3": a one-letter flag with its value attached
+                values.append(token[2:])
+            else:
+                continue
+            break
+    return values
+
+
+def flag_value(tokens: Sequence[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` / ``--name=VALUE`` (last occurrence wins); "" for a bare flag; None when absent."""
+    values = flag_values(tokens, name)
+    if not values:
+        return None
+    return "" if values[-1] is None else values[-1]
 
 
 def has_flag(tokens: Sequence[str], name: str) -> bool:

@@ -13,7 +13,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-from advisor.rules.engine import Problem, Scenario
+from advisor.rules.engine import Problem, Scenario, flag_values
 from advisor.rules.sglang.common import SERVER_ARGS
 
 ARGUMENTS_FILE = Path(__file__).with_name("cli_args.json")
@@ -31,18 +31,6 @@ def declared(release: str) -> dict[str, list[str] | str]:
     return _releases().get(release, {})
 
 
-def _values(overrides: tuple[str, ...], flag: str) -> list[str | None]:
-    """Every value given to ``flag`` ("--flag V" or "--flag=V"); None where the flag ends the line without one."""
-    values: list[str | None] = []
-    for i, token in enumerate(overrides):
-        if token == flag:  # argparse takes a following "--other-flag" as a flag, not as this one's value
-            value = overrides[i + 1] if i + 1 < len(overrides) else None
-            values.append(None if value is None or value.startswith("--") else value)
-        elif token.startswith(flag + "="):
-            values.append(token.split("=", 1)[1])
-    return values
-
-
 def _is_number(value: str, kind: str) -> bool:
     try:
         (int if kind == "int" else float)(value)
@@ -58,7 +46,7 @@ def argument_problems(s: Scenario, release: str) -> list[Problem]:
         return []
     problems = []
     for flag, spec in arguments.items():
-        for value in _values(s.overrides, flag):
+        for value in flag_values(s.overrides, flag, next_flag="--"):  # argparse: "--x" is the next flag, "-1" a value
             if value is None:
                 reason, fix = f"{flag} needs a value", f"pass {flag} VALUE"
             elif isinstance(spec, list) and value not in spec:

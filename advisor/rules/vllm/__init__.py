@@ -124,15 +124,7 @@ OPTIMIZATION_LEVELS = range(4)  # OptimizationLevel O0..O3 (vllm/config/vllm.py,
 
 def _level_values(s: Scenario) -> list[str]:
     """The values given to -O / --optimization-level ("-O1", "-O 1", "-O=1", "--optimization-level 1"), in order."""
-    values = []
-    for i, token in enumerate(s.overrides):
-        if token.startswith("-O") and len(token) > 2:
-            values.append(token[2:].lstrip("="))
-        elif token in ("-O", "--optimization-level") and i + 1 < len(s.overrides):
-            values.append(s.overrides[i + 1])
-        elif token.startswith("--optimization-level="):
-            values.append(token.split("=", 1)[1])
-    return values
+    return [v for v in rules.flag_values(s.overrides, "-O", "--optimization-level", next_flag=None) if v is not None]
 
 
 def optimization_level(s: Scenario) -> int:
