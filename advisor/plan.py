@@ -22,6 +22,7 @@ from advisor.rules.engine import (
     Decision,
     Engine,
     Problem,
+    Release,
     ReleaseError,
     ReleaseOutcome,
     Scenario,
@@ -111,7 +112,7 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
         raise PlanError(str(exc)) from None
     problems += found
     version = version or rules
-    decisions, found = engine.decide(scenario, version)
+    decisions, found = engine.decide(scenario, Release(version, rules))
     problems += found
 
     from advisor.rules.checks import run_checks

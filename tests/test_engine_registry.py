@@ -44,9 +44,8 @@ def fusion_decision(s: Scenario, release: str) -> Decision:
                     Source(f"fake v{{release}}", "fake/fusion.py"))
 
 
-def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
-    release = version if version in RELEASES else RELEASES[-1]
-    return [fusion_decision(s, release)], []
+def decide(s: Scenario, release) -> tuple[list[Decision], list[Problem]]:
+    return [fusion_decision(s, release.rules)], []  # release: advisor.rules.engine.Release, resolved once per plan
 '''
 
 ENGINE = '''
@@ -203,3 +202,29 @@ def test_the_registry_names_its_engines_without_importing_their_rules():
     assert registry.versioned() == ("sglang", "vllm")
     with pytest.raises(registry.UnknownEngine, match="choose one of bundled, sglang, vllm"):
         registry.get("trt")
+
+
+def test_the_plan_resolves_the_release_once_and_hands_it_to_decide(monkeypatch):
+    """Engine.resolve runs once per plan; decide gets its Release (the version, for warnings about it, and the rules)."""
+    from dataclasses import replace
+
+    from advisor.rules.engine import Release
+
+    sglang = registry.get("sglang")
+    calls = {"resolve": 0, "decide": []}
+
+    def resolve(version):
+        calls["resolve"] += 1
+        return sglang.resolve(version)
+
+    def decide(s, release):
+        calls["decide"].append(release)
+        return sglang.decide(s, release)
+
+    counted = replace(sglang, resolve=resolve, decide=decide)
+    monkeypatch.setattr(registry, "get", lambda name: counted)
+    intent = Intent(model="Qwen/Qwen3-8B", tp=8, engine="sglang", engine_version="9.0.0")
+    plan = build_plan(load_profile("h200-8"), resolve_model("Qwen/Qwen3-8B"), intent)
+    assert calls == {"resolve": 1, "decide": [Release("9.0.0", sglang.newest)]}
+    assert calls["decide"][0].newer and plan.engine == {"name": "sglang", "version": "9.0.0", "rules": sglang.newest}
+    assert "engine_version_newer" in {p.id for p in plan.problems}

@@ -11,7 +11,7 @@ from advisor.models import ModelSpec, resolve_model
 from advisor.plan import Intent
 from advisor.probe.profiles import load_profile
 from advisor.rules import sglang
-from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Scenario
+from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Release, Scenario
 from advisor.rules.sglang import fusion as sglang_fusion
 from advisor.rules.sglang.engine import ENGINE as SGLANG
 
@@ -392,16 +392,16 @@ def test_backend_resolution(profile, tp, nnodes, value, backend, error):
 
 def test_forced_auto_on_multi_node_sm90_is_a_problem():
     s = scenario("h100-sxm-8", tp=16, nnodes=2, overrides=("--flashinfer-allreduce-fusion-backend", "auto"))
-    decisions, problems = sglang.decide(s, "0.5.18")
+    decisions, problems = sglang.decide(s, Release("0.5.18", "0.5.18"))
     assert decisions[0].state == FORCED_ON
     assert [p.id for p in problems] == ["fusion_backend_error"] and problems[0].severity == "error"
-    _, fine = sglang.decide(scenario("h100-sxm-8"), "0.5.18")
+    _, fine = sglang.decide(scenario("h100-sxm-8"), Release("0.5.18", "0.5.18"))
     assert fine == []
 
 
 def test_forced_bool_flag_across_nodes_before_v0_5_14_is_a_problem():
     s = scenario("h100-sxm-8", tp=16, nnodes=2, overrides=("--enable-flashinfer-allreduce-fusion",))
-    _, problems = sglang.decide(s, "0.5.13")
+    _, problems = sglang.decide(s, Release("0.5.13", "0.5.13"))
     assert problems and "2006" in problems[0].source
 
 

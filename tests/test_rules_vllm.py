@@ -10,7 +10,7 @@ from advisor.models import ModelSpec, resolve_model
 from advisor.plan import Intent
 from advisor.probe.profiles import load_profile
 from advisor.rules import vllm
-from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Scenario
+from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Release, Scenario
 
 HIDDEN_8192 = ModelSpec(id="big", architecture="LlamaForCausalLM", hidden_size=8192, dtype="bfloat16")
 
@@ -239,5 +239,5 @@ def test_an_optimization_level_vllm_does_not_know_is_an_error(overrides, bad):
     else:
         assert [(p.id, p.severity) for p in problems] == [("vllm_optimization_level", "error")]
         assert f"-O{bad} " in problems[0].message and "-O2" in problems[0].fix
-        _, found = vllm.decide(scenario("h200-8", overrides=overrides), vllm.NEWEST)
+        _, found = vllm.decide(scenario("h200-8", overrides=overrides), Release(vllm.NEWEST, vllm.NEWEST))
         assert "vllm_optimization_level" in {p.id for p in found}

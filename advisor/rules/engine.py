@@ -347,6 +347,20 @@ def fusion_outcomes(
 # -- an engine: what the registry (advisor.rules.registry) holds for each one ------------------------------------------
 
 
+@record
+class Release:
+    """The engine release one plan models, resolved once (``Engine.resolve``): the version asked for or installed, and
+    the modelled release whose rules apply (the same but for a version outside the modelled range)."""
+
+    version: str  # "0.6.0"
+    rules: str  # "0.5.23"
+
+    @property
+    def newer(self) -> bool:
+        """The version is newer than every modelled release: the newest one's rules apply."""
+        return parse_release(self.version) > parse_release(self.rules)
+
+
 class ReleaseError(ValueError):
     """An engine version the engine's tables cannot model; the message is one line naming the fix."""
 
@@ -379,13 +393,14 @@ class Engine:
 
     ``resolve(version)`` is called once per plan: the modelled release whose rules apply and any warning about the
     choice (raises :class:`ReleaseError` for a version the tables cannot model). ``version`` is None for an engine
-    without releases. ``decide(scenario, version)`` returns the decisions and the problems they raise."""
+    without releases. ``decide(scenario, release)`` returns the decisions and the problems they raise under that
+    :class:`Release` (its rules, resolved once; its version for warnings about the version itself)."""
 
     name: str  # "sglang": the --engine value and the plan's engine name
     package: str  # the distribution whose installed version picks the rules ("torch" for the bundled runtime)
     releases: tuple[str, ...]  # the modelled releases, oldest first; () for an engine without releases
     resolve: Callable[[str | None], tuple[str, list[Problem]]]
-    decide: Callable[[Scenario, str], tuple[list[Decision], list[Problem]]]
+    decide: Callable[[Scenario, Release], tuple[list[Decision], list[Problem]]]
     # The what-if view: the FlashInfer fusion outcome of a scenario under every modelled release.
     release_matrix: Callable[[Scenario], tuple[ReleaseOutcome, ...]]
     # Builds its argv: (plan, *, mode, extra, python, node_rank, dist_init_addr) -> list[str]. launcher.engines.command_for

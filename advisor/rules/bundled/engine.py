@@ -8,7 +8,7 @@ from functools import partial
 
 from advisor import __version__
 from advisor.rules import bundled
-from advisor.rules.engine import Decision, Engine, Problem, ReleaseOutcome, Scenario
+from advisor.rules.engine import Decision, Engine, Problem, Release, ReleaseOutcome, Scenario
 from launcher.engines import ENGINE_DTYPES, bundled_command, install_command
 
 NAME = "bundled"
@@ -19,7 +19,7 @@ def resolve(version: str | None) -> tuple[str, list[Problem]]:
     return __version__, []
 
 
-def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
+def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]]:
     return bundled.decide(s)
 
 

@@ -19,6 +19,7 @@ from advisor.rules.engine import (  # noqa: F401  (the names the single module o
     Condition,
     Decision,
     Problem,
+    Release,
     ReleaseOutcome,
     Scenario,
     Source,
@@ -168,7 +169,8 @@ from advisor.rules.sglang.moe_runner import (  # noqa: F401
 )
 
 
-def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
+def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]]:
+    version = release.rules
     fusion = fusion_decision(s, version)
     decisions = [
         fusion,
@@ -180,12 +182,6 @@ def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
     note = unchecked_note(version)
     if note is not None:
         decisions = [replace(d, notes=(*d.notes, note)) for d in decisions]
-    return decisions, fusion_problems(s, fusion, version) + _argument_problems(s, version)
-
-
-def _argument_problems(s: Scenario, version: str) -> list[Problem]:
-    """The engine arguments the release's parser refuses; a release newer than the modelled ones is not judged (its
-    parser may know more)."""
-    if parse_release(version) > parse_release(NEWEST):
-        return []
-    return argument_problems(s, rules_release(version))
+    # A release newer than the modelled ones is not judged by the newest one's parser: its own may know more.
+    arguments = [] if release.newer else argument_problems(s, version)
+    return decisions, fusion_problems(s, fusion, version) + arguments

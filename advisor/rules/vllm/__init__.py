@@ -13,7 +13,7 @@ from advisor.models import dtype_bytes
 
 # The rules' shared vocabulary (advisor.rules.engine) as rules.X; the types in signatures by name.
 from advisor.rules import engine as rules
-from advisor.rules.engine import Decision, Problem, Scenario
+from advisor.rules.engine import Decision, Problem, Release, Scenario
 
 ENGINE = "vllm"
 # v0.12.0 renamed the pass option to fuse_allreduce_rms (enable_fi_allreduce_fusion before, off by default).
@@ -577,9 +577,10 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
     return rules.decided(decision_id, title, state, results, source)
 
 
-def decide(s: Scenario, version: str) -> tuple[list[Decision], list[Problem]]:
+def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]]:
     vllm = s.facts.package("vllm")
-    problems = version_problems(version, vllm.version if vllm.installed else None) + optimization_level_problems(s)
+    problems = version_problems(release.version, vllm.version if vllm.installed else None) + optimization_level_problems(s)
+    version = release.version  # the decisions resolve their rules from it, and name it in what they observe
     decisions = [
         fusion_decision(s, version),
         custom_allreduce_decision(s, version),
