@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from advisor.records import record
+from advisor.records import fields, record, replace
 from advisor.versions import parse_release, parse_version
 
 if TYPE_CHECKING:
@@ -145,8 +144,6 @@ def _check_python_path(python: str) -> None:
 def _load_profile(name: str) -> Facts:
     """The simulated machine, seen through this shell's CUDA_VISIBLE_DEVICES as the live probe sees a real one (an
     engine started with it set would see only those GPUs)."""
-    from dataclasses import replace
-
     from advisor.probe.environment import visible_gpus
     from advisor.probe.profiles import ProfileError, load_profile
 
@@ -183,8 +180,6 @@ def _probe_live(python: str | None) -> Facts:
 
 def _with_python_packages(facts: Facts, python: str) -> Facts:
     """Keep the machine from the profile or file, take the packages (and Python version) from another interpreter."""
-    from dataclasses import replace
-
     from advisor.probe.packages import PythonProbeError, python_facts
 
     try:

@@ -10,11 +10,10 @@ This module must stay cheap to import: no torch, flashinfer or textual, and no r
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, asdict, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from advisor.records import record
+from advisor.records import MISSING, asdict, field, fields, record, replace
 
 SCHEMA_VERSION = 1
 

@@ -16,12 +16,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from advisor.records import record
+from advisor.records import record, replace
 
 CATALOG_DIR = Path(__file__).parent / "catalog"
 DEMO_ID = "demo"

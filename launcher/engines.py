@@ -30,9 +30,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from launcher.runtime import contract
 
@@ -69,8 +67,7 @@ RUNTIME_MODULES = ("torch", "safetensors", "tokenizers")
 SERVE_MODULES = ("fastapi", "uvicorn", "jinja2", "prometheus_client")
 
 
-@dataclass(frozen=True)
-class ReadySignal:
+class ReadySignal(NamedTuple):  # a NamedTuple, not a dataclass: importing dataclasses would cost `advisor check`
     """A line an engine prints once it accepts requests (`launcher.spawn` marks the run ready on the first one)."""
 
     pattern: re.Pattern[str]  # group 1 is the URL
@@ -308,6 +305,8 @@ def _vllm_program(plan: Plan, python: str | None) -> list[str]:
     if python is None and not (plan.facts.python_executable and plan.facts.source == "live"):
         return [VLLM_PROGRAM]
     interpreter = _engine_python(plan, python)
+    from pathlib import Path  # here, not at import: `advisor check` rarely needs it
+
     script = Path(interpreter).parent / VLLM_PROGRAM  # not resolved: a venv's python is a link out of the venv
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]

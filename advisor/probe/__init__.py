@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from advisor.facts import Driver, Facts, Package, ProbeError, Topology
+from advisor.records import replace
 
 __all__ = ["probe_live", "PythonProbeError"]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from advisor.facts import PCIE_LEVELS, Facts, FactsError
+from advisor.records import replace
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 

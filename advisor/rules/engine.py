@@ -7,11 +7,10 @@ condition is evaluated, never short-circuited, so the user sees every blocker at
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import field
 from functools import cached_property
 from typing import Any
 
-from advisor.records import record
+from advisor.records import field, record
 from advisor.rules.problem import Problem  # noqa: F401  (re-exported: the rules import it from here)
 from advisor.versions import parse_cuda, parse_release, release_text  # noqa: F401  (the rules import them from here)
 
