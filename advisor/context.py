@@ -83,7 +83,7 @@ class Options:
 # -- facts ---------------------------------------------------------------------------------------------------------------
 
 
-# A distribution name (PEP 508); its version is checked by packaging.version (PEP 440: 0.6.12, 2.9.1+cu128, 1.0rc1).
+# A distribution name (PEP 508); its version is checked by advisor.versions (PEP 440: 0.6.12, 2.9.1+cu128, 1.0rc1).
 PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 

@@ -10,10 +10,12 @@ This module must stay cheap to import: no torch, flashinfer or textual, and no r
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.records import MISSING, asdict, field, fields, record, replace
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SCHEMA_VERSION = 1
 
@@ -296,6 +298,8 @@ class Facts:
     @classmethod
     def load(cls, path: str | Path) -> Facts:
         """Load a saved facts file; its source becomes ``file:<path>``."""
+        from pathlib import Path  # here, not at import: pathlib costs `advisor check` (tests/benchmarks)
+
         from launcher.files import read_text
 
         path = Path(path)
