@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any
 
 from advisor.records import fields, record, replace
 from advisor.versions import parse_release, parse_version
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from advisor.facts import Facts
     from advisor.models import ModelSpec
     from advisor.plan import Intent, Plan

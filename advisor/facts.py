@@ -10,12 +10,13 @@ This module must stay cheap to import: no torch, flashinfer or textual, and no r
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
 
 from advisor.records import MISSING, asdict, field, fields, record, replace
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 SCHEMA_VERSION = 1
 

@@ -19,12 +19,13 @@ import os
 import stat
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
 
 from advisor.records import record, replace
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 # pathlib is imported only where a model directory or a Hugging Face cache entry exists: importing it costs `advisor
 # check` (tests/benchmarks/bench_check.py) more than resolving a catalog id takes.

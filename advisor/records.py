@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import sys
 from reprlib import recursive_repr
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import TypeVar
+    from typing import Any, TypeVar
 
     T = TypeVar("T")
 

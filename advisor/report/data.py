@@ -10,11 +10,13 @@ import json
 import re
 import shlex
 import sys
-from typing import TYPE_CHECKING, Any
 
 from advisor.records import asdict, is_record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from advisor.facts import Facts
     from advisor.plan import Plan
     from advisor.rules.engine import ConditionResult, Decision, Problem, ReleaseOutcome

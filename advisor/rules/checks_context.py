@@ -5,8 +5,6 @@ checks_memory, checks_platform, checks_machine). advisor/rules/checks.py runs th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from advisor.facts import Facts, Gpu
 from advisor.models import ModelSpec, dtype_bytes
 from advisor.records import record
@@ -14,6 +12,7 @@ from advisor.rules import flashinfer as fi
 from advisor.rules.engine import Forcing, Problem
 from launcher.runtime.contract import FUSION_MAJORS_BEFORE_SM12
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     from advisor.intent import Intent
 
