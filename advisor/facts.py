@@ -10,6 +10,7 @@ This module must stay cheap to import: no torch, flashinfer or textual, and no r
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 from advisor.records import MISSING, asdict, field, fields, record, replace
 
@@ -365,10 +366,16 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a facts file may hold")
 
 
+@lru_cache(maxsize=64)  # a facts file holds hundreds of fields of a few annotations
+def _kinds(annotation: str) -> frozenset[str]:
+    """"int | None" -> {"int", "None"}."""
+    return frozenset(part.strip() for part in annotation.split("|"))
+
+
 def _check_scalar(cls: type, name: str, annotation: str, value: Any) -> None:
     """Fields typed int, str or bool (optionally | None) must hold exactly that: a whole number 0..MAX_FACT_INT (no
     bool, no float: NaN, inf and 1.5 MiB are not facts), a string, a boolean."""
-    kinds = {part.strip() for part in str(annotation).split("|")}
+    kinds = _kinds(str(annotation))
     if value is None and "None" in kinds:
         return
     where = f"{cls.__name__}.{name}"

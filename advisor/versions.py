@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 _DIGITS = frozenset("0123456789")
+_SIMPLE = frozenset(".0123456789")
 _LOCAL_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz")
 _SEPARATORS = "._-"
 # PEP 440 spellings, tried in this order (as packaging's pattern does), and the name each one means.
@@ -60,11 +61,15 @@ class Version:
         return self._key >= other._key if isinstance(other, Version) else NotImplemented
 
 
+@lru_cache(maxsize=1024)  # a plan reads the same few versions (torch's CUDA, flashinfer's) many times
 def _parse(text: str) -> tuple | None:
     """(epoch, release, pre, post, dev, local) of a PEP 440 version, None when it is not one.
 
     The grammar of packaging's VERSION_PATTERN, read left to right: every part after the release is optional and, once
     it matches, kept (the pattern's possessive quantifiers), each alternative tried in the pattern's order."""
+    if _SIMPLE.issuperset(text):  # "0.5.14", "12.8": digits and dots only, as packaging's own shortcut
+        parts = text.split(".")
+        return None if "" in parts else (0, tuple(int(part) for part in parts), None, None, None, None)
     s = text.strip()
     if not s.isascii():  # the pattern's parts match ASCII only (surrounding Unicode whitespace is stripped)
         return None
