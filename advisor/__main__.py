@@ -1,3 +1,3 @@
-from advisor.fastpath import main
+from advisor.entry import main
 
 main()

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import fields
-from typing import TYPE_CHECKING, Any
 
-from advisor.records import record
+from advisor.records import fields, record, replace
 from advisor.versions import parse_release, parse_version
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from advisor.facts import Facts
     from advisor.models import ModelSpec
     from advisor.plan import Intent, Plan
@@ -85,7 +86,7 @@ class Options:
 # -- facts ---------------------------------------------------------------------------------------------------------------
 
 
-# A distribution name (PEP 508); its version is checked by packaging.version (PEP 440: 0.6.12, 2.9.1+cu128, 1.0rc1).
+# A distribution name (PEP 508); its version is checked by advisor.versions (PEP 440: 0.6.12, 2.9.1+cu128, 1.0rc1).
 PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
@@ -146,8 +147,6 @@ def _check_python_path(python: str) -> None:
 def _load_profile(name: str) -> Facts:
     """The simulated machine, seen through this shell's CUDA_VISIBLE_DEVICES as the live probe sees a real one (an
     engine started with it set would see only those GPUs)."""
-    from dataclasses import replace
-
     from advisor.probe.environment import visible_gpus
     from advisor.probe.profiles import ProfileError, load_profile
 
@@ -184,8 +183,6 @@ def _probe_live(python: str | None) -> Facts:
 
 def _with_python_packages(facts: Facts, python: str) -> Facts:
     """Keep the machine from the profile or file, take the packages (and Python version) from another interpreter."""
-    from dataclasses import replace
-
     from advisor.probe.packages import PythonProbeError, python_facts
 
     try:

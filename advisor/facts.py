@@ -10,11 +10,14 @@ This module must stay cheap to import: no torch, flashinfer or textual, and no r
 from __future__ import annotations
 
 import json
-from dataclasses import MISSING, asdict, field, fields, replace
-from pathlib import Path
-from typing import Any
+from functools import lru_cache
 
-from advisor.records import record
+from advisor.records import MISSING, asdict, field, fields, record, replace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 SCHEMA_VERSION = 1
 
@@ -297,6 +300,8 @@ class Facts:
     @classmethod
     def load(cls, path: str | Path) -> Facts:
         """Load a saved facts file; its source becomes ``file:<path>``."""
+        from pathlib import Path  # here, not at import: pathlib costs `advisor check` (tests/benchmarks)
+
         from launcher.files import read_text
 
         path = Path(path)
@@ -361,10 +366,16 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a facts file may hold")
 
 
+@lru_cache(maxsize=64)  # a facts file holds hundreds of fields of a few annotations
+def _kinds(annotation: str) -> frozenset[str]:
+    """"int | None" -> {"int", "None"}."""
+    return frozenset(part.strip() for part in annotation.split("|"))
+
+
 def _check_scalar(cls: type, name: str, annotation: str, value: Any) -> None:
     """Fields typed int, str or bool (optionally | None) must hold exactly that: a whole number 0..MAX_FACT_INT (no
     bool, no float: NaN, inf and 1.5 MiB are not facts), a string, a boolean."""
-    kinds = {part.strip() for part in str(annotation).split("|")}
+    kinds = _kinds(str(annotation))
     if value is None and "None" in kinds:
         return
     where = f"{cls.__name__}.{name}"

@@ -13,17 +13,23 @@ top level is what SGLang compares against its lists.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from collections.abc import Mapping
-from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
 
-from advisor.records import record
+from advisor.records import record, replace
 
-CATALOG_DIR = Path(__file__).parent / "catalog"
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+# pathlib is imported only where a model directory or a Hugging Face cache entry exists: importing it costs `advisor
+# check` (tests/benchmarks/bench_check.py) more than resolving a catalog id takes.
+CATALOG_DIR = os.path.join(os.path.dirname(__file__), "catalog")
 DEMO_ID = "demo"
 
 # Bytes per element of the dtypes config.json names.
@@ -216,6 +222,8 @@ def estimate_params(spec: ModelSpec, *, tied_embeddings: bool = False) -> int | 
 
 def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None, origin: str = "directory") -> ModelSpec:
     """A ModelSpec from ``path/config.json``."""
+    from pathlib import Path
+
     directory = Path(path).expanduser()
     if not directory.is_dir():
         raise ModelError(f"{directory}: no such model directory; pass a directory holding config.json or a model id")
@@ -244,6 +252,8 @@ def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None
 
 def hf_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub (as huggingface_hub resolves it)."""
+    from pathlib import Path
+
     env = os.environ if environ is None else environ
     if env.get("HF_HUB_CACHE"):
         return Path(env["HF_HUB_CACHE"]).expanduser()
@@ -304,8 +314,40 @@ def hf_cache_ids(environ: Mapping[str, str] | None = None) -> list[str]:
     return sorted(ids)
 
 
+def _hf_cache_text(environ: Mapping[str, str] | None) -> str | None:
+    """hf_cache_dir's directory as os.path finds it (for a look whether an entry exists), without pathlib; None where
+    a "~" does not expand (hf_cache_dir then decides, raising as pathlib does)."""
+    env = os.environ if environ is None else environ
+    hub = (".cache", "huggingface", "hub")
+    if env.get("HF_HUB_CACHE"):
+        base, tail = os.path.expanduser(env["HF_HUB_CACHE"]), ()
+    elif env.get("HF_HOME"):
+        base, tail = os.path.expanduser(env["HF_HOME"]), ("hub",)
+    elif env.get("HOME"):
+        return os.path.join(env["HOME"], *hub)  # taken as it is, as hf_cache_dir does
+    else:
+        base, tail = os.path.expanduser("~"), hub
+    return None if base.startswith("~") else os.path.join(base, *tail)
+
+
+def _is_dir(path: str) -> bool:
+    """pathlib.Path.is_dir without pathlib: False where the path is missing or not a directory, other errors raised."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            raise
+        return False
+    except ValueError:  # an embedded NUL
+        return False
+
+
 def _from_hf_cache(model_id: str, environ: Mapping[str, str] | None) -> ModelSpec | None:
-    repo_dir = hf_cache_dir(environ) / ("models--" + model_id.replace("/", "--"))
+    entry = "models--" + model_id.replace("/", "--")
+    cache = _hf_cache_text(environ)
+    if cache is not None and not _is_dir(os.path.join(cache, entry)):
+        return None  # the common case (a catalog id), decided without pathlib
+    repo_dir = hf_cache_dir(environ) / entry
     found = _snapshot_dir(repo_dir, model_id) if repo_dir.is_dir() else None
     if found is None:
         return None
@@ -323,8 +365,9 @@ def _from_hf_cache(model_id: str, environ: Mapping[str, str] | None) -> ModelSpe
 @lru_cache(maxsize=1)
 def _catalog() -> dict[str, dict[str, Any]]:
     entries: dict[str, dict[str, Any]] = {}
-    for file in sorted(CATALOG_DIR.glob("*.json")):
-        data = json.loads(file.read_text(encoding="utf-8"))
+    for name in sorted(n for n in os.listdir(CATALOG_DIR) if n.endswith(".json")):
+        with open(os.path.join(CATALOG_DIR, name), encoding="utf-8") as file:
+            data = json.loads(file.read())
         entries[data["id"]] = data
     return entries
 
@@ -363,9 +406,12 @@ def resolve_model(ref: str, *, environ: Mapping[str, str] | None = None) -> Mode
     ref = (ref or "").strip()
     if not ref:
         raise ModelError("empty model reference; pass --model ID|DIR (e.g. Qwen/Qwen3-30B-A3B, or `demo`)")
-    candidate = Path(ref).expanduser()
-    if candidate.is_dir():
-        return load_config_dir(candidate, model_id=ref)
+    if ref.startswith("~") or _is_dir(ref):  # pathlib only for a "~" to expand or a directory that exists
+        from pathlib import Path
+
+        candidate = Path(ref).expanduser()
+        if candidate.is_dir():
+            return load_config_dir(candidate, model_id=ref)
     if _looks_like_path(ref):
         raise ModelError(f"{ref}: no such model directory; pass an existing directory holding config.json or a model id")
     spec = _from_hf_cache(ref, environ)

@@ -11,12 +11,10 @@ Cheap to import: no torch, flashinfer or textual (the engines' rules and the che
 
 from __future__ import annotations
 
-from dataclasses import field, replace
-
 from advisor.facts import Facts
 from advisor.intent import Intent  # its home is advisor.intent; `from advisor.plan import Intent` keeps working
 from advisor.models import ModelSpec
-from advisor.records import record
+from advisor.records import field, record, replace
 from advisor.rules import registry
 from advisor.rules.engine import (
     Decision,

@@ -32,12 +32,10 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from launcher.runtime import contract
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     from advisor.plan import Plan
 
@@ -71,12 +69,19 @@ RUNTIME_MODULES = ("torch", "safetensors", "tokenizers")
 SERVE_MODULES = ("fastapi", "uvicorn", "jinja2", "prometheus_client")
 
 
-@dataclass(frozen=True)
 class ReadySignal:
-    """A line an engine prints once it accepts requests (`launcher.spawn` marks the run ready on the first one)."""
+    """A line an engine prints once it accepts requests (`launcher.spawn` marks the run ready on the first one).
 
-    pattern: re.Pattern[str]  # group 1 is the URL
-    from_ranks: bool  # True: a worker rank prints it; False: only the engine's main process (a line without rank prefix)
+    A plain class: a dataclass or NamedTuple would import dataclasses or typing, which `advisor check` pays for."""
+
+    __slots__ = ("from_ranks", "pattern")
+
+    def __init__(self, pattern: re.Pattern[str], from_ranks: bool) -> None:
+        self.pattern = pattern  # group 1 is the URL
+        self.from_ranks = from_ranks  # True: a worker rank prints it; False: only the engine's main process
+
+    def __repr__(self) -> str:
+        return f"ReadySignal(pattern={self.pattern!r}, from_ranks={self.from_ranks!r})"
 
     def url(self, text: str, rank: int | None) -> str | None:
         """The URL when ``text`` (from ``rank``, None for the main process) is this signal, else None."""
@@ -307,6 +312,8 @@ def _vllm_program(plan: Plan, python: str | None) -> list[str]:
     if python is None and not (plan.facts.python_executable and plan.facts.source == "live"):
         return [VLLM_PROGRAM]
     interpreter = _engine_python(plan, python)
+    from pathlib import Path  # here, not at import: `advisor check` rarely needs it
+
     script = Path(interpreter).parent / VLLM_PROGRAM  # not resolved: a venv's python is a link out of the venv
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]

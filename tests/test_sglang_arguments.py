@@ -6,6 +6,7 @@ ambiguous (it starts both --cuda-graph-max-bs-decode and --cuda-graph-max-bs-pre
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +27,7 @@ def problems(overrides: tuple[str, ...], version: str = "0.5.23") -> list:
 
 
 def test_every_modelled_release_has_its_arguments():
-    assert set(json.loads(arguments.ARGUMENTS_FILE.read_text())["releases"]) == set(sglang.RELEASES)
+    assert set(json.loads(Path(arguments.ARGUMENTS_FILE).read_text())["releases"]) == set(sglang.RELEASES)
 
 
 @pytest.mark.parametrize("overrides", [

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
+import os
 
 from advisor.facts import PCIE_LEVELS, Facts, FactsError
+from advisor.records import replace
 
-PROFILES_DIR = Path(__file__).parent / "profiles"
+# A str, not a pathlib.Path: importing pathlib costs `advisor check` more than the profile takes to read.
+PROFILES_DIR = os.path.join(os.path.dirname(__file__), "profiles")
 
 
 class ProfileError(Exception):
@@ -16,7 +17,7 @@ class ProfileError(Exception):
 
 def list_profiles() -> list[str]:
     """Names of the bundled simulated machines, sorted."""
-    return sorted(p.stem for p in PROFILES_DIR.glob("*.json"))
+    return sorted(name[: -len(".json")] for name in os.listdir(PROFILES_DIR) if name.endswith(".json"))
 
 
 def load_profile(name: str) -> Facts:
@@ -24,9 +25,11 @@ def load_profile(name: str) -> Facts:
     known = list_profiles()
     if name not in known:
         raise ProfileError(f"unknown profile {name!r}; known profiles: {', '.join(known)}")
-    path = PROFILES_DIR / f"{name}.json"
+    path = os.path.join(PROFILES_DIR, f"{name}.json")
     try:
-        facts = Facts.from_json(path.read_text(encoding="utf-8"), origin=str(path))
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+        facts = Facts.from_json(text, origin=path)
     except (OSError, FactsError) as exc:
         raise ProfileError(f"profile {name!r} is unreadable ({exc}); reinstall tp-advisor") from None
     return replace(facts, source=f"simulated:{name}")

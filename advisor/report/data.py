@@ -1,18 +1,22 @@
 """A Plan as the stable JSON object of `advisor check --json`: the schema-bound dicts (advisor/schema/plan.schema.json).
 
-Cheap to import (only json, re, shlex and dataclasses): `advisor check --json` must stay fast. The object's shape is
+Cheap to import (only json, re, shlex and advisor.records): `advisor check --json` must stay fast. The object's shape is
 docs/architecture.md "Contracts" and the schema: extend it, never rename a key.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shlex
-from typing import TYPE_CHECKING, Any
+import sys
 
+from advisor.records import asdict, is_record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from advisor.facts import Facts
     from advisor.plan import Plan
     from advisor.rules.engine import ConditionResult, Decision, Problem, ReleaseOutcome
@@ -33,7 +37,10 @@ def jsonable(value: Any) -> Any:
         return [jsonable(v) for v in value]
     if isinstance(value, (set, frozenset)):
         return sorted((jsonable(v) for v in value), key=str)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if is_record(value):
+        return jsonable(asdict(value))
+    dataclasses = sys.modules.get("dataclasses")  # an instance of a plain dataclass means the module is loaded
+    if dataclasses is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
         return jsonable(dataclasses.asdict(value))
     return str(value)
 
@@ -94,8 +101,8 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
         "facts": facts_to_dict(plan.facts),
-        "intent": jsonable(dataclasses.asdict(plan.intent)),
-        "model": jsonable(dataclasses.asdict(plan.model)) if plan.model is not None else None,
+        "intent": jsonable(asdict(plan.intent)),
+        "model": jsonable(asdict(plan.model)) if plan.model is not None else None,
         "engine": dict(plan.engine),
         "decisions": [decision_dict(d) for d in plan.decisions],
         "problems": [problem_dict(p) for p in plan.problems],

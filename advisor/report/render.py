@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import TYPE_CHECKING, Any
 
 from advisor.report.data import SEVERITIES, jsonable, summary
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from rich.console import Console, RenderableType
 
     from advisor.facts import Facts

@@ -7,13 +7,15 @@ condition is evaluated, never short-circuited, so the user sees every blocker at
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import field
 from functools import cached_property
-from typing import Any
 
-from advisor.records import record
+from advisor.records import field, record
 from advisor.rules.problem import Problem  # noqa: F401  (re-exported: the rules import it from here)
 from advisor.versions import parse_cuda, parse_release, release_text  # noqa: F401  (the rules import them from here)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Decision states (docs/architecture.md, "Contracts").
 AUTO_ENABLED = "auto-enabled"

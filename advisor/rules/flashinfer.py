@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import re
 
-from packaging.version import Version
-
 from advisor.facts import Facts, Package
 from advisor.records import record
 from advisor.rules.problem import Problem
-from advisor.versions import parse_cuda, parse_version
+from advisor.versions import Version, parse_cuda, parse_version
 from launcher.runtime.contract import (
     FUSION_MAJORS,
     FUSION_MAJORS_BEFORE_SM12,

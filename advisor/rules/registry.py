@@ -12,8 +12,8 @@ engine's module is imported the first time it is asked for.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     from advisor.rules.engine import Engine
 

@@ -10,20 +10,22 @@ sglang-args`), so the advisor reports such a command line as an error instead of
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
-from pathlib import Path
 
 from advisor.rules.engine import Problem, Scenario, flag_values
 from advisor.rules.sglang.common import SERVER_ARGS
 
-ARGUMENTS_FILE = Path(__file__).with_name("cli_args.json")
+# A str, not a pathlib.Path: importing pathlib would cost `advisor check` more than reading the file.
+ARGUMENTS_FILE = os.path.join(os.path.dirname(__file__), "cli_args.json")
 ERROR_ID = "sglang_argument_rejected"
 
 
 @cache
 def _releases() -> dict[str, dict[str, list[str] | str]]:
     """cli_args.json's releases, read once."""
-    return json.loads(ARGUMENTS_FILE.read_text())["releases"]
+    with open(ARGUMENTS_FILE) as file:  # the locale encoding, as Path.read_text() read it
+        return json.loads(file.read())["releases"]
 
 
 def declared(release: str) -> dict[str, list[str] | str]:

@@ -7,8 +7,7 @@ architecture is one name in a row's ``added``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from advisor.records import record
 from advisor.rules import flashinfer as fi
 from advisor.rules.engine import (
     AUTO_ENABLED,
@@ -244,7 +243,7 @@ OFF_V0510 = (ENFORCE_DISABLE,)
 OFF_V0512 = (ENFORCE_DISABLE, DETERMINISTIC)
 
 
-@dataclass(frozen=True)
+@record
 class FusionRow:
     """FlashInfer allreduce fusion under releases first..last."""
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from typing import NamedTuple
 
+from advisor.records import record
 from advisor.rules.engine import (
     NOT_ENABLED,
     Condition,
@@ -23,7 +23,8 @@ from advisor.rules.sglang.fusion import rules_release
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
 
 
-class MemoryTier(NamedTuple):
+@record  # not a typing.NamedTuple: importing typing costs `advisor check`
+class MemoryTier:
     """One GPU-memory tier of _handle_gpu_memory_settings: GPUs with less than ``below_gib`` get these defaults."""
 
     below_gib: float

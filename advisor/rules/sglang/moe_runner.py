@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from advisor.records import record
 from advisor.rules.engine import (
     AUTO_ENABLED,
     FORCED_ON,
@@ -30,7 +29,7 @@ _QWEN_FAMILY = frozenset({
 })  # fmt: skip
 
 
-@dataclass(frozen=True)
+@record
 class MoeRunnerRow:
     """One family's FlashInfer MoE default under releases first..last (_handle_model_specific_adjustments)."""
 
