@@ -13,7 +13,7 @@ import os
 import re
 
 from advisor.records import fields, record, replace
-from advisor.versions import parse_release, parse_version
+from advisor.versions import is_version, parse_release
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
             )
         if not PACKAGE_NAME_RE.fullmatch(name):
             raise usage_error(f"--with-package {spec!r}: {name!r} is not a package name; pass NAME==VERSION")
-        if parse_version(version) is None:
+        if not is_version(version):
             raise usage_error(
                 f"--with-package {spec!r}: {version!r} is not a version (PEP 440: 0.6.12, 2.9.1+cu128, 1.0rc1);"
                 " pass NAME==VERSION"

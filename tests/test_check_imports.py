@@ -4,10 +4,10 @@ to be called from scripts stay out of its path (each is imported lazily where a 
 - dataclasses (and inspect with it): advisor.records builds the frozen records without it;
 - typing: modules name their annotations under ``TYPE_CHECKING = False`` / ``if TYPE_CHECKING:``;
 - pathlib (and urllib.parse, ipaddress with it): profiles, the catalog and the model lookup use os.path;
-- packaging: advisor.versions reads PEP 440 versions itself (tests/test_versions.py).
 
 The interpreter runs with -S (no site-packages, no .pth files), so only this checkout's imports count: a virtualenv's
-startup hooks may import pathlib or typing themselves.
+startup hooks may import pathlib or typing themselves. packaging (a dependency) is put on the path: comparing
+flashinfer versions reads them with packaging.version (advisor.versions reads plain release numbers without it).
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import packaging
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-KEPT_OUT = ("dataclasses", "inspect", "typing", "pathlib", "urllib.parse", "ipaddress", "packaging", "click", "rich")
+PACKAGING_HOME = os.path.dirname(os.path.dirname(packaging.__file__))
+KEPT_OUT = ("dataclasses", "inspect", "typing", "pathlib", "urllib.parse", "ipaddress", "click", "rich")
 
 
 @pytest.mark.parametrize(
@@ -38,6 +40,6 @@ def test_check_json_keeps_costly_modules_out(argv, tmp_path):
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"sys.stderr.write(' '.join(m for m in {KEPT_OUT!r} if m in sys.modules))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HOME": str(tmp_path / "hf")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), PACKAGING_HOME]), "HF_HOME": str(tmp_path / "hf")}
     proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.stdout.startswith("{") and proc.stderr == ""

@@ -24,10 +24,10 @@ from advisor.rules.flashinfer import (
     OK,
     UNKNOWN,
     WARNING,
-    at_least,
     predict_import,
-    version_key,
 )
+from advisor.versions import at_least
+from advisor.versions import parse_version as version_key
 
 
 def trio(python: str, jit: str | None = None, cubin: str | None = None, env: dict[str, str] | None = None,

@@ -22,7 +22,7 @@ import re
 from advisor.facts import Facts, Package
 from advisor.records import record
 from advisor.rules.problem import Problem
-from advisor.versions import Version, parse_cuda, parse_version
+from advisor.versions import at_least, is_version, parse_cuda
 from launcher.runtime.contract import (
     FUSION_MAJORS,
     FUSION_MAJORS_BEFORE_SM12,
@@ -68,18 +68,6 @@ class ImportPrediction:
 
 
 # -- versions ------------------------------------------------------------------------------------------------------
-
-def version_key(version: str | None) -> Version | None:
-    """A sortable PEP 440 version ("0.6.18.post1", "0.7.0rc1", "0.7.4+cu130"); None when unparseable."""
-    return parse_version(version)
-
-
-def at_least(version: str | None, floor: str) -> bool | None:
-    key, floor_key = version_key(version), version_key(floor)
-    if key is None or floor_key is None:
-        return None
-    return key >= floor_key
-
 
 def public_version(version: str | None) -> str | None:
     """The version without its PEP 440 local label: "0.6.11+cu128" -> "0.6.11"."""
@@ -140,13 +128,13 @@ def predict_import(facts: Facts) -> ImportPrediction:
 
     own = module_version(fi)
     # Which release's rules apply: the dist version, unless only the module version is known.
-    release = fi.version if version_key(public_version(fi.version)) and fi.version != UNKNOWN_SOURCE_VERSION else own
+    release = fi.version if is_version(public_version(fi.version)) and fi.version != UNKNOWN_SOURCE_VERSION else own
     source_install = own == UNKNOWN_SOURCE_VERSION
     if source_install and (release is None or release == UNKNOWN_SOURCE_VERSION):
         release = None
     key_release = public_version(release)
 
-    if release is not None and version_key(key_release) is None:
+    if release is not None and not is_version(key_release):
         return ImportPrediction(
             installed=True, version=own, outcome=UNKNOWN, importable=None, has_fusion_api=None,
             fusion_majors=FUSION_MAJORS_BEFORE_SM12, problems=(), reason=f"cannot parse flashinfer-python version {release!r}",
