@@ -608,6 +608,10 @@ def _conformance_model(name: str) -> ModelSpec:
         ("b200-8", DEEPSEEK_V3, 8, ("--page-size", "16"), "0.5.14", 64),
         ("b200-8", QWEN3_NEXT, 4, ("--page-size", "16"), "0.5.14", 1),  # the hybrid step sets 1 with triton
         ("b200-8", QWEN3_NEXT, 4, ("--attention-backend", "trtllm_mha"), "0.5.14", 64),
+        ("h100-sxm-8", QWEN3_NEXT, 4, ("--page-size", "16"), "0.5.10", 16),
+        ("h100-sxm-8", QWEN3_NEXT, 4, ("--page-size", "16"), "0.5.11", 1),  # Mamba no_buffer, v0.5.11-v0.5.13
+        ("h100-sxm-8", QWEN3_NEXT, 4, ("--page-size", "16", "--disable-radix-cache"), "0.5.13", 16),
+        ("h100-sxm-8", QWEN3_NEXT, 4, ("--page-size", "16"), "0.5.14", 16),
     ],
 )
 def test_page_size(profile, model, tp, overrides, release, page):

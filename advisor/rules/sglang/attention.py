@@ -186,6 +186,15 @@ HYBRID_PAGE_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditional
                                "Qwen3_5ForConditionalGeneration", "InternS2PreviewForConditionalGeneration"})  # fmt: skip
 
 
+# v0.5.11 to v0.5.13: the Mamba radix cache in its default no_buffer mode needs page_size 1 for the hybrid models, so
+# a --page-size other than 1 becomes 1 unless --disable-radix-cache or --mamba-scheduler-strategy extra_buffer
+# (server_args.py _handle_mamba_radix_cache: "with radix cache requires page_size=1 in the current Mamba scheduling
+# mode (no_buffer)"); gone in v0.5.14. Run through v0.5.11, v0.5.13 and v0.5.14 for the models below.
+MAMBA_PAGE_FIRST, MAMBA_PAGE_LAST = "0.5.11", "0.5.13"
+MAMBA_PAGE_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+                              "Qwen3_5ForConditionalGeneration", "NemotronHForCausalLM"})  # fmt: skip
+
+
 def page_rule(backend: str | None, release: str) -> PageRule | None:
     """The page-size constraint ``backend`` has in ``release`` (a modelled release), if any."""
     r = parse_release(release)
@@ -216,6 +225,10 @@ def page_size(
           and is_sm100(s)[0]):  # fmt: skip
         page = 64 if backend == "trtllm_mha" else 1
         why = f"the hybrid model's SM10x step sets {page} with {backend} (sglang v{release}, model step)"
+    if (arch in MAMBA_PAGE_ARCHS and parse_release(MAMBA_PAGE_FIRST) <= r <= parse_release(MAMBA_PAGE_LAST)
+            and page not in (None, 1) and not s.has("--disable-radix-cache")
+            and s.flag("--mamba-scheduler-strategy") != "extra_buffer"):  # fmt: skip
+        page, why = 1, f"the Mamba radix cache (no_buffer) needs 1 (sglang v{release}, {SERVER_ARGS} _handle_mamba_radix_cache)"
     if backend is None:
         return None, "unknown: the attention backend is unknown, and some backends take only some page sizes"
     rule = page_rule(backend, release)
