@@ -668,3 +668,8 @@ def test_prefill_graph_off_for_trtllm_moe_runner_in_v0_5_10_to_v0_5_12():
     for release, on in (("0.5.10", False), ("0.5.12", False), ("0.5.13", True)):
         d = sglang.memory_decision(scenario("b200-8", QWEN3_MOE), release)
         assert _setting(d, "piecewise_cuda_graph") is on, release
+
+
+def test_prefill_graph_off_for_deepseek_v3_on_trtllm_mla_from_v0_5_15():
+    assert _setting(sglang.memory_decision(scenario("b200-8", DEEPSEEK_V3), "0.5.18"), "piecewise_cuda_graph") is False
+    assert _setting(sglang.memory_decision(scenario("h100-sxm-8", DEEPSEEK_V3), "0.5.18"), "piecewise_cuda_graph") is True

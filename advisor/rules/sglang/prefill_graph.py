@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 
 from advisor.rules.engine import Scenario, Setting, parse_release
-from advisor.rules.sglang.attention import attention_kind
+from advisor.rules.sglang.attention import attention_decision, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.moe_runner import moe_runner_decision
 
@@ -28,6 +28,11 @@ CHUNKED_PREFILL = "--chunked-prefill-size"
 # so the reserve for the graph stays in mem_fraction_static.
 TOPK_BYPASS_RUNNERS = frozenset({"flashinfer_trtllm", "flashinfer_mxfp4"})
 TOPK_BYPASS_FIRST, TOPK_BYPASS_LAST = "0.5.10", "0.5.12"
+# From v0.5.15 the prefill graph is switched off for DeepSeek V3 (architectures has DeepseekV3ForCausalLM) whose prefill
+# attention backend is trtllm_mla ("a captured prefill graph forces a FlashAttention fallback that regresses prefill";
+# server_args.py _disable_prefill_cuda_graph_for_deepseek_trtllm_mla, arg_groups/cuda_graph_hook.py from v0.5.19), unless
+# the prefill graph backend is passed; also after the memory reserve.
+DSR1_TRTLLM_MLA_OFF_FROM = "0.5.15"
 
 
 def where(release: tuple[int, ...]) -> str:
@@ -58,5 +63,9 @@ def prefill_graph_settings(
         runner = moe_runner_decision(s, release).value
         if runner in TOPK_BYPASS_RUNNERS and s.model.architecture != "GptOssForCausalLM":
             on, off_why = False, f" (off for the MoE runner {runner}, after its memory reserve was counted)"
+    if (on and r >= parse_release(DSR1_TRTLLM_MLA_OFF_FROM) and s.model is not None
+            and s.model.architecture == "DeepseekV3ForCausalLM" and not s.flag("--cuda-graph-backend-prefill")
+            and attention_decision(s, release).value == "trtllm_mla"):  # fmt: skip
+        on, off_why = False, " (off for DeepSeek V3 on trtllm_mla, after its memory reserve was counted)"
     note = f"prefill (piecewise) CUDA graph {'on' if on else 'off'}{off_why}; {why} (sglang v{release}, {where(r)})"
     return (Setting("piecewise_cuda_graph", on), Setting("piecewise_cuda_graph_max_tokens", max_tokens)), note
