@@ -118,6 +118,14 @@ def _snapshot(decision: Decision | None) -> tuple[Any, ...] | None:
     return decision.state, json.dumps(jsonable(decision.value), sort_keys=True), tuple(decision.flags)
 
 
+def _differs(a: Decision | None, b: Decision | None) -> bool:
+    """State, value or flags differ, or a setting both releases know (not None) differs."""
+    if _snapshot(a) != _snapshot(b):
+        return True
+    known = {s.name: s.value for s in (a.settings if a else ()) if s.value is not None}
+    return any(s.value is not None and s.name in known and known[s.name] != s.value for s in (b.settings if b else ()))
+
+
 def _between(engine: str, start: str, end: str) -> list[str]:
     """The modelled releases after `start` up to and including `end`, walking towards `end`."""
     releases = list(modelled_releases(engine))
@@ -144,12 +152,12 @@ def build_diff(facts: Facts, model: ModelSpec | None, intent: Intent, release_fr
     changes = []
     for decision_id in ids:
         old, new = before.decision(decision_id), after.decision(decision_id)
-        if _snapshot(old) == _snapshot(new):
+        if not _differs(old, new):
             continue
         changed_in, source = end, new.source if new is not None else None
         for release in _between(intent.engine, start, end):
             step = plan(release).decision(decision_id)
-            if _snapshot(step) != _snapshot(old):
+            if _differs(step, old):
                 changed_in, source = release, step.source if step is not None else None
                 break
         title = (new or old).title
@@ -179,7 +187,8 @@ def _side(decision: Decision | None) -> dict[str, Any] | None:
 
     if decision is None:
         return None
-    return {"state": decision.state, "value": jsonable(decision.value), "flags": list(decision.flags)}
+    return {"state": decision.state, "value": jsonable(decision.value), "flags": list(decision.flags),
+            "settings": {setting.name: jsonable(setting.value) for setting in decision.settings}}  # fmt: skip
 
 
 def condition_changes(change: Change) -> list[dict[str, Any]]:
@@ -279,6 +288,10 @@ def diff_lines(diff: Diff, marks: dict[object, str] | None = None) -> list[str]:
                 lines.append(f"  value: {_value(a.value)} -> {_value(b.value)}")
             if a.flags != b.flags:
                 lines.append(f"  flags: {_flags(a.flags)} -> {_flags(b.flags)}")
+            before = {setting.name: setting.value for setting in a.settings if setting.value is not None}
+            for setting in b.settings:
+                if setting.value is not None and setting.name in before and before[setting.name] != setting.value:
+                    lines.append(f"  {setting.name}: {_value(before.get(setting.name))} -> {_value(setting.value)}")
         for cond in condition_changes(c):
             old = cond["from"] if cond["from"] == "absent" else marks[cond["from"]]
             new = cond["to"] if cond["to"] == "absent" else marks[cond["to"]]

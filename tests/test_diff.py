@@ -27,8 +27,8 @@ def change(data: dict, decision_id: str) -> dict:
 def test_qwen3_vl_on_b300_gains_the_fusion_in_0_5_14():
     data = diff_json(*B300_VL, "--from", "0.5.13", "--to", "0.5.14")
     fusion = change(data, "flashinfer_allreduce_fusion")
-    assert fusion["from"] == {"state": "not-enabled", "value": False, "flags": []}
-    assert fusion["to"] == {"state": "auto-enabled", "value": "auto", "flags": BACKEND}
+    assert fusion["from"] == {"state": "not-enabled", "value": False, "flags": [], "settings": {}}
+    assert fusion["to"] == {"state": "auto-enabled", "value": "auto", "flags": BACKEND, "settings": {}}
     architecture = next(c for c in fusion["conditions"] if c["id"] == "architecture")
     assert (architecture["from"], architecture["to"]) == (False, True)
     assert fusion["changed_in"] == "0.5.14" and "PR #28786" in fusion["source"]
@@ -113,3 +113,13 @@ def test_vllm_diff_with_one_modelled_release():
     if len(releases) == 1:
         result = invoke("diff", *args)  # vllm is not installed in the profile and there is no release before
         assert result.exit_code == 2 and "pass --from" in result.stderr
+
+
+def test_a_setting_that_changes_is_a_change():
+    """The prefill (piecewise) CUDA graph turns on by default in v0.5.10: a memory_defaults setting, not its value."""
+    args = ["--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-30B-A3B", "--tp", "8", "--engine", "sglang"]
+    memory = change(diff_json(*args, "--from", "0.5.9", "--to", "0.5.10"), "memory_defaults")
+    assert memory["from"]["settings"]["piecewise_cuda_graph"] is False
+    assert memory["to"]["settings"]["piecewise_cuda_graph"] is True and memory["changed_in"] == "0.5.10"
+    result = invoke("diff", *args, "--from", "0.5.9", "--to", "0.5.10")
+    assert "piecewise_cuda_graph: false -> true" in result.stdout

@@ -571,3 +571,105 @@ def test_memory_decision_states():
     d = sglang.memory_decision(scenario("b300-8", overrides=("--chunked-prefill-size", "4096")), "0.5.18")
     assert d.state == FORCED_ON and d.value["chunked_prefill_size"] == 4096
     assert sglang.memory_decision(scenario("cpu-only"), "0.5.18").state == NOT_ENABLED
+
+
+# -- settings resolved with a decision: page_size, ep_size, the prefill CUDA graph --------------------------------------
+# Each case was run through the release's own resolution (the conformance runner with these flags added) and agrees.
+DEEPSEEK_V3 = "deepseek-ai/DeepSeek-V3"
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _setting(decision, name: str):
+    return next(s.value for s in decision.settings if s.name == name)
+
+
+def _conformance_model(name: str) -> ModelSpec:
+    from pathlib import Path
+
+    from advisor.models import load_config_dir
+
+    return load_config_dir(Path(__file__).parent / "conformance" / "configs" / name, model_id=name)
+
+
+@pytest.mark.parametrize(
+    ("profile", "model", "tp", "overrides", "release", "page"),
+    [
+        ("b200-8", LLAMA, 1, (), "0.5.14", 64),  # trtllm_mha by default: unset becomes 64
+        ("h100-sxm-8", LLAMA, 1, (), "0.5.14", 1),  # fa3: the default 1
+        ("h100-sxm-8", LLAMA, 1, ("--page-size", "16"), "0.5.14", 16),
+        ("b200-8", LLAMA, 1, ("--page-size", "16"), "0.5.14", 16),  # trtllm_mha takes 16
+        ("b200-8", LLAMA, 1, ("--page-size", "128"), "0.5.14", 64),  # ... not 128 up to v0.5.16
+        ("b200-8", LLAMA, 1, ("--page-size", "128"), "0.5.17", 128),  # ... 128 from v0.5.17
+        ("b200-8", LLAMA, 1, ("--attention-backend", "fa4"), "0.5.14", 1),  # only --prefill-attention-backend fa4
+        ("b200-8", LLAMA, 1, ("--attention-backend", "fa4"), "0.5.15", 128),
+        ("h100-sxm-8", DEEPSEEK_V3, 8, ("--attention-backend", "flashmla"), "0.5.14", 64),
+        ("b200-8", DEEPSEEK_V3, 8, ("--attention-backend", "cutlass_mla"), "0.5.14", 128),
+        ("b200-8", DEEPSEEK_V3, 8, ("--page-size", "32"), "0.5.14", 32),  # trtllm_mla takes 32 or 64
+        ("b200-8", DEEPSEEK_V3, 8, ("--page-size", "16"), "0.5.14", 64),
+        ("b200-8", QWEN3_NEXT, 4, ("--page-size", "16"), "0.5.14", 1),  # the hybrid step sets 1 with triton
+        ("b200-8", QWEN3_NEXT, 4, ("--attention-backend", "trtllm_mha"), "0.5.14", 64),
+        ("h100-sxm-8", QWEN3_NEXT, 4, ("--page-size", "16"), "0.5.10", 16),
+        ("h100-sxm-8", QWEN3_NEXT, 4, ("--page-size", "16"), "0.5.11", 1),  # Mamba no_buffer, v0.5.11-v0.5.13
+        ("h100-sxm-8", QWEN3_NEXT, 4, ("--page-size", "16", "--disable-radix-cache"), "0.5.13", 16),
+        ("h100-sxm-8", QWEN3_NEXT, 4, ("--page-size", "16"), "0.5.14", 16),
+    ],
+)
+def test_page_size(profile, model, tp, overrides, release, page):
+    d = sglang.attention_decision(scenario(profile, model, tp=tp, overrides=overrides), release)
+    assert _setting(d, "page_size") == page
+    assert any(n.startswith(f"page_size {page}: ") for n in d.notes)
+
+
+def test_page_size_of_deepseek_sparse_attention_is_64_whatever_is_passed():
+    s = scenario("h100-sxm-8", _conformance_model("deepseek-v3.2"), overrides=("--page-size", "16"))
+    d = sglang.attention_decision(s, "0.5.14")
+    assert d.value == "dsa" and _setting(d, "page_size") == 64
+
+
+def test_page_size_is_unknown_without_a_backend():
+    d = sglang.attention_decision(scenario("h100-sxm-8", None), "0.5.14")
+    assert _setting(d, "page_size") is None
+
+
+@pytest.mark.parametrize(
+    ("a2a", "overrides", "ep"),
+    [
+        ("none", (), 1),
+        ("none", ("--ep-size", "4"), 4),
+        ("none", ("--expert-parallel-size", "8"), 8),
+        ("none", ("--ep", "2"), 2),
+        ("deepep", ("--ep-size", "2"), 8),  # every a2a backend sets ep_size = tp_size
+        ("mooncake", (), 8),
+    ],
+)
+def test_ep_size(a2a, overrides, ep):
+    d = sglang.moe_runner_decision(scenario("h100-sxm-8", QWEN3_MOE, moe_a2a_backend=a2a, overrides=overrides), "0.5.14")
+    assert _setting(d, "ep_size") == ep
+
+
+@pytest.mark.parametrize(
+    ("model", "overrides", "release", "on", "max_tokens"),
+    [
+        (QWEN3_MOE, (), "0.5.9", False, 8192),  # off by default up to v0.5.9 (--enable-piecewise-cuda-graph)
+        (QWEN3_MOE, (), "0.5.10", True, 8192),  # on from v0.5.10, up to the chunked-prefill size
+        (QWEN3_MOE, ("--chunked-prefill-size", "4096"), "0.5.10", True, 4096),
+        (DEEPSEEK_V3, (), "0.5.7", False, 8192),
+        (DEEPSEEK_V3, (), "0.5.8", False, 2048),  # MLA models: 2048 tokens from v0.5.8
+        (QWEN3_MOE, (), "0.5.14", True, None),  # cuda_graph_config.prefill.max_bs: not modelled
+    ],
+)
+def test_prefill_graph_settings(model, overrides, release, on, max_tokens):
+    d = sglang.memory_decision(scenario("h100-sxm-8", model, overrides=overrides), release)
+    assert _setting(d, "piecewise_cuda_graph") is on
+    assert _setting(d, "piecewise_cuda_graph_max_tokens") == max_tokens
+
+
+def test_prefill_graph_off_for_trtllm_moe_runner_in_v0_5_10_to_v0_5_12():
+    for release, on in (("0.5.10", False), ("0.5.12", False), ("0.5.13", True)):
+        d = sglang.memory_decision(scenario("b200-8", QWEN3_MOE), release)
+        assert _setting(d, "piecewise_cuda_graph") is on, release
+
+
+def test_prefill_graph_off_for_deepseek_v3_on_trtllm_mla_from_v0_5_15():
+    assert _setting(sglang.memory_decision(scenario("b200-8", DEEPSEEK_V3), "0.5.18"), "piecewise_cuda_graph") is False
+    assert _setting(sglang.memory_decision(scenario("h100-sxm-8", DEEPSEEK_V3), "0.5.18"), "piecewise_cuda_graph") is True

@@ -33,7 +33,8 @@ def test_every_modelled_release_has_its_arguments():
 @pytest.mark.parametrize("overrides", [
     (), ("--attention-backend", "fa3"), ("--attention-backend=triton",), ("--chunked-prefill-size", "4096"),
     ("--mem-fraction-static", "0.8"), ("--moe-runner-backend", "flashinfer_trtllm"), ("--tp-size", "8"),
-    ("--cuda-graph-max-bs-decode", "64"), ("--enable-dp-attention",),
+    ("--cuda-graph-max-bs-decode", "64"), ("--enable-dp-attention",), ("--ep-size", "4"), ("--ep", "2"),
+    ("--page-size", "64"),
 ])  # fmt: skip
 def test_what_the_release_accepts_is_no_problem(overrides):
     assert problems(overrides) == []
@@ -47,6 +48,7 @@ def test_what_the_release_accepts_is_no_problem(overrides):
     (("--moe-runner-backend",), "--moe-runner-backend needs a value"),
     (("--attention-backend", "--tp-size", "8"), "--attention-backend needs a value"),
     (("--cuda-graph-max-bs", "256"), "does not know the argument --cuda-graph-max-bs"),
+    (("--expert-parallel-size", "four"), "--expert-parallel-size 'four' is not a whole number"),
 ])  # fmt: skip
 def test_what_the_release_refuses_is_an_error(overrides, words):
     found = problems(overrides)

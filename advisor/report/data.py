@@ -71,6 +71,7 @@ def decision_dict(d: Decision) -> dict[str, Any]:
         "flags": list(d.flags),
         "source": source,
         "notes": list(d.notes),
+        "settings": {setting.name: jsonable(setting.value) for setting in d.settings},
     }
 
 

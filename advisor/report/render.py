@@ -265,6 +265,13 @@ def decision_renderable(
         checklist.add_row(Text(f"  {mark[cond.ok]}", style=style), Group(*lines))
     if decision.conditions:
         parts.append(checklist)
+    if decision.settings:  # a grid of its own, so the rows below keep their alignment; why: in the notes
+        settings = Table.grid(padding=(0, 1))
+        settings.add_column(no_wrap=True)
+        settings.add_column(overflow="fold")
+        for setting in decision.settings:
+            settings.add_row(f"  {setting.name}:", Text(_value_text(setting.value)))
+        parts.append(settings)
     extra = Table.grid(padding=(0, 1))
     extra.add_column(no_wrap=True)
     extra.add_column(overflow="fold")

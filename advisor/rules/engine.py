@@ -52,6 +52,15 @@ class ConditionResult:
 
 
 @record
+class Setting:
+    """A server argument a decision resolves alongside its value (page_size with the attention backend, ep_size with
+    the MoE runner); why it has that value is one of the decision's notes."""
+
+    name: str  # "page_size", as the engine's ServerArgs field is named
+    value: Any  # None when the facts needed are unknown
+
+
+@record
 class Decision:
     id: str  # "flashinfer_allreduce_fusion"
     title: str
@@ -62,6 +71,7 @@ class Decision:
     flags: tuple[str, ...] = ()  # engine flags this decision puts on the command line
     source: Source | None = None
     notes: tuple[str, ...] = ()  # what happens at run time, log lines to expect, ordering subtleties
+    settings: tuple[Setting, ...] = ()  # other server arguments this step resolves (JSON "settings": {name: value})
 
     @property
     def failed(self) -> tuple[ConditionResult, ...]:
@@ -328,10 +338,11 @@ def decided(
     value: Any = None,
     flags: Sequence[str] = (),
     notes: Sequence[str] = (),
+    settings: Sequence[Setting] = (),
 ) -> Decision:
     """The Decision a rule reached: enabled follows from the state."""
     return Decision(decision_id, title, state, is_enabled(state), value, tuple(conditions), tuple(flags), source,
-                    tuple(notes))  # fmt: skip
+                    tuple(notes), tuple(settings))  # fmt: skip
 
 
 def fusion_outcomes(

@@ -20,7 +20,7 @@ from packaging.version import Version
 
 ARGUMENTS = ("--attention-backend", "--moe-runner-backend", "--moe-a2a-backend", "--flashinfer-allreduce-fusion-backend",
              "--mem-fraction-static", "--chunked-prefill-size", "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode",
-             "--page-size", "--tp-size",
+             "--page-size", "--tp-size", "--ep-size", "--expert-parallel-size", "--ep",
              "--dtype")  # fmt: skip
 OUT = Path(__file__).resolve().parents[2] / "advisor" / "rules" / "sglang" / "cli_args.json"
 ABOUT = ("The engine arguments the advisor reads, as each SGLang release's own parser declares them "

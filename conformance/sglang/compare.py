@@ -13,8 +13,14 @@ CONFIGS = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "confi
 # The fields the advisor models, in report order.
 FIELDS = (
     "fusion", "attention_backend", "moe_runner_backend", "chunked_prefill_size", "cuda_graph_max_bs",
-    "mem_fraction_static", "disable_custom_all_reduce",
+    "mem_fraction_static", "disable_custom_all_reduce", "ep_size", "page_size",
+    "piecewise_cuda_graph", "piecewise_cuda_graph_max_tokens",
 )  # fmt: skip
+# Fields a release's golden may lack: SGLang has piecewise_cuda_graph_max_tokens up to v0.5.13 only, and the prefill
+# graph's on/off is recorded up to v0.5.13 as SGLang named it then, from v0.5.14 only in goldens written since the runner
+# reads cuda_graph_config's prefill phase. Where the golden has no value, that field is not compared for that scenario.
+OPTIONAL_FIELDS = frozenset({"piecewise_cuda_graph", "piecewise_cuda_graph_max_tokens"})
+ABSENT = object()
 
 
 def golden_releases() -> list[str]:
@@ -38,7 +44,33 @@ def golden_values(fields: dict) -> dict:
         "cuda_graph_max_bs": fields.get("cuda_graph_max_bs"),
         "mem_fraction_static": fields.get("mem_fraction_static"),
         "disable_custom_all_reduce": bool(fields.get("disable_custom_all_reduce")),
+        "ep_size": fields.get("ep_size"),
+        "page_size": fields.get("page_size"),
+        "piecewise_cuda_graph": _prefill_graph_on(fields),
+        # up to v0.5.13; from v0.5.14 cuda_graph_config.prefill.max_bs, which the advisor does not model
+        "piecewise_cuda_graph_max_tokens": fields.get("piecewise_cuda_graph_max_tokens", ABSENT),
     }
+
+
+def recorded(release: str) -> set[str]:
+    """The FIELDS this release's golden records for at least one compared scenario (every field but OPTIONAL_FIELDS
+    always; those where the harness read them)."""
+    out: set[str] = set()
+    for line in golden_lines(release):
+        if "fields" in line:
+            out |= {field for field, value in golden_values(line["fields"]).items() if value is not ABSENT}
+    return out
+
+
+def _prefill_graph_on(fields: dict):
+    """Whether the release captures the prefill (piecewise) CUDA graph, by the field it records; ABSENT if none."""
+    if "enable_piecewise_cuda_graph" in fields:  # up to v0.5.9
+        return bool(fields["enable_piecewise_cuda_graph"])
+    if "disable_piecewise_cuda_graph" in fields:  # v0.5.10 to v0.5.13
+        return not fields["disable_piecewise_cuda_graph"]
+    if "cuda_graph_prefill_backend" in fields:  # from v0.5.14: cuda_graph_config.prefill.backend
+        return fields["cuda_graph_prefill_backend"] not in (None, "disabled")
+    return ABSENT
 
 
 @cache
@@ -74,7 +106,16 @@ def advisor_values(release: str, scenario: dict) -> dict:
         "cuda_graph_max_bs": memory.get("cuda_graph_max_bs"),
         "mem_fraction_static": None if fraction is None else round(fraction, 3),
         "disable_custom_all_reduce": plan.decision("custom_allreduce").state == FORCED_OFF,
+        "ep_size": _setting(plan.decision("moe_runner_backend"), "ep_size"),
+        "page_size": _setting(plan.decision("attention_backend"), "page_size"),
+        "piecewise_cuda_graph": _setting(plan.decision("memory_defaults"), "piecewise_cuda_graph"),
+        "piecewise_cuda_graph_max_tokens": _setting(plan.decision("memory_defaults"), "piecewise_cuda_graph_max_tokens"),
     }
+
+
+def _setting(decision, name: str):
+    """A setting the decision resolved with its value (Decision.settings), or None."""
+    return next((s.value for s in decision.settings if s.name == name), None) if decision is not None else None
 
 
 def disagreements(release: str) -> tuple[set[tuple[str, str, str]], int, int]:
@@ -89,6 +130,8 @@ def disagreements(release: str) -> tuple[set[tuple[str, str, str]], int, int]:
         want, got = golden_values(line["fields"]), advisor_values(release, line["scenario"])
         for field in FIELDS:
             a, b = want[field], got[field]
+            if a is ABSENT:
+                continue  # this golden does not record the field (OPTIONAL_FIELDS)
             if field == "mem_fraction_static" and a is not None and b is not None:
                 same = round(a, 3) == round(b, 3)
             else:

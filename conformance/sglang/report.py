@@ -1,4 +1,5 @@
-"""``python -m conformance report [--write-known]``: per-release, per-field agreement of the advisor with the SGLang goldens.
+"""``python -m conformance report [--write-known]``: per-release, per-field agreement of the advisor with the SGLang goldens
+("-": the release's golden does not record that field).
 
 --write-known rewrites tests/conformance/sglang_known_disagreements.json with today's disagreements (after a rule fix,
 or after new goldens): the test asserts that set exactly, so every change in agreement is a visible diff.
@@ -10,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from conformance.sglang.compare import FIELDS, disagreements, golden_releases
+from conformance.sglang.compare import FIELDS, disagreements, golden_releases, recorded
 
 KNOWN = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "sglang_known_disagreements.json"
 
@@ -42,18 +43,21 @@ def main(argv: list[str]) -> int:
     print("| release | scenarios (rejected) | " + " | ".join(FIELDS) + " |")
     print("|---|---|" + "---|" * len(FIELDS))
     totals = dict.fromkeys(FIELDS, 0)
+    counted = dict.fromkeys(FIELDS, 0)  # scenarios whose golden records the field
     all_compared = 0
     for release in releases:
         found, compared, rejected = disagreements(release)
         everything |= found
         all_compared += compared
         cells = []
+        has = recorded(release)
         for field in FIELDS:
             bad = sum(1 for _, _, f in found if f == field)
             totals[field] += bad
-            cells.append(f"{100 * (compared - bad) / compared:.1f}%" if compared else "-")
+            counted[field] += compared if field in has else 0
+            cells.append(f"{100 * (compared - bad) / compared:.1f}%" if compared and field in has else "-")
         print(f"| {release} | {compared} ({rejected}) | " + " | ".join(cells) + " |")
-    overall = [f"{100 * (all_compared - totals[f]) / all_compared:.1f}%" if all_compared else "-" for f in FIELDS]
+    overall = [f"{100 * (counted[f] - totals[f]) / counted[f]:.1f}%" if counted[f] else "-" for f in FIELDS]
     print(f"| all | {all_compared} | " + " | ".join(overall) + " |")
     if args.write_known:
         KNOWN.write_text(dump_known(everything))

@@ -1,9 +1,23 @@
-"""The default attention backend (_handle_attention_backend_compatibility and the model-specific steps before it)."""
+"""The default attention backend (_handle_attention_backend_compatibility and the model-specific steps before it), and
+the KV-cache page_size resolved with it."""
 
 from __future__ import annotations
 
-from advisor.rules.engine import NOT_ENABLED, Condition, Decision, Scenario, Source, evaluate, parse_release, state_of
-from advisor.rules.sglang.common import ATTENTION_BACKEND, SERVER_ARGS, is_sm90, is_sm100
+import contextlib
+
+from advisor.records import record
+from advisor.rules.engine import (
+    NOT_ENABLED,
+    Condition,
+    Decision,
+    Scenario,
+    Setting,
+    Source,
+    evaluate,
+    parse_release,
+    state_of,
+)
+from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.fusion import NEWEST, rules_release
 
 MLA_ARCHS = frozenset({
@@ -50,6 +64,8 @@ def attention_decision(s: Scenario, version: str) -> Decision:
     if state == NOT_ENABLED:
         value = None
     notes = [f"log line: Attention backend not specified. Use {value} backend by default."] if value and not chosen else []
+    page, why = page_size(s, version, value, kind, major, chosen)
+    notes.append(f"page_size {'unknown' if page is None else page}: {why}")
     return Decision(
         id="attention_backend",
         title="Default attention backend",
@@ -60,6 +76,7 @@ def attention_decision(s: Scenario, version: str) -> Decision:
         flags=(),
         source=Source(f"sglang v{release}", SERVER_ARGS, "_handle_attention_backend_compatibility"),
         notes=tuple(notes),
+        settings=(Setting("page_size", page),),
     )
 
 
@@ -119,3 +136,109 @@ def _default_attention(
     if sm100:
         return "trtllm_mha"
     return "flashinfer"
+
+
+# -- page_size ---------------------------------------------------------------------------------------------------------
+PAGE_SIZE = "--page-size"
+DEFAULT_PAGE_SIZE = 1  # _handle_page_size: a page_size still unset at the end is 1 (on CUDA)
+
+
+@record
+class PageRule:
+    """An attention backend that takes only some page sizes (releases first..last): any other becomes ``forced``.
+    sglang server_args.py _handle_attention_backend_compatibility, from v0.5.15 arg_groups/overrides.py
+    (_mla_backend_page_constraints, _fa4_page_constraint)."""
+
+    backend: str
+    first: str
+    last: str
+    allowed: frozenset[int]  # empty: every page size becomes ``forced``
+    forced: int
+    non_mla_sm100_only: bool = False  # fa4: only for non-MLA models on SM10x
+
+
+# fmt: off
+PAGE_RULES: tuple[PageRule, ...] = (
+    PageRule("flashmla", "0.5.7", "9.9.9", frozenset(), 64),  # "FlashMLA only supports a page_size of 64"
+    PageRule("cutlass_mla", "0.5.7", "0.5.19", frozenset(), 128),  # gone from the list in v0.5.20
+    PageRule("trtllm_mla", "0.5.7", "9.9.9", frozenset({32, 64}), 64),
+    PageRule("tokenspeed_mla", "0.5.12", "0.5.22", frozenset({32, 64}), 64),
+    PageRule("cutedsl_mla", "0.5.13", "9.9.9", frozenset({32, 64}), 64),
+    PageRule("trtllm_mha", "0.5.7", "0.5.16", frozenset({16, 32, 64}), 64),
+    PageRule("trtllm_mha", "0.5.17", "9.9.9", frozenset({16, 32, 64, 128}), 64),  # 128: trtllm-gen's dynamic pages
+    PageRule("hpc_ops", "0.5.17", "9.9.9", frozenset({64}), 64),
+    # v0.5.7 refuses fa4 as --attention-backend (prefill only); v0.5.8-v0.5.14 force 128 only for
+    # --prefill-attention-backend fa4, which the advisor does not read; from v0.5.15 --attention-backend fa4 too.
+    PageRule("fa4", "0.5.15", "9.9.9", frozenset(), 128, non_mla_sm100_only=True),
+)
+# fmt: on
+# The model steps that set page_size before the backend constraints:
+# DeepSeek sparse attention (DSA/NSA) on CUDA: 64 ("Setting page size to 64 for DeepSeek NSA", server_args.py
+# _handle_model_specific_adjustments; from v0.5.19 arg_groups/model_overrides/deepseek_v2.py, where v0.5.22 makes it
+# 64 x the config's index_kpool, absent from the published DeepSeek V3.2 and GLM-5 configs, so 64).
+DSA_PAGE_SIZE = 64
+# DeepSeek V4: 256 (arg_groups/deepseek_v4_hook.py from v0.5.12; v0.5.19 arg_groups/model_overrides/deepseek_v4.py).
+DEEPSEEK_V4_PAGE_SIZE, DEEPSEEK_V4_PAGE_FROM = 256, "0.5.12"
+# The hybrid linear-attention models on SM10x without --attention-backend: from v0.5.14 their step sets the backend
+# and page_size together, 64 for trtllm_mha (speculative decoding or the Mamba extra buffer) else 1, over --page-size
+# (server_args.py v0.5.14; v0.5.15 arg_groups/overrides.py; v0.5.19 arg_groups/model_overrides/qwen3_5.py).
+HYBRID_PAGE_FROM = "0.5.14"
+HYBRID_PAGE_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+                               "Qwen3_5ForConditionalGeneration", "InternS2PreviewForConditionalGeneration"})  # fmt: skip
+
+
+# v0.5.11 to v0.5.13: the Mamba radix cache in its default no_buffer mode needs page_size 1 for the hybrid models, so
+# a --page-size other than 1 becomes 1 unless --disable-radix-cache or --mamba-scheduler-strategy extra_buffer
+# (server_args.py _handle_mamba_radix_cache: "with radix cache requires page_size=1 in the current Mamba scheduling
+# mode (no_buffer)"); gone in v0.5.14. Run through v0.5.11, v0.5.13 and v0.5.14 for the models below.
+MAMBA_PAGE_FIRST, MAMBA_PAGE_LAST = "0.5.11", "0.5.13"
+MAMBA_PAGE_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+                              "Qwen3_5ForConditionalGeneration", "NemotronHForCausalLM"})  # fmt: skip
+
+
+def page_rule(backend: str | None, release: str) -> PageRule | None:
+    """The page-size constraint ``backend`` has in ``release`` (a modelled release), if any."""
+    r = parse_release(release)
+    return next((rule for rule in PAGE_RULES if rule.backend == backend
+                 and parse_release(rule.first) <= r <= parse_release(rule.last)), None)  # fmt: skip
+
+
+def page_size(
+    s: Scenario, version: str, backend: str | None, kind: str | None, major: int | None, chosen: str | None
+) -> tuple[int | None, str]:
+    """(the page_size SGLang resolves, why): --page-size or unset, then the model steps, then the backend's
+    constraint, then the default 1. None when the backend is unknown and could change it."""
+    release = rules_release(version)
+    r = parse_release(release)
+    page, why = None, "not set"
+    given = s.flag(PAGE_SIZE)
+    if given:
+        with contextlib.suppress(ValueError):
+            page, why = int(given), f"{PAGE_SIZE} {given}"
+    model = s.model
+    arch = model.architecture if model is not None else None
+    where = OVERRIDES if r >= (0, 5, 15) else SERVER_ARGS
+    if kind is not None and major is not None and _default_attention(kind, major, model, s, version) in ("nsa", "dsa"):
+        page, why = DSA_PAGE_SIZE, f"DeepSeek sparse attention sets {DSA_PAGE_SIZE} (sglang v{release}, model step)"
+    elif arch == "DeepseekV4ForCausalLM" and r >= parse_release(DEEPSEEK_V4_PAGE_FROM) and not s.no_gpu:
+        page, why = DEEPSEEK_V4_PAGE_SIZE, f"DeepSeek V4 sets {DEEPSEEK_V4_PAGE_SIZE} (sglang v{release}, model step)"
+    elif (not chosen and arch in HYBRID_PAGE_ARCHS and r >= parse_release(HYBRID_PAGE_FROM) and backend is not None
+          and is_sm100(s)[0]):  # fmt: skip
+        page = 64 if backend == "trtllm_mha" else 1
+        why = f"the hybrid model's SM10x step sets {page} with {backend} (sglang v{release}, model step)"
+    if (arch in MAMBA_PAGE_ARCHS and parse_release(MAMBA_PAGE_FIRST) <= r <= parse_release(MAMBA_PAGE_LAST)
+            and page not in (None, 1) and not s.has("--disable-radix-cache")
+            and s.flag("--mamba-scheduler-strategy") != "extra_buffer"):  # fmt: skip
+        page, why = 1, f"the Mamba radix cache (no_buffer) needs 1 (sglang v{release}, {SERVER_ARGS} _handle_mamba_radix_cache)"
+    if backend is None:
+        return None, "unknown: the attention backend is unknown, and some backends take only some page sizes"
+    rule = page_rule(backend, release)
+    if rule is not None and rule.non_mla_sm100_only and (kind == "mla" or not is_sm100(s)[0]):
+        rule = None
+    if rule is not None and page not in rule.allowed:
+        sizes = ", ".join(map(str, sorted(rule.allowed))) if rule.allowed else str(rule.forced)
+        was = "unset" if page is None else str(page)
+        page, why = rule.forced, f"{backend} takes page sizes {sizes}, so {was} becomes {rule.forced} (sglang v{release}, {where})"
+    if page is None:
+        page, why = DEFAULT_PAGE_SIZE, f"the default (sglang v{release}, {SERVER_ARGS} _handle_page_size)"
+    return page, why

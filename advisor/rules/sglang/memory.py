@@ -21,6 +21,7 @@ from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.fusion import rules_release
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
+from advisor.rules.sglang.prefill_graph import prefill_graph_settings
 
 
 @record  # not a typing.NamedTuple: importing typing costs `advisor check`
@@ -297,4 +298,6 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"with DP attention chunked_prefill_size is divided by dp size {s.intent.dp_size}")
     source = Source(f"sglang v{release}", SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
                     "_handle_gpu_memory_settings, PR #10975")
-    return decided("memory_defaults", "GPU-memory-driven defaults", state, results, source, value=value, notes=notes)
+    graph, graph_note = prefill_graph_settings(s, release, prefill_graph, mem and memory_tier(mem, s.tp, release)[0])
+    return decided("memory_defaults", "GPU-memory-driven defaults", state, results, source, value=value,
+                   notes=[*notes, graph_note], settings=graph)  # fmt: skip

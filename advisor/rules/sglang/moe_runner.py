@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from advisor.records import record
 from advisor.rules.engine import (
     AUTO_ENABLED,
@@ -9,6 +11,7 @@ from advisor.rules.engine import (
     Condition,
     Decision,
     Scenario,
+    Setting,
     Source,
     decided,
     evaluate,
@@ -159,12 +162,13 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
     state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
     value = chosen if state == FORCED_ON else (entry.backend if state == AUTO_ENABLED else "auto")
     notes = []
-    if s.intent.moe_a2a_backend not in (None, "", "none"):
-        notes.append(f"--moe-a2a-backend {s.intent.moe_a2a_backend} forces ep_size = tp_size ({s.tp})")
     if not is_enabled(state):
         notes.append("auto: the MoE layer picks its kernel at load time (triton for most formats)")
     source = Source(f"sglang v{release}", SERVER_ARGS, "_handle_moe_kernel_config")
-    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=value, notes=notes)
+    ep, why = ep_size(s, release)
+    notes.append(f"ep_size {ep}: {why}")
+    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=value, notes=notes,
+                   settings=(Setting("ep_size", ep),))  # fmt: skip
 
 
 def _nemotron_h_file(release: str) -> str:
@@ -195,4 +199,32 @@ def _nemotron_h_decision(s: Scenario, release: str) -> Decision:
     final = chosen if state == FORCED_ON else (value if state == AUTO_ENABLED else "auto")
     notes = [f"{why}: {value}"] if value else ["auto: the MoE layer picks its kernel at load time"]
     source = Source(f"sglang v{release}", _nemotron_h_file(release), "Nemotron-H defaults")
-    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=final, notes=notes)
+    ep, ep_why = ep_size(s, release)
+    notes.append(f"ep_size {ep}: {ep_why}")
+    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=final, notes=notes,
+                   settings=(Setting("ep_size", ep),))  # fmt: skip
+
+
+# -- ep_size -----------------------------------------------------------------------------------------------------------
+# --expert-parallel-size, with its aliases --ep-size and --ep (ServerArgs.add_cli_args in every modelled release; from
+# v0.5.19 arg_groups/fields/parallel.py), default 1.
+EP_SIZE_FLAGS = ("--expert-parallel-size", "--ep-size", "--ep")
+# Every all-to-all backend sets ep_size = tp_size, whatever was passed: one `if moe_a2a_backend == X` per backend in
+# server_args.py _handle_a2a_moe up to v0.5.14 ("The expert parallel size is adjusted to be the same as the tensor
+# parallel size"), the set _A2A_EP_SPANNING_BACKENDS in arg_groups/overrides.py from v0.5.15; every choice of
+# --moe-a2a-backend is in it but "none" and "ascend_tp" (v0.5.16+), which SGLang turns back into "none".
+NO_EP_A2A = frozenset({"none", "ascend_tp"})
+
+
+def ep_size(s: Scenario, release: str) -> tuple[int, str]:
+    """(the ep_size SGLang resolves, why)."""
+    a2a = s.intent.moe_a2a_backend or "none"
+    file = OVERRIDES if parse_release(release) >= (0, 5, 15) else SERVER_ARGS
+    if a2a not in NO_EP_A2A:
+        return s.tp, f"--moe-a2a-backend {a2a} sets ep_size = tp_size (sglang v{release}, {file})"
+    for flag in EP_SIZE_FLAGS:
+        given = s.flag(flag)
+        if given:
+            with contextlib.suppress(ValueError):
+                return int(given), f"{flag} {given}"
+    return 1, "the default (no expert parallelism without an a2a backend or --ep-size)"

@@ -1,0 +1,71 @@
+"""The prefill (piecewise) CUDA graph as settings of the memory decision: whether SGLang captures it, and the largest
+number of tokens it captures. Whether it is on is memory.prefill_graph_kind's verdict, the one that sizes its reserve.
+
+SGLang's fields: up to v0.5.9 --enable-piecewise-cuda-graph (off by default), v0.5.10 to v0.5.13
+--disable-piecewise-cuda-graph (on by default, switched off by _handle_piecewise_cuda_graph), both with
+piecewise_cuda_graph_max_tokens; from v0.5.14 the prefill phase of cuda_graph_config (backend, max_bs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from advisor.rules.engine import Scenario, Setting, parse_release
+from advisor.rules.sglang.attention import attention_decision, attention_kind
+from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
+from advisor.rules.sglang.moe_runner import moe_runner_decision
+
+# piecewise_cuda_graph_max_tokens (from v0.5.14 cuda_graph_config.prefill.max_bs) when not given: the chunked-prefill
+# size as _handle_gpu_memory_settings picked it (before DP attention divides it); from v0.5.8 2048 for MLA models
+# ("For MLA backend ... we set the max tokens to 2048 by default", PR #15927; server_args.py v0.5.8).
+MLA_MAX_TOKENS, MLA_MAX_TOKENS_FROM = 2048, "0.5.8"
+# From v0.5.14 the size is cuda_graph_config.prefill.max_bs, clamped release by release (MLA min(8192, chunk) by v0.5.23,
+# the DP-attention re-clamp, model hooks, DeepEP's 2048; arg_groups/memory_hook.py): not modelled, so None there.
+MAX_TOKENS_LAST = "0.5.13"
+CHUNKED_PREFILL = "--chunked-prefill-size"
+# v0.5.10 to v0.5.12 switch the piecewise graph off for these MoE runners ("bypassed topk is incompatible with
+# torch.compile"; server_args.py _handle_moe_kernel_config), but GPT-OSS. This runs after _handle_gpu_memory_settings,
+# so the reserve for the graph stays in mem_fraction_static.
+TOPK_BYPASS_RUNNERS = frozenset({"flashinfer_trtllm", "flashinfer_mxfp4"})
+TOPK_BYPASS_FIRST, TOPK_BYPASS_LAST = "0.5.10", "0.5.12"
+# From v0.5.15 the prefill graph is switched off for DeepSeek V3 (architectures has DeepseekV3ForCausalLM) whose prefill
+# attention backend is trtllm_mla ("a captured prefill graph forces a FlashAttention fallback that regresses prefill";
+# server_args.py _disable_prefill_cuda_graph_for_deepseek_trtllm_mla, arg_groups/cuda_graph_hook.py from v0.5.19), unless
+# the prefill graph backend is passed; also after the memory reserve.
+DSR1_TRTLLM_MLA_OFF_FROM = "0.5.15"
+
+
+def where(release: tuple[int, ...]) -> str:
+    """The file that sets the prefill graph's size: server_args.py, arg_groups/memory_hook.py from v0.5.19."""
+    return MEMORY_HOOK if release >= (0, 5, 19) else SERVER_ARGS
+
+
+def prefill_graph_settings(
+    s: Scenario, release: str, prefill_graph: str | None, chunk: int | None
+) -> tuple[tuple[Setting, ...], str]:
+    """(the settings piecewise_cuda_graph and piecewise_cuda_graph_max_tokens, a note saying why). ``prefill_graph``:
+    memory.prefill_graph_kind's verdict (None: off); ``chunk``: the chunked-prefill size before DP attention divides it
+    (None when the GPU memory is unknown)."""
+    given = s.flag(CHUNKED_PREFILL)
+    if given:
+        with contextlib.suppress(ValueError):
+            chunk = int(given)
+    r = parse_release(release)
+    if r > parse_release(MAX_TOKENS_LAST):
+        max_tokens, why = None, "its largest size, cuda_graph_config.prefill.max_bs, is not modelled from v0.5.14"
+    elif attention_kind(s.model) == "mla" and r >= parse_release(MLA_MAX_TOKENS_FROM):
+        max_tokens, why = MLA_MAX_TOKENS, f"up to {MLA_MAX_TOKENS} tokens for MLA models"
+    else:
+        max_tokens, why = chunk, ("up to the chunked-prefill size (unknown: GPU memory unknown)" if chunk is None
+                                  else f"up to {chunk} tokens, the chunked-prefill size")  # fmt: skip
+    on, off_why = prefill_graph is not None, ""
+    if on and parse_release(TOPK_BYPASS_FIRST) <= r <= parse_release(TOPK_BYPASS_LAST) and s.model is not None:
+        runner = moe_runner_decision(s, release).value
+        if runner in TOPK_BYPASS_RUNNERS and s.model.architecture != "GptOssForCausalLM":
+            on, off_why = False, f" (off for the MoE runner {runner}, after its memory reserve was counted)"
+    if (on and r >= parse_release(DSR1_TRTLLM_MLA_OFF_FROM) and s.model is not None
+            and s.model.architecture == "DeepseekV3ForCausalLM" and not s.flag("--cuda-graph-backend-prefill")
+            and attention_decision(s, release).value == "trtllm_mla"):  # fmt: skip
+        on, off_why = False, " (off for DeepSeek V3 on trtllm_mla, after its memory reserve was counted)"
+    note = f"prefill (piecewise) CUDA graph {'on' if on else 'off'}{off_why}; {why} (sglang v{release}, {where(r)})"
+    return (Setting("piecewise_cuda_graph", on), Setting("piecewise_cuda_graph_max_tokens", max_tokens)), note
