@@ -12,9 +12,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, OptionList, Select, TabbedContent
+from textual.widgets import Input, OptionList, TabbedContent
 from tui_helpers import detail_text, fusion, make_app, settle, static_text
 
+from advisor.tui.widgets.choice import Choice
 from advisor.tui.widgets.decisions import DecisionTable
 
 QWEN3_VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
@@ -74,8 +75,8 @@ async def test_h20_with_sglang_0_5_12_fails_the_h20_condition():
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert fusion(app).enabled
-        app.main.query_one("#profile", Select).value = "h20-8"  # as the machine selector does
-        app.main.query_one("#engine_version", Select).value = "0.5.12"
+        app.main.query_one("#profile", Choice).value = "h20-8"  # as the machine selector does
+        app.main.query_one("#engine_version", Choice).value = "0.5.12"
         await settle(pilot)
 
         plan = app.main.evaluation.plan
@@ -84,16 +85,50 @@ async def test_h20_with_sglang_0_5_12_fails_the_h20_condition():
         assert [c.id for c in fusion(app).failed] == ["not_h20"]
         assert "h20-8" in app.sub_title
         # newer rules drop the H20 exclusion (v0.5.13)
-        app.main.query_one("#engine_version", Select).value = "0.5.13"
+        app.main.query_one("#engine_version", Choice).value = "0.5.13"
         await settle(pilot)
         assert fusion(app).enabled
         # another engine forgets the SGLang release
-        app.main.query_one("#engine", Select).value = "vllm"
+        app.main.query_one("#engine", Choice).value = "vllm"
         await settle(pilot)
         assert app.main.options.engine == "vllm" and app.main.options.engine_version is None
         assert app.main.evaluation.plan.engine["name"] == "vllm"
-        assert app.main.query_one("#engine_version", Select).value is Select.NULL
+        assert app.main.query_one("#engine_version", Choice).value is None  # blank: installed/newest
 
+
+
+async def test_a_form_choice_opens_and_picks_with_the_keyboard_and_the_mouse():
+    """The form's choices (engine, release, machine...): enter opens the list below the field, down + enter picks, escape
+    closes it unchanged; a click opens it too. Each pick re-evaluates the plan."""
+    async with qwen3_vl_on_b300() as pilot:
+        app = pilot.app
+        release = app.main.query_one("#engine_version", Choice)
+        assert release.value is None and release.label == "installed/newest"
+        release.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        menu = app.screen.query_one(OptionList)
+        assert app.screen is not app.main and menu.highlighted == 0  # the blank entry, the current value
+        assert menu.region.y == release.region.bottom  # the list's border starts on the line below the field
+        assert menu.region.x == release.region.x - 1  # its text under the field's
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main and release.value is None and app.focused is release
+
+        await pilot.press("enter", "down", "enter")
+        await settle(pilot)
+        newest = release.options[0][1]
+        assert release.value == newest and app.main.options.engine_version == newest
+        assert app.main.evaluation.plan.engine["rules"] == newest
+        assert app.focused is release
+
+        dp_attention = app.main.query_one("#dp_attention", Choice)
+        await pilot.click("#dp_attention")
+        await pilot.pause()
+        assert app.screen is not app.main
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert dp_attention.value is True and app.main.evaluation.plan.intent.dp_attention
 
 async def test_export_writes_json_that_validates(tmp_path):
     app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
@@ -151,7 +186,7 @@ async def test_no_driver_says_so_and_offers_simulated_machines():
         await pilot.press("enter")
         await settle(pilot)
         assert app.main.evaluation.facts.source == "simulated:h100-sxm-8"
-        assert app.main.query_one("#profile", Select).value == "h100-sxm-8"
+        assert app.main.query_one("#profile", Choice).value == "h100-sxm-8"
         assert not app.main.query_one("#no-driver").display
 
 
