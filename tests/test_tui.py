@@ -17,6 +17,7 @@ from tui_helpers import detail_text, fusion, make_app, settle, static_text
 
 from advisor.tui.widgets.choice import Choice
 from advisor.tui.widgets.decisions import DecisionTable
+from advisor.tui.widgets.key_bar import KeyBar
 
 QWEN3_VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
 
@@ -129,6 +130,21 @@ async def test_a_form_choice_opens_and_picks_with_the_keyboard_and_the_mouse():
         await pilot.press("down", "enter")
         await settle(pilot)
         assert dp_attention.value is True and app.main.evaluation.plan.intent.dp_attention
+
+
+async def test_the_key_bar_shows_the_active_keys_and_a_click_presses_one():
+    async with qwen3_vl_on_b300() as pilot:
+        app = pilot.app
+        bar = app.main.query_one(KeyBar)
+        line = bar.render().plain
+        assert line.startswith(" r Re-probe  l Launch  e Export  p Profile  q Quit  ? Help ") and line.endswith("▏^p palette ")
+        assert len(line) == 80
+        await pilot.click(KeyBar, offset=(line.index("? Help") + 2, 0))
+        await pilot.pause()
+        assert app.screen is not app.main  # the help screen
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
 
 async def test_export_writes_json_that_validates(tmp_path):
     app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
