@@ -106,6 +106,10 @@ async def test_a_form_choice_opens_and_picks_with_the_keyboard_and_the_mouse():
         release = app.main.query_one("#engine_version", Choice)
         assert release.value is None and release.label == "installed/newest"
         release.focus()
+        await pilot.pause()
+        labels = app.main.query_one("#form-labels").content
+        highlighted = [labels.plain[s.start:s.end] for s in labels.spans if s.style.bold]
+        assert highlighted == ["Release"]  # the focused field's name
         await pilot.press("enter")
         await pilot.pause()
         menu = app.screen.query_one(OptionList)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Grid
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
@@ -23,12 +24,27 @@ from advisor.tui.widgets.choice import Choice
 DIGITS = r"\d*"  # the numeric fields take digits only (no validator: its -valid/-invalid classes restyle on mount)
 
 
-class FieldLabel(Static):
-    """A control's name in the form's first column (a plain Static: Label's CSS is not needed here)."""
+# Each control's name in the first column, by the control's id, top to bottom (the error line has no name).
+LABELS = {
+    "model": "Model",
+    "tp": "TP",
+    "nnodes": "Nodes",
+    "dp_attention": "DP attn",
+    "dp_size": "DP size",
+    "moe_a2a_backend": "MoE a2a",
+    "engine": "Engine",
+    "engine_version": "Release",
+    "engine_args": "Args",
+    "engine_args_error": "",
+    "profile": "Machine",
+}
 
 
-class PlanForm(Grid):
-    """Two columns: a label and a compact control per option."""
+class PlanForm(Horizontal):
+    """Two columns: the names, one Static (a widget per name made the first screen slower), and a compact control per
+    option, one per line; the focused control's name is highlighted."""
+
+    COMPONENT_CLASSES = {"plan-form--label", "plan-form--focused"}
 
     class Changed(Message):
         def __init__(self, changes: dict[str, Any]) -> None:
@@ -69,7 +85,11 @@ class PlanForm(Grid):
 
     def compose(self) -> ComposeResult:
         o = self._options
-        yield FieldLabel("Model")
+        yield Static(id="form-labels")
+        with Vertical(id="form-controls"):
+            yield from self._controls(o)
+
+    def _controls(self, o: Any) -> ComposeResult:
         yield Input(
             o.model or "",
             placeholder="demo model",
@@ -78,27 +98,19 @@ class PlanForm(Grid):
             compact=True,
             tooltip="Model id (catalog or HF cache) or a directory; → accepts a suggestion",
         )
-        yield FieldLabel("TP")
         yield Input(_int_text(o.tp), placeholder="auto", restrict=DIGITS, id="tp", compact=True)
-        yield FieldLabel("Nodes")
         yield Input(_int_text(o.nnodes), placeholder="1", restrict=DIGITS, id="nnodes", compact=True)
-        yield FieldLabel("DP attn")
         yield Choice([("off", False), ("on", True)], value=bool(o.dp_attention), id="dp_attention")
-        yield FieldLabel("DP size")
         yield Input(_int_text(o.dp_size), placeholder="1", restrict=DIGITS, id="dp_size", compact=True)
-        yield FieldLabel("MoE a2a")
         yield Choice(
             _with_current([(b, b) for b in MOE_A2A_BACKENDS], o.moe_a2a_backend),
             value=o.moe_a2a_backend or "none",
             id="moe_a2a_backend",
         )
-        yield FieldLabel("Engine")
         yield _optional_select(_with_current([(e, e) for e in engine_names()], o.engine), o.engine, "default", "engine")
-        yield FieldLabel("Release")
         yield _optional_select(
             self._release_options(o.engine, o.engine_version), o.engine_version, "installed/newest", "engine_version"
         )
-        yield FieldLabel("Args")
         yield Input(
             shlex.join(o.overrides),
             placeholder="engine args, e.g. -O0",
@@ -107,7 +119,6 @@ class PlanForm(Grid):
             tooltip="The engine's own arguments, as after `--` on the command line (quoted like a shell line)",
         )
         yield Static("", id="engine_args_error")
-        yield FieldLabel("Machine")
         yield Choice(
             _with_current(self._machine_options(), profile_choice(o)),
             value=profile_choice(o),
@@ -128,21 +139,31 @@ class PlanForm(Grid):
         options.extend((f"{name} (simulated)", name) for name, _ in self._profiles)
         return options
 
+    def on_mount(self) -> None:
+        self._focused: str | None = None
+        self._draw_labels()
+
     def on_descendant_focus(self, event) -> None:
-        self._mark_label(event.widget, True)
+        self._focused = event.widget.id
+        self._draw_labels()
 
     def on_descendant_blur(self, event) -> None:
-        self._mark_label(event.widget, False)
+        if self._focused == event.widget.id:
+            self._focused = None
+            self._draw_labels()
 
-    def _mark_label(self, widget, focused: bool) -> None:
-        """Highlight the label of the focused control (the label is the control's previous sibling)."""
-        control = widget if widget.parent is self else widget.parent
-        if control is None or control.parent is not self:
-            return
-        siblings = list(self.children)
-        index = siblings.index(control)
-        if index > 0 and isinstance(siblings[index - 1], FieldLabel):
-            siblings[index - 1].set_class(focused, "-focused")
+    def _draw_labels(self) -> None:
+        label_style = self.get_component_rich_style("plan-form--label")
+        focused_style = self.get_component_rich_style("plan-form--focused")
+        error_shown = self.query_one("#engine_args_error").has_class("-shown")
+        text = Text(no_wrap=True, overflow="crop")
+        for control, name in LABELS.items():
+            if control == "engine_args_error" and not error_shown:
+                continue
+            if len(text):
+                text.append("\n")
+            text.append(name, focused_style if control == self._focused else label_style)
+        self.query_one("#form-labels", Static).update(text)
 
     @property
     def model_input(self) -> Input:
@@ -179,9 +200,12 @@ class PlanForm(Grid):
             error.update(f"✗ {str(exc).lower()}")
             error.tooltip = message
             error.add_class("-shown")
+            self._draw_labels()
             return
         field.remove_class("-invalid")
-        error.remove_class("-shown")
+        if error.has_class("-shown"):
+            error.remove_class("-shown")
+            self._draw_labels()
         self._report({"overrides": words})
 
     def on_choice_changed(self, event: Choice.Changed) -> None:
