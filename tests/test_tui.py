@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -359,3 +360,30 @@ def test_fusion_detail_says_plainly_when_flashinfer_will_not_import():
     assert "auto-enabled" in text
     assert "• the fused path cannot run here: `import flashinfer` will fail" in text
     assert "see problem flashinfer_version_mismatch" in text
+
+
+@pytest.mark.parametrize("width", [40, 44, 80, 120])
+def test_the_release_matrix_is_laid_out_as_a_rich_table(width):
+    """The detail pane's release matrix is drawn without rich's Table (slow to measure), in the same layout at the
+    pane's widths (40 columns and more; the 80-column screen gives it 44). Colours are the same on every character
+    but the spaces that pad a cell, which rich's Table styles and this draws plain."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from advisor.context import Options, make_plan
+    from advisor.tui.render import release_matrix_table
+
+    plan = make_plan(Options(profile="h20-8", model="Qwen/Qwen3-30B-A3B", tp=8, engine="sglang", engine_version="0.5.12"))
+    matrix = release_matrix_table(plan)
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
+    for header in matrix.HEADERS:
+        table.add_column(header, overflow="fold" if header == "failed conditions" else "ellipsis")
+    for row in matrix.rows:
+        table.add_row(*row)
+    outputs = []
+    for renderable in (matrix, table):
+        console = Console(width=width, file=open(os.devnull, "w"), color_system="truecolor")  # noqa: SIM115
+        lines = console.render_lines(renderable, pad=False)
+        outputs.append([[(ch, (seg.style or None) if ch != " " else None) for seg in line for ch in seg.text] for line in lines])
+    assert outputs[0] == outputs[1]
+    assert any(row[2] for row in matrix.rows) and "◀" in "".join(ch for line in outputs[0] for ch, _ in line)
