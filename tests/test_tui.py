@@ -128,6 +128,15 @@ async def test_a_form_choice_opens_and_picks_with_the_keyboard_and_the_mouse():
         assert app.main.evaluation.plan.engine["rules"] == newest
         assert app.focused is release
 
+        engine = app.main.query_one("#engine", Choice)
+        engine.focus()
+        await pilot.press("enter", "q", "v")  # letters jump to an option; q does not quit while the list is open
+        await pilot.pause()
+        assert app.is_running and app.screen is not app.main
+        await pilot.press("enter")
+        await settle(pilot)
+        assert engine.value == "vllm" and app.main.evaluation.plan.engine["name"] == "vllm"
+
         dp_attention = app.main.query_one("#dp_attention", Choice)
         await pilot.click("#dp_attention")
         await pilot.pause()

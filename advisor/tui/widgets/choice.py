@@ -161,6 +161,27 @@ class Choice(Widget, can_focus=True):
         return blank + self._options
 
 
+class ChoiceList(OptionList):
+    """The pop-up's list: a typed letter moves to the next option starting with it (as Select's list does), so
+    letters never reach the screen's single-key bindings (q quits) while the list is open."""
+
+    def check_consume_key(self, key: str, character: str | None = None) -> bool:
+        return character is not None and character.isprintable()
+
+    def on_key(self, event: events.Key) -> None:
+        if event.character is None or not event.is_printable:
+            return
+        event.stop()
+        event.prevent_default()
+        letter, count = event.character.lower(), self.option_count
+        start = (self.highlighted or 0) + 1
+        for step in range(count):
+            index = (start + step) % count
+            if str(self.get_option_at_index(index).prompt).lower().startswith(letter):
+                self.highlighted = index
+                return
+
+
 class ChoiceMenu(ModalScreen[int | None]):
     """The opened list, just below its Choice (above it when there is no room below); dismissed with the index
     picked, or None (escape, a click elsewhere)."""
@@ -189,7 +210,7 @@ class ChoiceMenu(ModalScreen[int | None]):
         self.styles.align = ("left", "top")  # inline: the app's stylesheet centres dialogs
 
     def compose(self):
-        menu = OptionList(*(Text(label, style="dim") if dim else label for label, dim in self._labels))
+        menu = ChoiceList(*(Text(label, style="dim") if dim else label for label, dim in self._labels))
         field, screen_height = self._field, self.app.size.height
         height = min(len(self._labels), self.MAX_ROWS) + 2  # with the border
         below, above = field.bottom, field.y - height
