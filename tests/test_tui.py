@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -12,10 +13,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, OptionList, Select, TabbedContent
+from textual.widgets import Input, OptionList, TabbedContent
 from tui_helpers import detail_text, fusion, make_app, settle, static_text
 
+from advisor.tui.widgets.choice import Choice
 from advisor.tui.widgets.decisions import DecisionTable
+from advisor.tui.widgets.key_bar import KeyBar
 
 QWEN3_VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
 
@@ -74,8 +77,8 @@ async def test_h20_with_sglang_0_5_12_fails_the_h20_condition():
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert fusion(app).enabled
-        app.main.query_one("#profile", Select).value = "h20-8"  # as the machine selector does
-        app.main.query_one("#engine_version", Select).value = "0.5.12"
+        app.main.query_one("#profile", Choice).value = "h20-8"  # as the machine selector does
+        app.main.query_one("#engine_version", Choice).value = "0.5.12"
         await settle(pilot)
 
         plan = app.main.evaluation.plan
@@ -84,16 +87,78 @@ async def test_h20_with_sglang_0_5_12_fails_the_h20_condition():
         assert [c.id for c in fusion(app).failed] == ["not_h20"]
         assert "h20-8" in app.sub_title
         # newer rules drop the H20 exclusion (v0.5.13)
-        app.main.query_one("#engine_version", Select).value = "0.5.13"
+        app.main.query_one("#engine_version", Choice).value = "0.5.13"
         await settle(pilot)
         assert fusion(app).enabled
         # another engine forgets the SGLang release
-        app.main.query_one("#engine", Select).value = "vllm"
+        app.main.query_one("#engine", Choice).value = "vllm"
         await settle(pilot)
         assert app.main.options.engine == "vllm" and app.main.options.engine_version is None
         assert app.main.evaluation.plan.engine["name"] == "vllm"
-        assert app.main.query_one("#engine_version", Select).value is Select.NULL
+        assert app.main.query_one("#engine_version", Choice).value is None  # blank: installed/newest
 
+
+
+async def test_a_form_choice_opens_and_picks_with_the_keyboard_and_the_mouse():
+    """The form's choices (engine, release, machine...): enter opens the list below the field, down + enter picks, escape
+    closes it unchanged; a click opens it too. Each pick re-evaluates the plan."""
+    async with qwen3_vl_on_b300() as pilot:
+        app = pilot.app
+        release = app.main.query_one("#engine_version", Choice)
+        assert release.value is None and release.label == "installed/newest"
+        release.focus()
+        await pilot.pause()
+        labels = app.main.query_one("#form-labels").content
+        highlighted = [labels.plain[s.start:s.end] for s in labels.spans if s.style.bold]
+        assert highlighted == ["Release"]  # the focused field's name
+        await pilot.press("enter")
+        await pilot.pause()
+        menu = app.screen.query_one(OptionList)
+        assert app.screen is not app.main and menu.highlighted == 0  # the blank entry, the current value
+        assert menu.region.y == release.region.bottom  # the list's border starts on the line below the field
+        assert menu.region.x == release.region.x - 1  # its text under the field's
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main and release.value is None and app.focused is release
+
+        await pilot.press("enter", "down", "enter")
+        await settle(pilot)
+        newest = release.options[0][1]
+        assert release.value == newest and app.main.options.engine_version == newest
+        assert app.main.evaluation.plan.engine["rules"] == newest
+        assert app.focused is release
+
+        engine = app.main.query_one("#engine", Choice)
+        engine.focus()
+        await pilot.press("enter", "q", "v")  # letters jump to an option; q does not quit while the list is open
+        await pilot.pause()
+        assert app.is_running and app.screen is not app.main
+        await pilot.press("enter")
+        await settle(pilot)
+        assert engine.value == "vllm" and app.main.evaluation.plan.engine["name"] == "vllm"
+
+        dp_attention = app.main.query_one("#dp_attention", Choice)
+        await pilot.click("#dp_attention")
+        await pilot.pause()
+        assert app.screen is not app.main
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert dp_attention.value is True and app.main.evaluation.plan.intent.dp_attention
+
+
+async def test_the_key_bar_shows_the_active_keys_and_a_click_presses_one():
+    async with qwen3_vl_on_b300() as pilot:
+        app = pilot.app
+        bar = app.main.query_one(KeyBar)
+        line = bar.render().plain
+        assert line.startswith(" r Re-probe  l Launch  e Export  p Profile  q Quit  ? Help ") and line.endswith("▏^p palette ")
+        assert len(line) == 80
+        await pilot.click(KeyBar, offset=(line.index("? Help") + 2, 0))
+        await pilot.pause()
+        assert app.screen is not app.main  # the help screen
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
 
 async def test_export_writes_json_that_validates(tmp_path):
     app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
@@ -151,7 +216,7 @@ async def test_no_driver_says_so_and_offers_simulated_machines():
         await pilot.press("enter")
         await settle(pilot)
         assert app.main.evaluation.facts.source == "simulated:h100-sxm-8"
-        assert app.main.query_one("#profile", Select).value == "h100-sxm-8"
+        assert app.main.query_one("#profile", Choice).value == "h100-sxm-8"
         assert not app.main.query_one("#no-driver").display
 
 
@@ -304,3 +369,30 @@ def test_fusion_detail_says_plainly_when_flashinfer_will_not_import():
     assert "auto-enabled" in text
     assert "• the fused path cannot run here: `import flashinfer` will fail" in text
     assert "see problem flashinfer_version_mismatch" in text
+
+
+@pytest.mark.parametrize("width", [40, 44, 80, 120])
+def test_the_release_matrix_is_laid_out_as_a_rich_table(width):
+    """The detail pane's release matrix is drawn without rich's Table (slow to measure), in the same layout at the
+    pane's widths (40 columns and more; the 80-column screen gives it 44). Colours are the same on every character
+    but the spaces that pad a cell, which rich's Table styles and this draws plain."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from advisor.context import Options, make_plan
+    from advisor.tui.render import release_matrix_table
+
+    plan = make_plan(Options(profile="h20-8", model="Qwen/Qwen3-30B-A3B", tp=8, engine="sglang", engine_version="0.5.12"))
+    matrix = release_matrix_table(plan)
+    table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
+    for header in matrix.HEADERS:
+        table.add_column(header, overflow="fold" if header == "failed conditions" else "ellipsis")
+    for row in matrix.rows:
+        table.add_row(*row)
+    outputs = []
+    for renderable in (matrix, table):
+        console = Console(width=width, file=open(os.devnull, "w"), color_system="truecolor")  # noqa: SIM115
+        lines = console.render_lines(renderable, pad=False)
+        outputs.append([[(ch, (seg.style or None) if ch != " " else None) for seg in line for ch in seg.text] for line in lines])
+    assert outputs[0] == outputs[1]
+    assert any(row[2] for row in matrix.rows) and "◀" in "".join(ch for line in outputs[0] for ch, _ in line)

@@ -67,12 +67,14 @@ async def test_a_quote_left_open_is_a_message_in_the_form_and_the_plan_keeps_the
         assert error.display and "no closing quotation" in str(error.content)
         assert "close the quote" in str(error.tooltip)
         assert app.main.query_one("#engine_args", Input).has_class("-invalid")
+        assert _label_rows(app)["Machine"] == app.main.query_one("#profile").region.y  # names stay beside their fields
         # While typing, the words before the quote were read; the open quote itself changed nothing.
         assert app.main.evaluation.plan.intent.overrides == ("--enforce-eager", "--attention-backend")
 
         await pilot.press("'")
         await settle(pilot)
         assert not error.display
+        assert _label_rows(app)["Machine"] == app.main.query_one("#profile").region.y
         plan = app.main.evaluation.plan
         assert plan.intent.overrides == ("--enforce-eager", "--attention-backend", "FLASH_ATTN")
         assert plan.decision("compilation").state == "forced-off"
@@ -85,3 +87,9 @@ async def test_engine_args_given_to_the_app_show_in_the_field():
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert app.main.query_one("#engine_args", Input).value == "'-cc.pass_config.x=a b' -O1"
+
+
+def _label_rows(app) -> dict[str, int]:
+    """The screen row of each name in the form's first column."""
+    labels = app.main.query_one("#form-labels", Static)
+    return {line: labels.region.y + i for i, line in enumerate(str(labels.content).splitlines()) if line}

@@ -28,12 +28,19 @@ async def test_hidden_tabs_follow_the_first_screen(empty_hf_cache):
         seen["panels"] = [w.id for w in app.main.query("LayoutsPanel, MachinePanel")]
         seen["summaries loaded"] = "profiles" in app.__dict__
         seen["decisions"] = app.main.query_one("#decisions").row_count
+        # what bench_tui.py counts as the first complete screen: the plan's status, rows, detail and command
+        seen["detail"] = static_text(app, "#detail-body")
+        seen["status"] = static_text(app, "#status")
+        seen["command"] = static_text(app, "#argv")
 
     app = AdvisorApp(Options(**B300), on_ready=ready)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        assert seen == {"panels": [], "summaries loaded": False, "decisions": seen["decisions"]}
-        assert seen["decisions"] > 0
+        assert {k: seen[k] for k in ("panels", "summaries loaded")} == {"panels": [], "summaries loaded": False}
+        plan = app.main.evaluation.plan
+        assert seen["decisions"] == len(plan.decisions) + len({p.id for p in plan.problems})
+        assert plan.decisions[0].title in " ".join(seen["detail"].split())
+        assert "Qwen/Qwen3-VL-235B-A22B-Instruct" in seen["status"] and "sglang.launch_server" in seen["command"]
         assert {w.id for w in app.main.query("LayoutsPanel, MachinePanel")} == {"layouts-panel", "machine-panel"}
         assert "source: simulated b300-8" in static_text(app, "#machine-summary")  # caught up with the plan shown
         assert any(summary for _, summary in app.profiles)

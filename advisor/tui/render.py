@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -125,18 +126,61 @@ def decision_detail(decision: Decision, plan: Plan) -> RenderableType:
     return Group(*parts)
 
 
-def release_matrix_table(plan: Plan) -> Table:
-    table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
-    table.add_column("release")
-    table.add_column("fusion")
-    table.add_column("failed conditions", overflow="fold")
+def release_matrix_table(plan: Plan) -> RenderableType:
+    """Release, fusion on/off and the failed conditions, one row per modelled release (the current one marked ◀)."""
     rules = str((plan.engine or {}).get("rules") or "")
+    rows = []
     for row in plan.release_matrix:
         mark = Text("● on", style="green") if row.enabled else Text("○ off", style="yellow")
         current = bool(rules) and row.release.lstrip("v") == rules.lstrip("v")
         release = Text(row.release + (" ◀" if current else ""), style="bold" if current else "")
-        table.add_row(release, mark, ", ".join(row.failed_conditions))
-    return table
+        rows.append((release, mark, ", ".join(row.failed_conditions)))
+    return ReleaseMatrix(rows)
+
+
+class ReleaseMatrix:
+    """Laid out as rich's Table(box=None, pad_edge=False, show_edge=False) lays it out, the last column folded under its
+    header; drawn without Table's measuring, which was most of the time to draw the fusion decision's detail."""
+
+    HEADERS = ("release", "fusion", "failed conditions")
+
+    def __init__(self, rows: list[tuple[Text, Text, str]]) -> None:
+        self.rows = rows
+
+    def _widths(self) -> tuple[int, int]:
+        first = max([len(self.HEADERS[0]), *(r[0].cell_len for r in self.rows)])
+        second = max([len(self.HEADERS[1]), *(r[1].cell_len for r in self.rows)])
+        return first, second
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        first, second = self._widths()
+        last = max([len(self.HEADERS[2]), *(len(r[2]) for r in self.rows)])
+        return Measurement(first + second + 4 + min(last, 1), first + second + 4 + last)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        first, second = self._widths()
+        indent = first + second + 4
+        room = max(options.max_width - indent, 1)
+        last = min(max([len(self.HEADERS[2]), *(len(r[2]) for r in self.rows)]), room)  # cells are padded to it
+        header = Text(no_wrap=True, style="bold")
+        header.append(self.HEADERS[0].ljust(first + 2) + self.HEADERS[1].ljust(second + 2) + self.HEADERS[2])
+        header.append(" " * (indent + last - header.cell_len))
+        yield header
+        for release, mark, failed in self.rows:
+            lines = Text(failed).wrap(console, last, overflow="fold") if failed else [Text()]
+            for i, part in enumerate(lines):
+                line = Text(no_wrap=True)
+                if i == 0:
+                    line.append_text(release)
+                    line.append(" " * (first + 2 - release.cell_len))
+                    line.append_text(mark)
+                    line.append(" " * (second + 2 - mark.cell_len))
+                else:
+                    line.append(" " * indent)
+                part.rstrip()
+                line.append_text(part)
+                line.append(" " * (indent + last - line.cell_len))
+                yield line
 
 
 def problem_detail(problem: Problem) -> RenderableType:

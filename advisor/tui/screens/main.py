@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import Header, Static, TabbedContent, TabPane
 
 from advisor.plan import Plan
 from advisor.sanitize import clean
@@ -27,6 +27,7 @@ from advisor.tui.session import Evaluation, apply_profile_choice
 from advisor.tui.widgets.command_bar import CommandBar
 from advisor.tui.widgets.decisions import DecisionTable
 from advisor.tui.widgets.detail import DetailPane
+from advisor.tui.widgets.key_bar import KeyBar
 from advisor.tui.widgets.plan_form import PlanForm
 
 if TYPE_CHECKING:  # imported when the hidden tabs are mounted
@@ -73,7 +74,7 @@ class MainScreen(Screen):
             # screen does not wait for widgets nobody sees yet.
             yield TabPane("Layouts", id="layouts")
             yield TabPane("Machine", id="machine")
-        yield Footer()
+        yield KeyBar()  # Textual's Footer, drawn by one widget
 
     def mount_hidden_tabs(self) -> None:
         """Mount the Layouts and Machine panels (once): after the first plan is painted, or when a tab is opened."""

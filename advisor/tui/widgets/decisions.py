@@ -28,9 +28,11 @@ class DecisionTable(DataTable):
         self._plan: Plan | None = None
 
     def on_mount(self) -> None:
-        self.add_column(" ", key="state", width=1)
-        self.add_column("decision", key="decision", width=30)
-        self.add_column("value", key="value", width=VALUE_WIDTH)
+        # Cells and labels are Text, never str: DataTable reads a str as rich markup (a title with brackets would be
+        # mangled), and its first markup loads rich's emoji table, a cost before the first screen.
+        self.add_column(_cell(" "), key="state", width=1)
+        self.add_column(_cell("decision"), key="decision", width=30)
+        self.add_column(_cell("value"), key="value", width=VALUE_WIDTH)
 
     def on_resize(self) -> None:
         if self._fit_columns() and self._plan is not None:
@@ -55,14 +57,14 @@ class DecisionTable(DataTable):
         for d in plan.decisions:
             key = f"d:{d.id}"
             self._items[key] = d
-            self.add_row(state_icon(d.state), d.title, Text(clean(short_value(d.value), newlines=False)), key=key)
+            self.add_row(state_icon(d.state), _cell(d.title), _cell(clean(short_value(d.value), newlines=False)), key=key)
         for p in plan.problems:
             key = f"p:{p.id}"
             if key in self._items:
                 continue
             self._items[key] = p
             icon, style = SEVERITY_ICON.get(p.severity, ("·", ""))
-            self.add_row(Text(icon, style=style), Text(clean(p.message, newlines=False), style=style), p.severity, key=key)
+            self.add_row(Text(icon, style=style), _cell(clean(p.message, newlines=False), style), _cell(p.severity), key=key)
         if current in self._items:
             self.move_cursor(row=self.get_row_index(current), animate=False)
         self.post_message(self.Highlighted(self.current_item))
@@ -102,3 +104,8 @@ class DecisionTable(DataTable):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         self.post_message(self.Highlighted(self._items.get(event.row_key.value)))
+
+
+def _cell(text: str, style: str = "") -> Text:
+    """A cell as DataTable lays out a plain string: one line, cropped to the column."""
+    return Text(text, style=style, no_wrap=True, end="")

@@ -10,18 +10,41 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Grid
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.suggester import SuggestFromList
-from textual.widgets import Input, Label, Select, Static
+from textual.widgets import Input, Static
 
 from advisor.rules.registry import names as engine_names
 from advisor.tui.session import FILE, LIVE, MOE_A2A_BACKENDS, profile_choice, releases_for
+from advisor.tui.widgets.choice import Choice
+
+DIGITS = r"\d*"  # the numeric fields take digits only (no validator: its -valid/-invalid classes restyle on mount)
 
 
-class PlanForm(Grid):
-    """Two columns: a label and a compact control per option."""
+# Each control's name in the first column, by the control's id, top to bottom (the error line has no name).
+LABELS = {
+    "model": "Model",
+    "tp": "TP",
+    "nnodes": "Nodes",
+    "dp_attention": "DP attn",
+    "dp_size": "DP size",
+    "moe_a2a_backend": "MoE a2a",
+    "engine": "Engine",
+    "engine_version": "Release",
+    "engine_args": "Args",
+    "engine_args_error": "",
+    "profile": "Machine",
+}
+
+
+class PlanForm(Horizontal):
+    """Two columns: the names, one Static (a widget per name made the first screen slower), and a compact control per
+    option, one per line; the focused control's name is highlighted."""
+
+    COMPONENT_CLASSES = {"plan-form--label", "plan-form--focused"}
 
     class Changed(Message):
         def __init__(self, changes: dict[str, Any]) -> None:
@@ -62,7 +85,11 @@ class PlanForm(Grid):
 
     def compose(self) -> ComposeResult:
         o = self._options
-        yield Label("Model")
+        yield Static(id="form-labels")
+        with Vertical(id="form-controls"):
+            yield from self._controls(o)
+
+    def _controls(self, o: Any) -> ComposeResult:
         yield Input(
             o.model or "",
             placeholder="demo model",
@@ -71,31 +98,19 @@ class PlanForm(Grid):
             compact=True,
             tooltip="Model id (catalog or HF cache) or a directory; → accepts a suggestion",
         )
-        yield Label("TP")
-        yield Input(_int_text(o.tp), placeholder="auto", type="integer", id="tp", compact=True)
-        yield Label("Nodes")
-        yield Input(_int_text(o.nnodes), placeholder="1", type="integer", id="nnodes", compact=True)
-        yield Label("DP attn")
-        yield Select(
-            [("off", False), ("on", True)], value=bool(o.dp_attention), allow_blank=False, id="dp_attention", compact=True
-        )
-        yield Label("DP size")
-        yield Input(_int_text(o.dp_size), placeholder="1", type="integer", id="dp_size", compact=True)
-        yield Label("MoE a2a")
-        yield Select(
+        yield Input(_int_text(o.tp), placeholder="auto", restrict=DIGITS, id="tp", compact=True)
+        yield Input(_int_text(o.nnodes), placeholder="1", restrict=DIGITS, id="nnodes", compact=True)
+        yield Choice([("off", False), ("on", True)], value=bool(o.dp_attention), id="dp_attention")
+        yield Input(_int_text(o.dp_size), placeholder="1", restrict=DIGITS, id="dp_size", compact=True)
+        yield Choice(
             _with_current([(b, b) for b in MOE_A2A_BACKENDS], o.moe_a2a_backend),
             value=o.moe_a2a_backend or "none",
-            allow_blank=False,
             id="moe_a2a_backend",
-            compact=True,
         )
-        yield Label("Engine")
         yield _optional_select(_with_current([(e, e) for e in engine_names()], o.engine), o.engine, "default", "engine")
-        yield Label("Release")
         yield _optional_select(
             self._release_options(o.engine, o.engine_version), o.engine_version, "installed/newest", "engine_version"
         )
-        yield Label("Args")
         yield Input(
             shlex.join(o.overrides),
             placeholder="engine args, e.g. -O0",
@@ -104,13 +119,10 @@ class PlanForm(Grid):
             tooltip="The engine's own arguments, as after `--` on the command line (quoted like a shell line)",
         )
         yield Static("", id="engine_args_error")
-        yield Label("Machine")
-        yield Select(
+        yield Choice(
             _with_current(self._machine_options(), profile_choice(o)),
             value=profile_choice(o),
-            allow_blank=False,
             id="profile",
-            compact=True,
             tooltip="Probe this machine, or explain on a simulated one (what-if)",
         )
 
@@ -127,21 +139,31 @@ class PlanForm(Grid):
         options.extend((f"{name} (simulated)", name) for name, _ in self._profiles)
         return options
 
+    def on_mount(self) -> None:
+        self._focused: str | None = None
+        self._draw_labels()
+
     def on_descendant_focus(self, event) -> None:
-        self._mark_label(event.widget, True)
+        self._focused = event.widget.id
+        self._draw_labels()
 
     def on_descendant_blur(self, event) -> None:
-        self._mark_label(event.widget, False)
+        if self._focused == event.widget.id:
+            self._focused = None
+            self._draw_labels()
 
-    def _mark_label(self, widget, focused: bool) -> None:
-        """Highlight the label of the focused control (the label is the control's previous sibling)."""
-        control = widget if widget.parent is self else widget.parent
-        if control is None or control.parent is not self:
-            return
-        siblings = list(self.children)
-        index = siblings.index(control)
-        if index > 0 and isinstance(siblings[index - 1], Label):
-            siblings[index - 1].set_class(focused, "-focused")
+    def _draw_labels(self) -> None:
+        label_style = self.get_component_rich_style("plan-form--label")
+        focused_style = self.get_component_rich_style("plan-form--focused")
+        error_shown = self.query_one("#engine_args_error").has_class("-shown")
+        text = Text(no_wrap=True, overflow="crop")
+        for control, name in LABELS.items():
+            if control == "engine_args_error" and not error_shown:
+                continue
+            if len(text):
+                text.append("\n")
+            text.append(name, focused_style if control == self._focused else label_style)
+        self.query_one("#form-labels", Static).update(text)
 
     @property
     def model_input(self) -> Input:
@@ -178,15 +200,18 @@ class PlanForm(Grid):
             error.update(f"✗ {str(exc).lower()}")
             error.tooltip = message
             error.add_class("-shown")
+            self._draw_labels()
             return
         field.remove_class("-invalid")
-        error.remove_class("-shown")
+        if error.has_class("-shown"):
+            error.remove_class("-shown")
+            self._draw_labels()
         self._report({"overrides": words})
 
-    def on_select_changed(self, event: Select.Changed) -> None:
+    def on_choice_changed(self, event: Choice.Changed) -> None:
         event.stop()
-        key = event.select.id
-        value = None if event.value is Select.NULL else event.value
+        key = event.choice.id
+        value = event.value
         if key == "profile":
             choice = value or LIVE
             if choice != self._values["profile"]:
@@ -196,32 +221,29 @@ class PlanForm(Grid):
         if key == "engine":
             if value == self._values["engine"]:
                 return
-            releases = self.query_one("#engine_version", Select)
-            with releases.prevent(Select.Changed):
+            releases = self.query_one("#engine_version", Choice)
+            with releases.prevent(Choice.Changed):
                 releases.set_options(self._release_options(value, None))
-                releases.clear()
             self._report({"engine": value, "engine_version": None})  # a release belongs to one engine
             return
         self._report({key: value})
 
     # -- writing the controls (from the palette or the profile picker), without echoing Changed -------------------------
     def set_profile(self, choice: str) -> None:
-        select = self.query_one("#profile", Select)
+        select = self.query_one("#profile", Choice)
         self._values["profile"] = choice
-        with select.prevent(Select.Changed):
+        with select.prevent(Choice.Changed):
             select.value = choice
 
     def set_engine(self, engine: str, release: str | None) -> None:
-        engine_select = self.query_one("#engine", Select)
-        release_select = self.query_one("#engine_version", Select)
+        engine_select = self.query_one("#engine", Choice)
+        release_select = self.query_one("#engine_version", Choice)
         self._values.update(engine=engine, engine_version=release)
-        with engine_select.prevent(Select.Changed), release_select.prevent(Select.Changed):
+        with engine_select.prevent(Choice.Changed), release_select.prevent(Choice.Changed):
             engine_select.value = engine
-            release_select.set_options(self._release_options(engine, release))
+            release_select.set_options(self._release_options(engine, release))  # blank: installed/newest
             if release:
                 release_select.value = release
-            else:
-                release_select.clear()
 
 
     def set_layout(self, tp: int, nnodes: int, dp_attention: bool, dp_size: int) -> None:
@@ -231,20 +253,19 @@ class PlanForm(Grid):
             field = self.query_one(f"#{key}", Input)
             with field.prevent(Input.Changed):
                 field.value = str(number)
-        select = self.query_one("#dp_attention", Select)
-        with select.prevent(Select.Changed):
+        select = self.query_one("#dp_attention", Choice)
+        with select.prevent(Choice.Changed):
             select.value = dp_attention
 
 
-def _optional_select(options: list[tuple[str, str]], value: str | None, default_text: str, select_id: str) -> Select:
-    """A choice that may stay blank (shown as ``default_text``): blank leaves it to the advisor's default, and
-    on_select_changed reports it as None."""
-    return Select(options, value=value or Select.NULL, prompt=default_text, id=select_id, compact=True)
+def _optional_select(options: list[tuple[str, str]], value: str | None, default_text: str, select_id: str) -> Choice:
+    """A choice that may stay blank (shown as ``default_text``, value None): blank leaves it to the advisor's default."""
+    return Choice(options, value=value or None, prompt=default_text, id=select_id)
 
 
 def _with_current(options: list[tuple[str, Any]], current: Any) -> list[tuple[str, Any]]:
     """Keep a value the command line gave even when it is not a known choice (the plan then shows why it is wrong):
-    a Select refuses a value that is not among its options."""
+    a Choice refuses a value that is not among its options."""
     if current is None or any(value == current for _, value in options):
         return options
     return [*options, (f"{current} (unknown)", current)]
