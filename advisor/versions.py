@@ -41,6 +41,7 @@ def release_numbers(text: str | None) -> tuple[int, ...] | None:
     return None if version is None else version.release
 
 
+@lru_cache(maxsize=1024)  # a plan asks for the same few releases about a thousand times
 def parse_release(text: str | None) -> tuple[int, int, int] | None:
     """"0.5.14", "v0.5.14", "0.5.14.post2", "0.5.14rc1", "0.11.2+cu128" -> (0, 5, 14) (PEP 440, packaging.version);
     None when it is not a version with at least X.Y."""
