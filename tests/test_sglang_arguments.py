@@ -14,7 +14,7 @@ from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import load_profile
 from advisor.rules import sglang
 from advisor.rules.engine import Scenario
-from advisor.rules.sglang import arguments
+from advisor.rules.sglang import arguments, memory
 
 ERROR = arguments.ERROR_ID
 
@@ -78,9 +78,30 @@ def test_the_memory_decision_reads_the_release_s_cuda_graph_flag(version, flag):
     assert arguments.cuda_graph_max_bs_flags(version)[-1] in decision.conditions[0].fix
 
 
-def test_speculative_decoding_leaves_the_memory_defaults_unpredicted():
+# mem_fraction_static of Llama 3.1 8B at tp 1 on an H100 (81559 MiB) as the releases resolve it (the spec-* goldens):
+# 13440 MiB reserved without speculative decoding, plus the draft reserve above the floor (2 GiB, 4 GiB from v0.5.10,
+# 6 GiB for STANDALONE, nothing for NGRAM and nothing at all from v0.5.14).
+@pytest.mark.parametrize(("version", "algorithm", "fraction"), [
+    ("0.5.7", "EAGLE", 0.81), ("0.5.7", "NEXTN", 0.81), ("0.5.7", "STANDALONE", 0.76), ("0.5.7", "NGRAM", 0.835),
+    ("0.5.10", "EAGLE3", 0.785), ("0.5.10", "STANDALONE", 0.76), ("0.5.10", "NGRAM", 0.835),
+])  # fmt: skip
+def test_speculative_decoding_adds_the_release_s_draft_reserve(version, algorithm, fraction):
+    s = Scenario(load_profile("h100-sxm-8"), resolve_model("meta-llama/Llama-3.1-8B-Instruct"),
+                 Intent(engine="sglang", engine_version=version, tp=1, overrides=("--speculative-algorithm", algorithm)))
+    decision = sglang.memory_decision(s, version)
+    assert decision.value == {"chunked_prefill_size": 8192, "cuda_graph_max_bs": 256, "mem_fraction_static": fraction}
+    reserve = memory.speculative_reserve(memory.SPECULATIVE_ALIASES.get(algorithm, algorithm), version)
+    if reserve:
+        assert f"+ {reserve} ({algorithm if algorithm != 'NEXTN' else 'EAGLE'} draft model" in decision.notes[0]
+
+
+def test_from_v0_5_22_the_decode_graph_batch_is_capped_at_the_speculative_request_limit():
     s = Scenario(load_profile("h200-8"), resolve_model("Qwen/Qwen3-30B-A3B"),
                  Intent(engine="sglang", tp=8, overrides=("--speculative-algorithm", "EAGLE", "--chunked-prefill-size", "4096")))
+    assert sglang.memory_decision(s, "0.5.21").value["cuda_graph_max_bs"] == 512
     decision = sglang.memory_decision(s, "0.5.23")
-    assert decision.value == {"chunked_prefill_size": 4096, "cuda_graph_max_bs": None, "mem_fraction_static": None}
-    assert decision.notes[0].startswith("not modelled: --speculative-algorithm EAGLE")
+    assert decision.value["chunked_prefill_size"] == 4096 and decision.value["cuda_graph_max_bs"] == 48
+    assert "capped at max_running_requests 48" in decision.notes[0]
+    mine = Scenario(s.facts, s.model, Intent(engine="sglang", tp=8, overrides=(
+        "--speculative-algorithm", "EAGLE", "--max-running-requests", "100")))
+    assert sglang.memory_decision(mine, "0.5.23").value["cuda_graph_max_bs"] == 100

@@ -114,8 +114,22 @@ def _default_attention(
         return SM100_MODEL_ATTENTION[model.architecture]
     if sm100 and newer_hybrids and model.architecture.startswith("Qwen3_5"):
         return "triton"
-    if sm90 and (model.architecture in FA3_DEFAULT_ARCHS or (newer_hybrids and model.architecture in HYBRID_ARCHS)):
+    topk_ok = s is None or _no_spec_or_topk_one(s)
+    fa3_arch = model.architecture in FA3_DEFAULT_ARCHS or (newer_hybrids and model.architecture in HYBRID_ARCHS)
+    if sm90 and topk_ok and fa3_arch:
         return "fa3"
-    if sm100:
+    if sm100 and topk_ok and (s is None or not s.flag("--speculative-algorithm") or s.flag(EAGLE_TOPK) is not None):
         return "trtllm_mha"
     return "flashinfer"
+
+
+EAGLE_TOPK = "--speculative-eagle-topk"
+
+
+def _no_spec_or_topk_one(s: Scenario) -> bool:
+    """is_no_spec_infer_or_topk_one (python/sglang/srt/utils/common.py, v0.5.7-v0.5.23): the top-k the user passed (SGLang
+    chooses its own only later, in _handle_speculative_decoding) is absent, or 1 with page size 1. Speculative decoding
+    with another top-k keeps standard models off FA3 on Hopper and off trtllm_mha on SM10x, which also needs an explicit
+    top-k under speculative decoding (the goldens' spec-* scenarios)."""
+    topk, page = s.flag(EAGLE_TOPK), s.flag("--page-size")
+    return topk is None or (topk == "1" and page in (None, "1"))
