@@ -110,6 +110,8 @@ def _default_attention(
         return "trtllm_mha" if sm100 else "fa3" if sm90 else "triton"
     if sm100 and model.architecture == "NemotronHForCausalLM" and release >= parse_release(NEMOTRON_TRTLLM_MHA_FROM):
         return "trtllm_mha"
+    if sm100 and _speculative_qwen_hybrid_trtllm(model.architecture, s, release):
+        return "trtllm_mha"
     if sm100 and model.architecture in SM100_MODEL_ATTENTION:
         return SM100_MODEL_ATTENTION[model.architecture]
     if sm100 and newer_hybrids and model.architecture.startswith("Qwen3_5"):
@@ -124,6 +126,17 @@ def _default_attention(
 
 
 EAGLE_TOPK = "--speculative-eagle-topk"
+# v0.5.10 server_args.py _handle_model_specific_adjustments (from v0.5.19 arg_groups/model_overrides/qwen3_5.py): on SM10x
+# Qwen3-Next and Qwen3.5 take trtllm_mha instead of triton where the general default is trtllm_mha and speculative
+# decoding is on (page size 1 is needed only with the radix cache, no mamba extra buffer and no speculative decoding).
+QWEN_HYBRID_SPEC_TRTLLM_FROM = "0.5.10"
+QWEN_HYBRID_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+
+
+def _speculative_qwen_hybrid_trtllm(architecture: str, s: Scenario | None, release: tuple[int, ...]) -> bool:
+    if s is None or architecture not in QWEN_HYBRID_ARCHS or release < parse_release(QWEN_HYBRID_SPEC_TRTLLM_FROM):
+        return False
+    return bool(s.flag("--speculative-algorithm")) and _no_spec_or_topk_one(s) and s.flag(EAGLE_TOPK) is not None
 
 
 def _no_spec_or_topk_one(s: Scenario) -> bool:
