@@ -68,8 +68,8 @@ def memory_defaults(
 
     The reserve is computed from the chunk size before DP attention divides it (the division comes later, in
     _handle_data_parallelism); multimodal models then scale the fraction down (adjust_mem_fraction_for_vlm).
-    ``speculative``: the --speculative-algorithm passed (its draft reserve); ``max_running``: max_running_requests once
-    resolved (the user's, or 48 with speculative decoding), which caps the default decode graph batch from v0.5.22.
+    ``speculative``: the --speculative-algorithm passed (its draft reserve); ``max_running``: the user's
+    --max-running-requests, which caps the default decode graph batch from v0.5.22.
     """
     chunk, max_bs = UNKNOWN_MEMORY if mem_mib is None else memory_tier(mem_mib, tp, release)
     max_bs = capped_graph_batch(max_bs, max_running, release)
@@ -268,10 +268,9 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
 # -- speculative decoding (the user passes --speculative-algorithm) --------------------------------------------------
 SPECULATIVE_FLAG = "--speculative-algorithm"
 MAX_RUNNING_FLAG = "--max-running-requests"
-# _handle_speculative_decoding (v0.5.7-v0.5.12 server_args.py, from v0.5.13 arg_groups/speculative_hook.py): NEXTN is
-# run as EAGLE, and every algorithm sets max_running_requests to 48 unless the user passed one.
+# _handle_speculative_decoding (v0.5.7-v0.5.12 server_args.py, from v0.5.13 arg_groups/speculative_hook.py) runs NEXTN
+# as EAGLE; it also sets max_running_requests to 48 unless the user passed one, but only after the memory step.
 SPECULATIVE_ALIASES = {"NEXTN": "EAGLE"}
-SPECULATIVE_MAX_RUNNING = 48
 
 
 class DraftReserve(NamedTuple):
@@ -288,8 +287,10 @@ DRAFT_RESERVES = (
     DraftReserve("0.5.14", 0, 0),  # v0.5.14 server_args.py: the speculative reserve is gone from the estimate
 )
 NO_DRAFT_ALGORITHMS = frozenset({"NGRAM"})
-# v0.5.22 arg_groups/memory_hook.py handle_gpu_memory_settings: a default decode graph batch larger than
-# max_running_requests is capped at it (48 under speculative decoding), before the reserve is computed.
+# v0.5.22 arg_groups/memory_hook.py handle_gpu_memory_settings: a default decode graph batch larger than the
+# --max-running-requests the user passed is capped at it, before the reserve is computed. The 48 that speculative
+# decoding sets comes later (arg_groups/pipeline.py runs handle_speculative_decoding after the memory step), so it
+# does not cap the batch (the v0.5.22 and v0.5.23 spec-* goldens keep 160-512).
 CAPPED_GRAPH_BATCH_FROM = "0.5.22"
 # v0.5.10 server_args.py _handle_piecewise_cuda_graph: "2. Speculative decoding" turns the piecewise graph off (v0.5.11
 # drops that condition).
@@ -323,12 +324,12 @@ def capped_graph_batch(max_bs: int, max_running: int | None, release: str | None
 
 
 def max_running_requests(s: Scenario) -> int | None:
-    """max_running_requests as resolved: the user's, else 48 under speculative decoding, else None (SGLang sizes it later)."""
+    """max_running_requests as the memory step sees it: the user's --max-running-requests, else None."""
     raw = s.flag(MAX_RUNNING_FLAG)
     if raw:
         with contextlib.suppress(ValueError):
             return int(raw)
-    return SPECULATIVE_MAX_RUNNING if s.flag(SPECULATIVE_FLAG) else None
+    return None
 
 
 def memory_decision(s: Scenario, version: str) -> Decision:
