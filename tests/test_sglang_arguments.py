@@ -52,6 +52,31 @@ def test_what_the_release_refuses_is_an_error(overrides, words):
     assert len(found) == 1 and found[0].severity == "error" and words in found[0].message, found
 
 
+# Run through the releases' own prepare_server_args with the GPU faked (the conformance environments): v0.5.7-v0.5.11
+# declare the algorithm's choices (case-sensitive, argparse exits 2); from v0.5.12 the parser takes any text and
+# resolution upper-cases it and refuses an unknown name (SpeculativeAlgorithm.from_string, ValueError).
+@pytest.mark.parametrize(("overrides", "version", "words"), [
+    (("--speculative-algorithm", "FOO"), "0.5.7", "--speculative-algorithm 'FOO' is not one of its choices"),
+    (("--speculative-algorithm", "ngram"), "0.5.7", "--speculative-algorithm 'ngram' is not one of its choices"),
+    (("--speculative-algorithm", "FOO"), "0.5.23", "--speculative-algorithm 'FOO' is not a name it knows"),
+    (("--speculative-algorithm", "MTP"), "0.5.12", "--speculative-algorithm 'MTP' is not a name it knows"),
+    (("--speculative-eagle-topk", "x"), "0.5.23", "--speculative-eagle-topk 'x' is not a whole number"),
+    (("--max-running-requests", "many"), "0.5.7", "--max-running-requests 'many' is not a whole number"),
+])  # fmt: skip
+def test_a_speculative_algorithm_the_release_does_not_know_is_an_error(overrides, version, words):
+    found = problems(overrides, version)
+    assert len(found) == 1 and words in found[0].message, found
+
+
+@pytest.mark.parametrize(("overrides", "version"), [
+    (("--speculative-algorithm", "NEXTN"), "0.5.7"), (("--speculative-algorithm", "ngram"), "0.5.23"),
+    (("--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+      "--speculative-num-draft-tokens", "4"), "0.5.14"),
+])  # fmt: skip
+def test_a_speculative_algorithm_the_release_knows_is_no_problem(overrides, version):
+    assert problems(overrides, version) == []
+
+
 def test_an_ambiguous_old_name_points_to_the_new_one():
     (problem,) = problems(("--cuda-graph-max-bs", "256"), "0.5.20")
     assert problem.fix == "pass --cuda-graph-max-bs-decode instead"
