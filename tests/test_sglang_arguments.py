@@ -15,7 +15,7 @@ from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import load_profile
 from advisor.rules import sglang
 from advisor.rules.engine import Scenario
-from advisor.rules.sglang import arguments
+from advisor.rules.sglang import arguments, memory
 
 ERROR = arguments.ERROR_ID
 
@@ -55,6 +55,31 @@ def test_what_the_release_refuses_is_an_error(overrides, words):
     assert len(found) == 1 and found[0].severity == "error" and words in found[0].message, found
 
 
+# Run through the releases' own prepare_server_args with the GPU faked (the conformance environments): v0.5.7-v0.5.11
+# declare the algorithm's choices (case-sensitive, argparse exits 2); from v0.5.12 the parser takes any text and
+# resolution upper-cases it and refuses an unknown name (SpeculativeAlgorithm.from_string, ValueError).
+@pytest.mark.parametrize(("overrides", "version", "words"), [
+    (("--speculative-algorithm", "FOO"), "0.5.7", "--speculative-algorithm 'FOO' is not one of its choices"),
+    (("--speculative-algorithm", "ngram"), "0.5.7", "--speculative-algorithm 'ngram' is not one of its choices"),
+    (("--speculative-algorithm", "FOO"), "0.5.23", "--speculative-algorithm 'FOO' is not a name it knows"),
+    (("--speculative-algorithm", "MTP"), "0.5.12", "--speculative-algorithm 'MTP' is not a name it knows"),
+    (("--speculative-eagle-topk", "x"), "0.5.23", "--speculative-eagle-topk 'x' is not a whole number"),
+    (("--max-running-requests", "many"), "0.5.7", "--max-running-requests 'many' is not a whole number"),
+])  # fmt: skip
+def test_a_speculative_algorithm_the_release_does_not_know_is_an_error(overrides, version, words):
+    found = problems(overrides, version)
+    assert len(found) == 1 and words in found[0].message, found
+
+
+@pytest.mark.parametrize(("overrides", "version"), [
+    (("--speculative-algorithm", "NEXTN"), "0.5.7"), (("--speculative-algorithm", "ngram"), "0.5.23"),
+    (("--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+      "--speculative-num-draft-tokens", "4"), "0.5.14"),
+])  # fmt: skip
+def test_a_speculative_algorithm_the_release_knows_is_no_problem(overrides, version):
+    assert problems(overrides, version) == []
+
+
 def test_an_ambiguous_old_name_points_to_the_new_one():
     (problem,) = problems(("--cuda-graph-max-bs", "256"), "0.5.20")
     assert problem.fix == "pass --cuda-graph-max-bs-decode instead"
@@ -81,9 +106,30 @@ def test_the_memory_decision_reads_the_release_s_cuda_graph_flag(version, flag):
     assert arguments.cuda_graph_max_bs_flags(version)[-1] in decision.conditions[0].fix
 
 
-def test_speculative_decoding_leaves_the_memory_defaults_unpredicted():
-    s = Scenario(load_profile("h200-8"), resolve_model("Qwen/Qwen3-30B-A3B"),
-                 Intent(engine="sglang", tp=8, overrides=("--speculative-algorithm", "EAGLE", "--chunked-prefill-size", "4096")))
-    decision = sglang.memory_decision(s, "0.5.23")
-    assert decision.value == {"chunked_prefill_size": 4096, "cuda_graph_max_bs": None, "mem_fraction_static": None}
-    assert decision.notes[0].startswith("not modelled: --speculative-algorithm EAGLE")
+# mem_fraction_static of Llama 3.1 8B at tp 1 on an H100 (81559 MiB) as the releases resolve it (the spec-* goldens):
+# 13440 MiB reserved without speculative decoding, plus the draft reserve above the floor (2 GiB, 4 GiB from v0.5.10,
+# 6 GiB for STANDALONE, nothing for NGRAM and nothing at all from v0.5.14).
+@pytest.mark.parametrize(("version", "algorithm", "fraction"), [
+    ("0.5.7", "EAGLE", 0.81), ("0.5.7", "NEXTN", 0.81), ("0.5.7", "STANDALONE", 0.76), ("0.5.7", "NGRAM", 0.835),
+    ("0.5.10", "EAGLE3", 0.785), ("0.5.10", "STANDALONE", 0.76), ("0.5.10", "NGRAM", 0.835),
+])  # fmt: skip
+def test_speculative_decoding_adds_the_release_s_draft_reserve(version, algorithm, fraction):
+    s = Scenario(load_profile("h100-sxm-8"), resolve_model("meta-llama/Llama-3.1-8B-Instruct"),
+                 Intent(engine="sglang", engine_version=version, tp=1, overrides=("--speculative-algorithm", algorithm)))
+    decision = sglang.memory_decision(s, version)
+    assert decision.value == {"chunked_prefill_size": 8192, "cuda_graph_max_bs": 256, "mem_fraction_static": fraction}
+    reserve = memory.speculative_reserve(memory.SPECULATIVE_ALIASES.get(algorithm, algorithm), version)
+    if reserve:
+        assert f"+ {reserve} ({algorithm if algorithm != 'NEXTN' else 'EAGLE'} draft model" in decision.notes[0]
+
+
+def test_from_v0_5_22_the_decode_graph_batch_is_capped_at_the_user_s_request_limit_only():
+    # The 48 requests speculative decoding sets come after the memory step (the v0.5.22/v0.5.23 goldens keep 512 here).
+    spec = ("--speculative-algorithm", "EAGLE", "--chunked-prefill-size", "4096")
+    s = Scenario(load_profile("h200-8"), resolve_model("Qwen/Qwen3-30B-A3B"), Intent(engine="sglang", tp=8, overrides=spec))
+    assert sglang.memory_decision(s, "0.5.23").value["cuda_graph_max_bs"] == 512
+    mine = Scenario(s.facts, s.model, Intent(engine="sglang", tp=8, overrides=(*spec, "--max-running-requests", "100")))
+    assert sglang.memory_decision(mine, "0.5.21").value["cuda_graph_max_bs"] == 512
+    decision = sglang.memory_decision(mine, "0.5.23")
+    assert decision.value["chunked_prefill_size"] == 4096 and decision.value["cuda_graph_max_bs"] == 100
+    assert "capped at max_running_requests 100" in decision.notes[0]

@@ -128,16 +128,23 @@ def _job(release: str, limit: int | None) -> tuple[dict, dict[str, dict]]:
     by_id: dict[str, dict] = {}
     for sc in scenarios(limit):
         gpu = GPUS[sc["gpu"]]
-        group = groups.setdefault(sc["gpu"], {"gpu": gpu["fake"], "torch_cuda": gpu["torch_cuda"], "scenarios": []})
+        # The speculative scenarios run in groups of their own after every plain group, with os.environ put back after
+        # each, so they cannot change what the plain scenarios resolve.
+        speculative = "speculative" in sc
+        key = f"{sc['gpu']}/speculative" if speculative else sc["gpu"]
+        group = groups.setdefault(key, {"gpu": gpu["fake"], "torch_cuda": gpu["torch_cuda"], "scenarios": [],
+                                        "isolate_env": speculative})  # fmt: skip
         config_dir = str(CONFIGS / sc["model"])
-        group["scenarios"].append({"id": sc["id"], "config_dir": config_dir, "argv": sc_argv(sc, config_dir)})
+        draft_dir = str(CONFIGS / sc["draft"]) if sc.get("draft") else None
+        group["scenarios"].append({"id": sc["id"], "config_dir": config_dir, "draft_dir": draft_dir,
+                                   "argv": sc_argv(sc, config_dir, draft_dir)})  # fmt: skip
         by_id[sc["id"]] = sc
     metadata = next(release_dir(release).glob(f"sglang-{release}.dist-info/METADATA")).read_text()
     placeholders = _placeholders(_requires_lines(metadata))
     return {"groups": list(groups.values()), "placeholders": placeholders}, by_id
 
 
-def sc_argv(sc: dict, config_dir: str) -> list[str]:
+def sc_argv(sc: dict, config_dir: str, draft_dir: str | None = None) -> list[str]:
     argv = ["--model-path", config_dir, "--tp-size", str(sc["tp"]), "--load-format", "dummy"]
     if sc["nnodes"] > 1:
         argv += ["--nnodes", str(sc["nnodes"]), "--node-rank", "0", "--dist-init-addr", "127.0.0.1:50000"]
@@ -145,6 +152,9 @@ def sc_argv(sc: dict, config_dir: str) -> list[str]:
         argv += ["--enable-dp-attention", "--dp-size", str(sc["dp_size"])]
     if sc["a2a"] != "none":
         argv += ["--moe-a2a-backend", sc["a2a"]]
+    argv += sc.get("speculative", [])
+    if draft_dir is not None:
+        argv += ["--speculative-draft-model-path", draft_dir]
     return argv
 
 

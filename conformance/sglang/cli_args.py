@@ -21,11 +21,15 @@ from packaging.version import Version
 ARGUMENTS = ("--attention-backend", "--moe-runner-backend", "--moe-a2a-backend", "--flashinfer-allreduce-fusion-backend",
              "--mem-fraction-static", "--chunked-prefill-size", "--cuda-graph-max-bs", "--cuda-graph-max-bs-decode",
              "--page-size", "--tp-size", "--ep-size", "--expert-parallel-size", "--ep",
-             "--dtype")  # fmt: skip
+             "--dtype", "--speculative-algorithm", "--speculative-num-steps", "--speculative-eagle-topk",
+             "--speculative-num-draft-tokens", "--max-running-requests")  # fmt: skip
 OUT = Path(__file__).resolve().parents[2] / "advisor" / "rules" / "sglang" / "cli_args.json"
 ABOUT = ("The engine arguments the advisor reads, as each SGLang release's own parser declares them "
          "(ServerArgs.add_cli_args, python/sglang/srt/server_args.py): a list is the argument's choices, 'int' / "
-         "'float' its type. Written by `python -m conformance sglang-args X.Y.Z ...`.")  # fmt: skip
+         "'float' its type, 'str' any text; {'resolved_names': [...]}: any text on the command line, but resolution "
+         "refuses a name (in any case) outside the list (--speculative-algorithm from v0.5.12, "
+         "SpeculativeAlgorithm.from_string in python/sglang/srt/speculative/spec_info.py). "
+         "Written by `python -m conformance sglang-args X.Y.Z ...`.")  # fmt: skip
 
 
 def dump(job_path: str) -> None:
@@ -48,7 +52,17 @@ def dump(job_path: str) -> None:
         for option in action.option_strings:
             if option in ARGUMENTS:
                 specs[option] = list(action.choices) if action.choices else getattr(action.type, "__name__", "str")
+    if specs.get("--speculative-algorithm") == "str":
+        specs["--speculative-algorithm"] = {"resolved_names": speculative_names()}
     print(json.dumps(dict(sorted(specs.items()))))
+
+
+def speculative_names() -> list[str]:
+    """The names this release's resolution accepts for --speculative-algorithm (upper-cased first): its builtin
+    SpeculativeAlgorithm members and the NEXTN alias it maps to EAGLE (plugin-registered names aside)."""
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    return sorted({member.name for member in SpeculativeAlgorithm if member.name != "NONE"} | {"NEXTN"})
 
 
 def main(argv: list[str]) -> int:

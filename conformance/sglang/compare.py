@@ -87,6 +87,12 @@ def _model(name: str):
     return load_config_dir(CONFIGS / name, model_id=name)
 
 
+def engine_args(scenario: dict) -> tuple[str, ...]:
+    """The engine arguments after `--` the scenario passed to SGLang beyond the layout (its --speculative-* arguments)."""
+    draft = ("--speculative-draft-model-path", str(CONFIGS / scenario["draft"])) if scenario.get("draft") else ()
+    return (*scenario.get("speculative", ()), *draft)
+
+
 def advisor_values(release: str, scenario: dict) -> dict:
     from advisor.plan import Intent, build_plan
     from advisor.rules.engine import FORCED_OFF
@@ -94,6 +100,7 @@ def advisor_values(release: str, scenario: dict) -> dict:
     intent = Intent(
         model=scenario["model"], tp=scenario["tp"], nnodes=scenario["nnodes"], dp_attention=scenario["dp_attention"],
         dp_size=scenario["dp_size"], moe_a2a_backend=scenario["a2a"], engine="sglang", engine_version=release,
+        overrides=engine_args(scenario),
     )  # fmt: skip
     plan = build_plan(_facts(scenario["gpu"]), _model(scenario["model"]), intent)
     memory = plan.decision("memory_defaults").value or {}

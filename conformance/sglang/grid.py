@@ -57,5 +57,53 @@ def scenarios(limit: int | None = None) -> list[dict]:
         for gpu in GPU_PROFILES
         for model in MODELS
         for layout in layouts(model)
-    ]
+    ] + speculative_scenarios()  # after the plain grid, so each GPU group runs its plain scenarios first, as before
     return out if limit is None else out[:limit]
+
+
+# -- speculative decoding (the user passes --speculative-algorithm) ---------------------------------------------------
+# A smaller grid: four GPU memory tiers x the algorithms on models that can run them, tp 1 and 8, with SGLang's own step
+# choice and with explicit steps / top-k / draft tokens. Draft models (EAGLE, EAGLE3, STANDALONE) are real config.json
+# contents in tests/conformance/configs/ passed as --speculative-draft-model-path; NEXTN (MTP) drafts with the model's
+# own next-token layers; NGRAM needs no draft model.
+SPEC_GPUS = ("rtx-4090-2", "h100-sxm-8", "h200-8", "b200-8")
+STEPS_TOPK1 = ("--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4")
+STEPS_TOPK4 = ("--speculative-num-steps", "5", "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "8")
+# (variant name, model, algorithm, draft config or None, extra args)
+SPEC_CASES: tuple[tuple[str, str, str, str | None, tuple[str, ...]], ...] = (
+    *((f"eagle-{v}", "llama-3.1-8b", "EAGLE", "eagle-llama-3.1-8b", a) for v, a in
+      (("auto", ()), ("k1", STEPS_TOPK1), ("k4", STEPS_TOPK4))),
+    *((f"eagle3-{v}", "llama-3.1-8b", "EAGLE3", "eagle3-llama-3.1-8b", a) for v, a in
+      (("auto", ()), ("k1", STEPS_TOPK1), ("k4", STEPS_TOPK4))),
+    *((f"standalone-{v}", "llama-3.1-8b", "STANDALONE", "llama-3.2-1b", a) for v, a in
+      (("auto", ()), ("k1", STEPS_TOPK1), ("k4", STEPS_TOPK4))),
+    ("ngram-auto", "llama-3.1-8b", "NGRAM", None, ()),
+    ("ngram-d8", "llama-3.1-8b", "NGRAM", None, ("--speculative-num-draft-tokens", "8")),
+    ("nextn-auto", "deepseek-v3", "NEXTN", None, ()),
+    ("nextn-k1", "deepseek-v3", "NEXTN", None, STEPS_TOPK1),
+    ("nextn-k4", "deepseek-v3", "NEXTN", None, STEPS_TOPK4),
+    ("eagle-auto", "deepseek-v3", "EAGLE", None, ()),
+    ("nextn-auto", "glm-4.5", "NEXTN", None, ()),
+    ("nextn-k1", "glm-4.5", "NEXTN", None, STEPS_TOPK1),
+    ("nextn-auto", "qwen3.5-397b-a17b", "NEXTN", None, ()),
+    ("nextn-k1", "qwen3.5-397b-a17b", "NEXTN", None, STEPS_TOPK1),
+)  # fmt: skip
+
+
+def speculative_args(algorithm: str, extra: tuple[str, ...]) -> list[str]:
+    """The --speculative-* engine arguments of a case (the draft model path is added where the config folder is known)."""
+    return ["--speculative-algorithm", algorithm, *extra]
+
+
+def speculative_scenarios() -> list[dict]:
+    out = []
+    for gpu in SPEC_GPUS:
+        for variant, model, algorithm, draft, extra in SPEC_CASES:
+            layouts_ = [dict(tp=tp, nnodes=1, dp_attention=False, dp_size=1, a2a="none") for tp in (1, 8)]
+            if model == "deepseek-v3" and variant == "nextn-auto":
+                layouts_.append(dict(tp=8, nnodes=1, dp_attention=True, dp_size=8, a2a="none"))
+            for layout in layouts_:
+                sc = {"id": f"{scenario_id(gpu, model, layout)}/spec-{variant}", "gpu": gpu, "model": model, **layout,
+                      "speculative": speculative_args(algorithm, extra), "draft": draft}  # fmt: skip
+                out.append(sc)
+    return out

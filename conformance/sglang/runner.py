@@ -46,7 +46,17 @@ FIELDS = (
     "dp_size",
     "moe_a2a_backend",
     "quantization",
+    # speculative decoding (what the memory reserve and the batch sizes follow) and the request cap it resets
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "max_running_requests",
+    "disable_overlap_schedule",
 )
+# From v0.5.14 the CUDA graphs are one cuda_graph_config with a decode and a prefill phase (the prefill phase is what the
+# piecewise settings were); its prefill phase is recorded as cuda_graph_prefill_<key> for the keys the release has.
+PREFILL_PHASE_KEYS = ("backend", "max_bs", "max_seq_len")
 
 
 _GPU: dict = {}  # the GPU the fakes answer for; switched between groups
@@ -207,14 +217,23 @@ def read_fields(server_args) -> dict:
             value = _cuda_graph_max_bs(server_args, resolution_result)
         if value != "<absent>":
             out[name] = _plain(value)
+    prefill = _cuda_graph_phase(server_args, resolution_result, "prefill")
+    for key in PREFILL_PHASE_KEYS:
+        value = getattr(prefill, key, "<absent>") if prefill is not None else "<absent>"
+        if value != "<absent>":
+            out[f"cuda_graph_prefill_{key}"] = _plain(value)
     return out
+
+
+def _cuda_graph_phase(server_args, resolution_result, phase: str):
+    config = resolution_result(server_args, "cuda_graph_config", None) if resolution_result else None
+    config = config if config is not None else getattr(server_args, "cuda_graph_config", None)
+    return getattr(config, phase, None) if config is not None and not isinstance(config, (str, dict)) else None
 
 
 def _cuda_graph_max_bs(server_args, resolution_result):
     """Newer releases keep the decode max batch in cuda_graph_config.decode.max_bs."""
-    config = resolution_result(server_args, "cuda_graph_config", None) if resolution_result else None
-    config = config if config is not None else getattr(server_args, "cuda_graph_config", None)
-    decode = getattr(config, "decode", None)
+    decode = _cuda_graph_phase(server_args, resolution_result, "decode")
     return getattr(decode, "max_bs", "<absent>") if decode is not None else "<absent>"
 
 
@@ -243,12 +262,15 @@ def run(job: dict, out_path: str) -> None:
         for group in groups:
             fake_gpu(group["gpu"], group["torch_cuda"])
             clear_sglang_caches()
-            run_group(group["scenarios"], prepare_server_args, collect, out)
+            run_group(group["scenarios"], prepare_server_args, collect, out, group.get("isolate_env", False))
 
 
-def run_group(scenarios, prepare_server_args, collect, out) -> None:
+def run_group(scenarios, prepare_server_args, collect, out, isolate_env: bool = False) -> None:
+    """``isolate_env``: put os.environ back after each scenario (SGLang sets SGLANG_* variables while resolving, which
+    the next scenario would read); the speculative groups run this way, the plain groups as they always have."""
     for scenario in scenarios:
         collect.lines = []
+        environ = dict(os.environ) if isolate_env else None
         record: dict = {"id": scenario["id"]}
         try:
             server_args = prepare_server_args(scenario["argv"])
@@ -262,8 +284,12 @@ def run_group(scenarios, prepare_server_args, collect, out) -> None:
             record["error"] = f"{type(exc).__name__}: {message}"[:300]
             if os.environ.get("CONFORMANCE_DEBUG"):
                 traceback.print_exc()
-        config_dir = scenario["config_dir"]
-        record["log"] = [line.replace(config_dir, "<model>")[:300] for line in collect.lines][:40]
+        if environ is not None:
+            os.environ.clear()
+            os.environ.update(environ)
+        config_dir, draft_dir = scenario["config_dir"], scenario.get("draft_dir") or "<no draft>"
+        lines = [line.replace(draft_dir, "<draft>").replace(config_dir, "<model>") for line in collect.lines]
+        record["log"] = [line[:300] for line in lines][:40]
         out.write(json.dumps(record, separators=(",", ":")) + "\n")
         out.flush()
 

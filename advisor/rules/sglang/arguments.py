@@ -22,14 +22,15 @@ ERROR_ID = "sglang_argument_rejected"
 
 
 @cache
-def _releases() -> dict[str, dict[str, list[str] | str]]:
+def _releases() -> dict[str, dict[str, list[str] | str | dict]]:
     """cli_args.json's releases, read once."""
     with open(ARGUMENTS_FILE) as file:  # the locale encoding, as Path.read_text() read it
         return json.loads(file.read())["releases"]
 
 
-def declared(release: str) -> dict[str, list[str] | str]:
-    """The arguments of ``release`` the advisor reads: choices (a list) or the value's type ("int", "float")."""
+def declared(release: str) -> dict[str, list[str] | str | dict]:
+    """The arguments of ``release`` the advisor reads: choices (a list), the value's type ("int", "float", "str"), or
+    {"resolved_names": [...]} for a name the parser takes as text and resolution checks (in any case)."""
     return _releases().get(release, {})
 
 
@@ -53,7 +54,10 @@ def argument_problems(s: Scenario, release: str) -> list[Problem]:
                 reason, fix = f"{flag} needs a value", f"pass {flag} VALUE"
             elif isinstance(spec, list) and value not in spec:
                 reason, fix = f"{flag} {value!r} is not one of its choices", f"choose one of {', '.join(spec)}"
-            elif isinstance(spec, str) and not _is_number(value, spec):
+            elif isinstance(spec, dict) and value.upper() not in spec["resolved_names"]:  # refused when resolved
+                names = spec["resolved_names"]
+                reason, fix = f"{flag} {value!r} is not a name it knows", f"choose one of {', '.join(names)}"
+            elif spec in ("int", "float") and not _is_number(value, spec):
                 kind = "a whole number" if spec == "int" else "a number"
                 reason, fix = f"{flag} {value!r} is not {kind}", f"pass {flag} with {kind}"
             else:

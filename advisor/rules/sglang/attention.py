@@ -127,13 +127,17 @@ def _default_attention(
         return "trtllm_mha" if sm100 else "fa3" if sm90 else "triton"
     if sm100 and model.architecture == "NemotronHForCausalLM" and release >= parse_release(NEMOTRON_TRTLLM_MHA_FROM):
         return "trtllm_mha"
+    if sm100 and _speculative_qwen_hybrid_trtllm(model.architecture, s, release):
+        return "trtllm_mha"
     if sm100 and model.architecture in SM100_MODEL_ATTENTION:
         return SM100_MODEL_ATTENTION[model.architecture]
     if sm100 and newer_hybrids and model.architecture.startswith("Qwen3_5"):
         return "triton"
-    if sm90 and (model.architecture in FA3_DEFAULT_ARCHS or (newer_hybrids and model.architecture in HYBRID_ARCHS)):
+    topk_ok = s is None or _no_spec_or_topk_one(s)
+    fa3_arch = model.architecture in FA3_DEFAULT_ARCHS or (newer_hybrids and model.architecture in HYBRID_ARCHS)
+    if sm90 and topk_ok and fa3_arch:
         return "fa3"
-    if sm100:
+    if sm100 and topk_ok and (s is None or not s.flag("--speculative-algorithm") or s.flag(EAGLE_TOPK) is not None):
         return "trtllm_mha"
     return "flashinfer"
 
@@ -242,3 +246,26 @@ def page_size(
     if page is None:
         page, why = DEFAULT_PAGE_SIZE, f"the default (sglang v{release}, {SERVER_ARGS} _handle_page_size)"
     return page, why
+
+
+EAGLE_TOPK = "--speculative-eagle-topk"
+# v0.5.10 server_args.py _handle_model_specific_adjustments (from v0.5.19 arg_groups/model_overrides/qwen3_5.py): on SM10x
+# Qwen3-Next and Qwen3.5 take trtllm_mha instead of triton where the general default is trtllm_mha and speculative
+# decoding is on (page size 1 is needed only with the radix cache, no mamba extra buffer and no speculative decoding).
+QWEN_HYBRID_SPEC_TRTLLM_FROM = "0.5.10"
+QWEN_HYBRID_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+
+
+def _speculative_qwen_hybrid_trtllm(architecture: str, s: Scenario | None, release: tuple[int, ...]) -> bool:
+    if s is None or architecture not in QWEN_HYBRID_ARCHS or release < parse_release(QWEN_HYBRID_SPEC_TRTLLM_FROM):
+        return False
+    return bool(s.flag("--speculative-algorithm")) and _no_spec_or_topk_one(s) and s.flag(EAGLE_TOPK) is not None
+
+
+def _no_spec_or_topk_one(s: Scenario) -> bool:
+    """is_no_spec_infer_or_topk_one (python/sglang/srt/utils/common.py, v0.5.7-v0.5.23): the top-k the user passed (SGLang
+    chooses its own only later, in _handle_speculative_decoding) is absent, or 1 with page size 1. Speculative decoding
+    with another top-k keeps standard models off FA3 on Hopper and off trtllm_mha on SM10x, which also needs an explicit
+    top-k under speculative decoding (the goldens' spec-* scenarios)."""
+    topk, page = s.flag(EAGLE_TOPK), s.flag("--page-size")
+    return topk is None or (topk == "1" and page in (None, "1"))

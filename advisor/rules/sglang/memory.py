@@ -63,17 +63,22 @@ def memory_tier(mem_mib: int, tp: int, release: str | None) -> tuple[int, int]:
 
 def memory_defaults(
     mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None = None,
-    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False,
+    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False, speculative: str | None = None,
+    max_running: int | None = None,
 ) -> dict[str, float | int | None]:
     """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them.
 
     The reserve is computed from the chunk size before DP attention divides it (the division comes later, in
     _handle_data_parallelism); multimodal models then scale the fraction down (adjust_mem_fraction_for_vlm).
+    ``speculative``: the --speculative-algorithm passed (its draft reserve); ``max_running``: the user's
+    --max-running-requests, which caps the default decode graph batch from v0.5.22.
     """
     chunk, max_bs = UNKNOWN_MEMORY if mem_mib is None else memory_tier(mem_mib, tp, release)
+    max_bs = capped_graph_batch(max_bs, max_running, release)
     fraction = None
     if mem_mib is not None:
-        reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep)
+        reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep,
+                                speculative_reserve(speculative, release))  # fmt: skip
         fraction = round((mem_mib - reserved) / mem_mib, 3)
         if vision is not None:
             fraction *= vlm_factor(vision)
@@ -111,10 +116,11 @@ def prefill_graph_reserve(chunk: int, kind: str | None, deepep: bool = False) ->
 
 def reserved_mib(
     chunk: int, max_bs: int, tp: int, dp_attention: bool, dp_size: int, mem_mib: int, prefill_graph: str | None = None,
-    deepep: bool = False,
+    deepep: bool = False, draft: int = 0,
 ) -> float:
     """Activations and CUDA-graph buffers SGLang keeps outside the static pool (MiB). ``prefill_graph``: None when the
-    prefill CUDA graph is off, else the attention kind ("mla" or "standard") that sizes its reserve."""
+    prefill CUDA graph is off, else the attention kind ("mla" or "standard") that sizes its reserve. ``draft``: the
+    speculative-decoding reserve (speculative_reserve), added above the floor."""
     reserved = 512 + max(chunk, 2048) * 1.5 + max_bs * 2 + tp * 1 / 8 * 1024
     if dp_attention:
         reserved += max_bs * dp_size * 3
@@ -126,19 +132,23 @@ def reserved_mib(
         reserved = max(reserved, 10 * 1024)
     if deepep:
         reserved += DEEPEP_A2A_RESERVE  # on top of the floor (reserve_for_deepep_a2a_mb)
-    return reserved
+    return reserved + draft
 
 
 def memory_arithmetic(
     mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None,
-    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False,
+    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False, speculative: str | None = None,
+    max_running: int | None = None,
 ) -> str:
     """The mem_fraction_static estimate written out with this scenario's numbers (for `advisor explain`)."""
     if mem_mib is None:
         fallback = 0.95 if release is not None and parse_release(release) >= (0, 5, 20) else 0.88
         return f"mem_fraction_static: GPU memory unknown, so no estimate (SGLang uses {fallback} without a GPU memory figure)"
-    value = memory_defaults(mem_mib, tp, dp_attention, dp_size, vision, prefill_graph, release, deepep)
-    chunk, max_bs = memory_tier(mem_mib, tp, release)
+    value = memory_defaults(mem_mib, tp, dp_attention, dp_size, vision, prefill_graph, release, deepep, speculative,
+                            max_running)  # fmt: skip
+    chunk, tier_bs = memory_tier(mem_mib, tp, release)
+    max_bs = capped_graph_batch(tier_bs, max_running, release)
+    draft = speculative_reserve(speculative, release)
     terms = [f"512 + 1.5 x {max(chunk, 2048)} (chunked prefill) + 2 x {max_bs} (CUDA-graph batch) + {tp}/8 x 1024 (tp)"]
     if dp_attention:
         terms.append(f" + 3 x {max_bs} x {dp_size} (DP attention)")
@@ -154,13 +164,20 @@ def memory_arithmetic(
                      else f" + 8 x {sizes} (prefill CUDA graph sizes)")  # fmt: skip
         if deepep:
             terms.append(" + 1024 (prefill graph capture with DeepEP)")
-    reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep)
+    reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep, draft)
     text = f"reserved = {''.join(terms)} = {raw:g} MiB"
+    if max_bs != tier_bs:
+        text = (f"CUDA-graph batch {tier_bs} capped at max_running_requests {max_running} (v{CAPPED_GRAPH_BATCH_FROM}+); "
+                + text)  # fmt: skip
     floored = max(raw, 10 * 1024) if mem_mib > 60 * 1024 else raw
     if floored != raw:
         text += f", raised to the 10 GiB floor above 60 GiB: {floored:g} MiB"
     if deepep:
-        text += f", + {DEEPEP_A2A_RESERVE} (DeepEP buffers, above the floor) = {reserved:g} MiB"
+        text += f", + {DEEPEP_A2A_RESERVE} (DeepEP buffers, above the floor) = {reserved - draft:g} MiB"
+    if draft:
+        text += f", + {draft} ({speculative} draft model and its CUDA graphs, above the floor) = {reserved:g} MiB"
+    elif speculative:
+        text += f" (no speculative reserve: {speculative_reserve_reason(speculative, release)})"
     base = round((mem_mib - reserved) / mem_mib, 3)
     text += f"; mem_fraction_static = ({mem_mib} - {reserved:g}) / {mem_mib} = {base}"
     if vision is not None:
@@ -224,6 +241,8 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
     kind = attention_kind(model)
     a2a = s.intent.moe_a2a_backend or "none"
     if release < parse_release(FIRST_BREAKABLE_FROM):  # the piecewise graph
+        if s.flag(SPECULATIVE_FLAG) and rules_release(version) in SPEC_NO_PIECEWISE:
+            return None
         if s.intent.dp_attention or a2a != "none" or model.vision is not None or arch in NO_PREFILL_GRAPH_ARCHS:
             return None
         if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and arch in NSA_ARCHS:
@@ -248,7 +267,72 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
     return kind
 
 
+# -- speculative decoding (the user passes --speculative-algorithm) --------------------------------------------------
 SPECULATIVE_FLAG = "--speculative-algorithm"
+MAX_RUNNING_FLAG = "--max-running-requests"
+# _handle_speculative_decoding (v0.5.7-v0.5.12 server_args.py, from v0.5.13 arg_groups/speculative_hook.py) runs NEXTN
+# as EAGLE; it also sets max_running_requests to 48 unless the user passed one, but only after the memory step.
+SPECULATIVE_ALIASES = {"NEXTN": "EAGLE"}
+
+
+@record
+class DraftReserve:
+    """The draft-model reserve _handle_gpu_memory_settings adds above the 10 GiB floor, MiB, from release ``first``."""
+
+    first: str
+    standalone: int  # STANDALONE: a whole second model and its CUDA graphs
+    eagle: int  # every other algorithm but NGRAM (which has no draft model): EAGLE, EAGLE3, NEXTN
+
+
+DRAFT_RESERVES = (
+    DraftReserve("0.5.7", 6 * 1024, 2 * 1024),  # v0.5.7 server_args.py _handle_gpu_memory_settings
+    DraftReserve("0.5.10", 6 * 1024, 4 * 1024),  # v0.5.10 server_args.py: the EAGLE reserve doubles
+    DraftReserve("0.5.14", 0, 0),  # v0.5.14 server_args.py: the speculative reserve is gone from the estimate
+)
+NO_DRAFT_ALGORITHMS = frozenset({"NGRAM"})
+# v0.5.22 arg_groups/memory_hook.py handle_gpu_memory_settings: a default decode graph batch larger than the
+# --max-running-requests the user passed is capped at it, before the reserve is computed. The 48 that speculative
+# decoding sets comes later (arg_groups/pipeline.py runs handle_speculative_decoding after the memory step), so it
+# does not cap the batch (the v0.5.22 and v0.5.23 spec-* goldens keep 160-512).
+CAPPED_GRAPH_BATCH_FROM = "0.5.22"
+# v0.5.10 server_args.py _handle_piecewise_cuda_graph: "2. Speculative decoding" turns the piecewise graph off (v0.5.11
+# drops that condition).
+SPEC_NO_PIECEWISE = frozenset({"0.5.10"})
+
+
+def speculative_algorithm(s: Scenario) -> str | None:
+    """The algorithm SGLang runs for the user's --speculative-algorithm (NEXTN runs as EAGLE), or None."""
+    name = s.flag(SPECULATIVE_FLAG)
+    return SPECULATIVE_ALIASES.get(name.upper(), name.upper()) if name else None
+
+
+def speculative_reserve(algorithm: str | None, release: str | None) -> int:
+    """MiB the release reserves above the floor for this speculative algorithm's draft model (0 when none)."""
+    if algorithm is None or algorithm in NO_DRAFT_ALGORITHMS:
+        return 0
+    current = parse_release(release) if release is not None else parse_release(DRAFT_RESERVES[0].first)
+    row = [r for r in DRAFT_RESERVES if parse_release(r.first) <= current][-1]
+    return row.standalone if algorithm == "STANDALONE" else row.eagle
+
+
+def speculative_reserve_reason(algorithm: str, release: str | None) -> str:
+    if algorithm in NO_DRAFT_ALGORITHMS:
+        return f"{algorithm} has no draft model"
+    return f"v{DRAFT_RESERVES[-1].first} and later do not reserve for the draft model"
+
+
+def capped_graph_batch(max_bs: int, max_running: int | None, release: str | None) -> int:
+    capped = release is not None and parse_release(release) >= parse_release(CAPPED_GRAPH_BATCH_FROM)
+    return min(max_bs, max_running) if capped and max_running is not None else max_bs
+
+
+def max_running_requests(s: Scenario) -> int | None:
+    """max_running_requests as the memory step sees it: the user's --max-running-requests, else None."""
+    raw = s.flag(MAX_RUNNING_FLAG)
+    if raw:
+        with contextlib.suppress(ValueError):
+            return int(raw)
+    return None
 
 
 def memory_decision(s: Scenario, version: str) -> Decision:
@@ -270,7 +354,9 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     vision = s.model.vision if s.model is not None else None
     prefill_graph = prefill_graph_kind(s, version)
     deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(DEEPEP_A2A_RESERVE_FROM)
-    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep)
+    speculative, max_running = speculative_algorithm(s), max_running_requests(s)
+    value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
+                            speculative, max_running)  # fmt: skip
     explicit = {
         "chunked_prefill_size": s.flag("--chunked-prefill-size"),
         "cuda_graph_max_bs": next(filter(None, (s.flag(f) for f in reversed(graph_flags))), None),
@@ -282,16 +368,10 @@ def memory_decision(s: Scenario, version: str) -> Decision:
                 value[key] = float(raw) if key == "mem_fraction_static" else int(raw)
     forced = any(explicit.values())
     state = state_of(results, forced_on=forced)
-    speculative = s.flag(SPECULATIVE_FLAG)
-    if speculative:  # its reserve and batch sizes differ per release and are not checked against a golden yet
-        value = {k: (v if explicit[k] else None) for k, v in value.items()}
     if state == NOT_ENABLED:
         value = {k: None for k in value}
-    notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep)]
-    if speculative:
-        notes.insert(0, f"not modelled: {SPECULATIVE_FLAG} {speculative} adds a draft-model reserve and changes the batch"
-                        " sizes in ways that differ per release, so the values SGLang picks are not predicted here"
-                        " (the arithmetic below is without speculative decoding); pass them explicitly to be sure")
+    notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
+                               speculative, max_running)]  # fmt: skip
     if explicit["mem_fraction_static"]:
         notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
     if s.intent.dp_attention and s.intent.dp_size > 1:
