@@ -15,7 +15,9 @@ from advisor.rules.engine import flag_value, flag_values, has_flag
     (["--f", "a", "--g", "--f=b", "--f", "c"], ["a", "b", "c"], ["a", "b", "c"], ["a", "b", "c"]),  # repeated, in order
     (["--f", "--g", "1"], [None], [None], ["--g"]),  # followed by another flag
     (["--f", "-x"], [None], ["-x"], ["-x"]),  # a short flag (dash) or a value (argparse: -1 is a number)
-    (["--f", "-1"], [None], ["-1"], ["-1"]),
+    (["--f", "-1"], ["-1"], ["-1"], ["-1"]),  # a negative number is a value, as argparse reads it
+    (["--f", "-0.5", "--f", "-.5", "--f", "-1.", "--f", "-1e3"], ["-0.5", "-.5", None, None], ["-0.5", "-.5", "-1.", "-1e3"],
+     ["-0.5", "-.5", "-1.", "-1e3"]),
     (["--g", "--f"], [None], [None], [None]),  # bare at the end
     (["--fx", "1", "--f-y=2", "f", "--g=--f"], [], [], []),  # longer names and values that merely contain it
     ([], [], [], []),

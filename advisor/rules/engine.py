@@ -101,14 +101,16 @@ def flag_values(tokens: Sequence[str], *names: str, next_flag: str | None = "-")
     ``--name V`` and ``--name=V`` give V (``--name=`` gives ""); a one-letter flag also takes its value attached, as
     argparse and vLLM do (``-O3``, ``-O=3``). Where ``--name`` has no value, because the line ends or the next token
     starts with ``next_flag`` (it is the next flag), the entry is None. ``next_flag``: "-" reads any dash as the next
-    flag (vLLM's short flags such as ``-O3`` are never taken as a value); "--" is argparse's reading, where ``-1`` is a
-    value; None takes whatever follows."""
+    flag (vLLM's short flags such as ``-O3`` are never taken as a value) but a negative number such as ``-5`` as a value,
+    as both engines' argparse parsers do; "--" is argparse's reading, where ``-x`` is a value too; None takes whatever
+    follows."""
     values: list[str | None] = []
     for i, token in enumerate(tokens):
         for name in names:
             if token == name:
                 nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-                values.append(None if nxt is None or (next_flag and nxt.startswith(next_flag)) else nxt)
+                ends = nxt is None or (next_flag and nxt.startswith(next_flag) and not _negative_number(nxt))
+                values.append(None if ends else nxt)
             elif token.startswith(name + "="):
                 values.append(token[len(name) + 1:])
             elif len(name) == 2 and token.startswith(name):  # "-O3": a one-letter flag with its value attached
@@ -117,6 +119,14 @@ def flag_values(tokens: Sequence[str], *names: str, next_flag: str | None = "-")
                 continue
             break
     return values
+
+
+def _negative_number(token: str) -> bool:
+    """"-5", "-0.5", "-.5": what argparse takes as a value, not a flag (its _negative_number_matcher)."""
+    whole, dot, fraction = token[1:].partition(".")
+    if not dot:
+        return whole.isdecimal()
+    return fraction.isdecimal() and (whole == "" or whole.isdecimal())
 
 
 def flag_value(tokens: Sequence[str], name: str) -> str | None:
