@@ -178,6 +178,16 @@ class Scenario:
     def has(self, name: str) -> bool:
         return has_flag(self.overrides, name)
 
+    def int_flag(self, name: str) -> int | None:
+        """The flag's value as an int; None when absent, bare or not an integer (the engine's parser refuses those)."""
+        raw = self.flag(name)
+        if raw:
+            try:
+                return int(raw)
+            except ValueError:
+                return None
+        return None
+
     @property
     def tp(self) -> int:
         return self.intent.tp

@@ -3,8 +3,6 @@ the KV-cache page_size resolved with it."""
 
 from __future__ import annotations
 
-import contextlib
-
 from advisor.records import record
 from advisor.rules.engine import (
     NOT_ENABLED,
@@ -214,11 +212,8 @@ def page_size(
     constraint, then the default 1. None when the backend is unknown and could change it."""
     release = rules_release(version)
     r = parse_release(release)
-    page, why = None, "not set"
-    given = s.flag(PAGE_SIZE)
-    if given:
-        with contextlib.suppress(ValueError):
-            page, why = int(given), f"{PAGE_SIZE} {given}"
+    page = s.int_flag(PAGE_SIZE)
+    why = "not set" if page is None else f"{PAGE_SIZE} {s.flag(PAGE_SIZE)}"
     model = s.model
     arch = model.architecture if model is not None else None
     where = OVERRIDES if r >= (0, 5, 15) else SERVER_ARGS

@@ -328,11 +328,7 @@ def capped_graph_batch(max_bs: int, max_running: int | None, release: str | None
 
 def max_running_requests(s: Scenario) -> int | None:
     """max_running_requests as the memory step sees it: the user's --max-running-requests, else None."""
-    raw = s.flag(MAX_RUNNING_FLAG)
-    if raw:
-        with contextlib.suppress(ValueError):
-            return int(raw)
-    return None
+    return s.int_flag(MAX_RUNNING_FLAG)
 
 
 def memory_decision(s: Scenario, version: str) -> Decision:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from advisor.records import record
 from advisor.rules.engine import (
     AUTO_ENABLED,
@@ -223,8 +221,7 @@ def ep_size(s: Scenario, release: str) -> tuple[int, str]:
     if a2a not in NO_EP_A2A:
         return s.tp, f"--moe-a2a-backend {a2a} sets ep_size = tp_size (sglang v{release}, {file})"
     for flag in EP_SIZE_FLAGS:
-        given = s.flag(flag)
-        if given:
-            with contextlib.suppress(ValueError):
-                return int(given), f"{flag} {given}"
+        given = s.int_flag(flag)
+        if given is not None:
+            return given, f"{flag} {s.flag(flag)}"
     return 1, "the default (no expert parallelism without an a2a backend or --ep-size)"

@@ -8,8 +8,6 @@ piecewise_cuda_graph_max_tokens; from v0.5.14 the prefill phase of cuda_graph_co
 
 from __future__ import annotations
 
-import contextlib
-
 from advisor.rules.engine import Scenario, Setting, parse_release
 from advisor.rules.sglang.attention import attention_decision, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
@@ -46,10 +44,9 @@ def prefill_graph_settings(
     """(the settings piecewise_cuda_graph and piecewise_cuda_graph_max_tokens, a note saying why). ``prefill_graph``:
     memory.prefill_graph_kind's verdict (None: off); ``chunk``: the chunked-prefill size before DP attention divides it
     (None when the GPU memory is unknown)."""
-    given = s.flag(CHUNKED_PREFILL)
-    if given:
-        with contextlib.suppress(ValueError):
-            chunk = int(given)
+    given = s.int_flag(CHUNKED_PREFILL)
+    if given is not None:
+        chunk = given
     r = parse_release(release)
     if r > parse_release(MAX_TOKENS_LAST):
         max_tokens, why = None, "its largest size, cuda_graph_config.prefill.max_bs, is not modelled from v0.5.14"
