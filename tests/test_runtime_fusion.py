@@ -130,3 +130,38 @@ def test_cpu_run_with_flashinfer_requested_falls_back_to_torch_and_says_why(capl
         comm.setup(max_tokens=64, hidden=64, dtype=torch.float32)
     assert comm.strategy == "torch" and comm.fusion is None
     assert "allreduce strategy: torch (flashinfer fusion needs CUDA; this run is on CPU" in caplog.text
+
+
+def kernel_fused_add_rmsnorm(input, residual, weight, eps, enable_pdl=None):
+    """Stands in for flashinfer.norm.fused_add_rmsnorm (a CUDA kernel): refuses what csrc/norm.cu refuses (input and
+    residual must be 2-D [tokens, hidden], weight 1-D, float16 or bfloat16) and computes in place what it computes."""
+    inspect.signature(flashinfer_norm.fused_add_rmsnorm).bind(input, residual, weight, eps, enable_pdl)
+    if input.dim() != 2 or residual.dim() != 2 or weight.dim() != 1:
+        raise RuntimeError(f"Check failed: input.ndim() == 2 ({input.dim()} vs. 2) : input must be a 2D tensor")
+    if input.dtype not in (torch.float16, torch.bfloat16):
+        raise RuntimeError(f"dtype {input.dtype} not dispatched")
+    residual.add_(input)
+    input.copy_(rmsnorm(residual, weight, eps))
+
+
+def test_tp1_fused_norm_gets_2d_views_of_the_models_3d_tensors():
+    """The model passes [batch, tokens, hidden]; the kernel takes [tokens, hidden] only (found on an H200: every
+    --allreduce flashinfer-fusion run at tp 1 stopped at the first layer)."""
+    ctx = ParallelContext(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"), group=None)
+    comm = Communicator(ctx, "flashinfer-fusion")
+    comm.fused_norm_tp1 = kernel_fused_add_rmsnorm
+    x, residual, weight = tensors(6)
+    normed, new_residual = comm.add_rmsnorm(x.clone().view(2, 3, 64), residual.clone().view(2, 3, 64), weight, 1e-6)
+    assert normed.shape == new_residual.shape == (2, 3, 64)
+    torch.testing.assert_close(new_residual.view(6, 64), x + residual)
+    torch.testing.assert_close(normed.view(6, 64), rmsnorm(x + residual, weight, 1e-6))
+
+
+def test_tp1_fused_norm_not_chosen_for_float32():
+    """flashinfer's norm kernels dispatch on float16 / bfloat16 only: a float32 run says so and uses torch. (The
+    context names a CUDA device; setup decides from it without touching the GPU.)"""
+    ctx = ParallelContext(rank=0, world_size=1, local_rank=0, device=torch.device("cuda"), group=None)
+    comm = Communicator(ctx, "flashinfer-fusion")
+    comm.setup(max_tokens=64, hidden=64, dtype=torch.float32)
+    assert comm.strategy == "torch" and comm.fused_norm_tp1 is None
+    assert "takes float16 or bfloat16, this run is torch.float32" in comm.reason

@@ -52,6 +52,10 @@ def local_fusion_reason(limits: FusionLimits, device: torch.device) -> str | Non
     return None
 
 
+# what flashinfer.norm.fused_add_rmsnorm dispatches on (csrc/norm.cu, DISPATCH_DLPACK_DTYPE_TO_CTYPE_FP16 in 0.6.x)
+TP1_NORM_DTYPES = (torch.float16, torch.bfloat16)
+
+
 class Communicator:
     """Collectives of one tensor-parallel group, with the allreduce strategy chosen at start-up."""
 
@@ -78,6 +82,11 @@ class Communicator:
             self.strategy, self.reason = ALLREDUCE_TORCH, f"requested with {ALLREDUCE_FLAG} {ALLREDUCE_TORCH}"
         elif self.ctx.device.type != "cuda":
             self.strategy, self.reason = ALLREDUCE_TORCH, "flashinfer fusion needs CUDA; this run is on CPU, falling back to torch"
+        elif self.world_size == 1 and dtype not in TP1_NORM_DTYPES:
+            self.strategy, self.reason = (
+                ALLREDUCE_TORCH,
+                f"flashinfer fused_add_rmsnorm takes float16 or bfloat16, this run is {dtype}; falling back to torch",
+            )
         elif self.world_size == 1:
             try:
                 import flashinfer.norm
@@ -153,8 +162,10 @@ class Communicator:
                 log.info("fused allreduce: plain path for this call (%s); logged once", self.fusion.last_fallback)
             self.fallback_calls += 1
         if self.fused_norm_tp1 is not None and partial.is_contiguous() and residual.is_contiguous():
-            # in place: residual += partial; partial = RMSNorm(residual) * weight
-            self.fused_norm_tp1(partial, residual, weight, eps)
+            # in place: residual += partial; partial = RMSNorm(residual) * weight. The kernel takes 2-D
+            # [tokens, hidden] only; views of the contiguous tensors share their memory
+            hidden = partial.shape[-1]
+            self.fused_norm_tp1(partial.view(-1, hidden), residual.view(-1, hidden), weight, eps)
             return partial, residual
         self.all_reduce(partial)
         residual = partial + residual

@@ -51,8 +51,8 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def build_checkpoint(kind: str, shape: dict, path: Path, device: torch.device):
-    """A random transformers model on `device`, saved in bfloat16 with a byte-level tokenizer; returns the model."""
+def build_checkpoint(kind: str, shape: dict, path: Path, device: torch.device) -> None:
+    """A random transformers model built on `device`, saved in bfloat16 with a byte-level tokenizer."""
     import transformers as tf
 
     from launcher.runtime.demo import build_byte_tokenizer
@@ -70,9 +70,18 @@ def build_checkpoint(kind: str, shape: dict, path: Path, device: torch.device):
         for name, param in model.named_parameters():
             if "norm" in name:
                 param.add_(torch.randn_like(param) * 0.1)
-    model = model.to(torch.bfloat16).eval()
-    model.save_pretrained(path)
+    model.to(torch.bfloat16).save_pretrained(path)
     build_byte_tokenizer(max(shape["vocab_size"], 259)).save(str(path / "tokenizer.json"))
+
+
+def load_reference(path: Path, device: torch.device, dtype: torch.dtype):
+    """transformers' model from the checkpoint, loaded as a user loads it. Not the built model cast with .to(): that
+    casts the rotary inverse frequencies too (a buffer transformers keeps in float32), and the reference then differs
+    from transformers itself by about 1e-2 in every position's angle (seen on the H200: no token agreed after the
+    first few)."""
+    import transformers as tf
+
+    model = tf.AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(device).eval()
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = 0
     return model
@@ -121,13 +130,53 @@ def agreement(a: list[list[int]], b: list[list[int]]) -> dict:
     return {"equal": a == b, "tokens_agreeing": same, "tokens": total, "first_differing_prompt": first}
 
 
+def max_logit_difference(engine, hf, prompt: list[int], device: torch.device) -> float:
+    """Largest |runtime - transformers| over the logits of every position of one prompt (one prefill each)."""
+    from launcher.runtime.bench import prefill_logits
+
+    with torch.no_grad():
+        reference = hf(input_ids=torch.tensor([prompt], device=device)).logits.float()
+    return float((prefill_logits(engine, [prompt]).float() - reference).abs().max())
+
+
+def step_breakdown(engine, batch: int, steps: int = 50) -> dict:
+    """Milliseconds of one decode graph's replay alone (the GPU's share of a step) against a whole engine decode step
+    (graph plus the host's work around it: inputs, argmax, the token copy back), at this batch size."""
+    from launcher.runtime.engine import SamplingParams
+
+    graphs, device = engine.graphs, engine.device
+    steps = min(steps, engine.max_model_len - 4)  # a 2-token prompt, a first token, the timed steps, one more
+    bucket = graphs.buckets_for(list(range(batch)), [engine.max_model_len - 1] * batch)
+    graphs.run(*bucket)
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        graphs.run(*bucket)
+    sync(device)
+    replay_ms = (time.perf_counter() - start) * 1000 / steps
+    params = SamplingParams(max_tokens=steps + 2, ignore_eos=True)
+    for i in range(batch):
+        engine.add_request((1 << 42) + i, [5, 6], params)
+    engine.step()  # prefill
+    engine.step()
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        engine.step()
+    sync(device)
+    step_ms = (time.perf_counter() - start) * 1000 / steps
+    while engine.has_work():
+        engine.step()
+    return {"batch": batch, "bucket": list(bucket), "graph_replay_ms": replay_ms, "engine_step_ms": step_ms}
+
+
 def runtime_speed(engine, prompts: list[list[int]], output_len: int, graphs: bool) -> dict:
     from launcher.runtime.bench import measure
 
     saved = engine.graphs
     engine.graphs = saved if graphs else None
     try:
-        measure(engine, [p[:8] for p in prompts], 2)  # warm-up
+        measure(engine, prompts, 2)  # warm-up at the measured shapes (first calls pick kernels, grow the allocator)
         result = measure(engine, prompts, output_len)
     finally:
         engine.graphs = saved
@@ -197,28 +246,32 @@ def run_model(kind: str, shape: dict, plan: tuple, root: Path, device: torch.dev
     report[kind] = result
 
     start = time.perf_counter()
-    hf = build_checkpoint(kind, shape, root / kind, device)
+    build_checkpoint(kind, shape, root / kind, device)
     result["build_s"] = round(time.perf_counter() - start, 1)
 
     # float32: the exact check
-    hf.float()
+    hf = load_reference(root / kind, device, torch.float32)
     hf_tokens = hf_greedy(hf, check_prompts, new_tokens, device)
     engine = open_engine(root / kind, device, torch.float32, max_batch, max_len)
     result["float32"] = {
         "graphs_vs_transformers": agreement(runtime_greedy(engine, check_prompts, new_tokens, True), hf_tokens),
         "eager_vs_transformers": agreement(runtime_greedy(engine, check_prompts, new_tokens, False), hf_tokens),
+        "max_abs_logit_diff": max_logit_difference(engine, hf, check_prompts[-1], device),
         "static_steps": engine.graphs.replays,
         "captured_graphs": len(engine.graphs.graphs),
     }
     ok = result["float32"]["graphs_vs_transformers"]["equal"] and result["float32"]["eager_vs_transformers"]["equal"]
-    del engine
+    del engine, hf
     gc.collect()
 
     # bfloat16: agreement, then speed
-    hf.to(torch.bfloat16)
+    hf = load_reference(root / kind, device, torch.bfloat16)
     engine = open_engine(root / kind, device, torch.bfloat16, max_batch, max_len)
     hf_bf16 = hf_greedy(hf, check_prompts, new_tokens, device)
-    result["bfloat16"] = {"graphs_vs_transformers": agreement(runtime_greedy(engine, check_prompts, new_tokens, True), hf_bf16)}
+    result["bfloat16"] = {
+        "graphs_vs_transformers": agreement(runtime_greedy(engine, check_prompts, new_tokens, True), hf_bf16),
+        "max_abs_logit_diff": max_logit_difference(engine, hf, check_prompts[-1], device),
+    }
     speed = []
     for batch in batches:
         prompts = torch.randint(3, vocab, (batch, input_len), generator=generator).tolist()
@@ -236,6 +289,7 @@ def run_model(kind: str, shape: dict, plan: tuple, root: Path, device: torch.dev
             f"{name} prefill {row[name]['prefill_tokens_per_s']:.0f} decode {row[name]['decode_tokens_per_s']:.0f} tok/s"
             for name in ("runtime_cuda_graphs", "runtime_eager", "transformers")), flush=True)
     result["speed_bfloat16"] = speed
+    result["decode_step_ms"] = [step_breakdown(engine, batch) for batch in batches]
     result["captured_graphs_bfloat16"] = len(engine.graphs.graphs)
     result["weights_bytes_per_token"] = bytes_per_token(shape)
     del engine, hf
