@@ -71,8 +71,9 @@ def test_flashinfer_fused_add_rmsnorm_matches_torch_at_tp1():
     comm.setup(64, 1024, torch.bfloat16)
     assert comm.strategy == "flashinfer-fusion", comm.reason
     generator = torch.Generator(device="cuda").manual_seed(0)
-    partial = torch.randn(8, 1024, device="cuda", dtype=torch.bfloat16, generator=generator)
-    residual = torch.randn(8, 1024, device="cuda", dtype=torch.bfloat16, generator=generator)
+    # [batch, tokens, hidden] as the model passes them (the kernel itself takes 2-D only)
+    partial = torch.randn(2, 4, 1024, device="cuda", dtype=torch.bfloat16, generator=generator)
+    residual = torch.randn(2, 4, 1024, device="cuda", dtype=torch.bfloat16, generator=generator)
     weight = torch.rand(1024, device="cuda", dtype=torch.bfloat16, generator=generator) + 0.5
     fused = comm.add_rmsnorm(partial.clone(), residual.clone(), weight, 1e-6)
     comm.fused_norm_tp1 = None
