@@ -170,6 +170,33 @@ def step_breakdown(engine, batch: int, steps: int = 50) -> dict:
     return {"batch": batch, "bucket": list(bucket), "graph_replay_ms": replay_ms, "engine_step_ms": step_ms}
 
 
+def decode_kernels(engine, batch: int, top: int = 10) -> dict:
+    """What one static decode step (the code the graphs capture) launches, under torch's profiler, run eagerly so each
+    kernel is seen: how many, their summed device time, and the `top` by time. On CPU: the operators instead."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from launcher.runtime.cuda_graph import sync_free_moe
+
+    graphs, device = engine.graphs, engine.device
+    length = graphs.length_buckets[-1]
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with sync_free_moe(engine.model):
+        graphs.static_step(batch, length)  # warm-up
+        sync(device)
+        with profile(activities=activities) as prof:
+            graphs.static_step(batch, length)
+            sync(device)
+    on_device = device.type == "cuda"
+    rows = []
+    for event in prof.key_averages():
+        micros = event.self_device_time_total if on_device else event.self_cpu_time_total
+        if micros > 0 and (not on_device or event.device_type.name == "CUDA"):
+            rows.append({"name": event.key[:90], "calls": event.count, "us": round(micros, 1)})
+    rows.sort(key=lambda row: -row["us"])
+    return {"batch": batch, "kernels" if on_device else "operators": sum(r["calls"] for r in rows),
+            "total_us": round(sum(r["us"] for r in rows), 1), "top": rows[:top]}
+
+
 def runtime_speed(engine, prompts: list[list[int]], output_len: int, graphs: bool) -> dict:
     from launcher.runtime.bench import measure
 
@@ -290,6 +317,7 @@ def run_model(kind: str, shape: dict, plan: tuple, root: Path, device: torch.dev
             for name in ("runtime_cuda_graphs", "runtime_eager", "transformers")), flush=True)
     result["speed_bfloat16"] = speed
     result["decode_step_ms"] = [step_breakdown(engine, batch) for batch in batches]
+    result["decode_profile"] = decode_kernels(engine, batches[0])
     result["captured_graphs_bfloat16"] = len(engine.graphs.graphs)
     result["weights_bytes_per_token"] = bytes_per_token(shape)
     del engine, hf
