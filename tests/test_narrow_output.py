@@ -104,3 +104,10 @@ def test_next_steps_follow_the_asked_engine_and_model_and_only_without_gpus():
     assert next_steps(make_plan(Options(profile="cpu-only"))) == []  # simulated: not this machine
     gpu = make_plan(Options(profile="h100-sxm-8", engine="bundled"))
     assert next_steps(replace(gpu, facts=replace(gpu.facts, source="live"))) == []
+
+
+@pytest.mark.parametrize(("columns", "width"), [("99999", 1000), ("10", 40), (" 90 ", 90), ("abc", 120), ("-5", 120)])
+def test_columns_out_of_range_or_malformed_are_bounded(monkeypatch, columns, width):
+    """A COLUMNS of 99999 would draw 99999-character rules; one of 10 folds every table cell to nothing."""
+    monkeypatch.setenv("COLUMNS", columns)
+    assert output_width(io.StringIO()) == width

@@ -37,15 +37,23 @@ STATUS_STYLES = {"ok": "green", "mismatch": "bold red", "missing": "bold red", "
 
 # Columns for output that reaches no terminal and has no COLUMNS to follow (a log file, CI).
 FALLBACK_WIDTH = 120
+# Widths laid out at most / at least: tables narrower than MIN_WIDTH are unreadable (the terminal wraps lines instead),
+# and a COLUMNS of 99999 would make every section rule 99999 characters long.
+MIN_WIDTH, MAX_WIDTH = 40, 1000
 
 
 def output_width(stream: Any) -> int:
     """The columns to lay out output for ``stream``: COLUMNS when set, else the width of the terminal it writes to,
-    else of the terminal the user watches through stderr or stdin (`advisor check | less`), else FALLBACK_WIDTH."""
+    else of the terminal the user watches through stderr or stdin (`advisor check | less`), else FALLBACK_WIDTH;
+    kept within MIN_WIDTH..MAX_WIDTH."""
+    return max(MIN_WIDTH, min(MAX_WIDTH, _wanted_width(stream)))
+
+
+def _wanted_width(stream: Any) -> int:
     import os
     import sys
 
-    columns = os.environ.get("COLUMNS", "")
+    columns = os.environ.get("COLUMNS", "").strip()
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
     for candidate in (stream, sys.stderr, sys.stdin):
@@ -65,8 +73,7 @@ def make_console(file: Any = None, stderr: bool = False) -> Console:
 
 
     stream = file or (sys.stderr if stderr else sys.stdout)
-    is_tty = hasattr(stream, "isatty") and stream.isatty()
-    width = None if is_tty else output_width(stream)
+    width = output_width(stream)  # on a terminal too: rich would take a COLUMNS of any size as it is
     # markup and emoji off: values such as PCI bus ids ("00000000:AB:00.0") and "[ids]" must print as they are
     return _clean_console_class()(
         file=stream,
