@@ -261,8 +261,9 @@ def main(ctx: click.Context, **_params) -> None:
     if ctx.invoked_subcommand is not None:
         return
     options = options_from_context(ctx)
-    if not _stdout_is_terminal():
-        # The app would write escape codes into the pipe and wait for keys: print what `advisor check` prints instead.
+    if not _interactive_terminal():
+        # The app would write escape codes into a pipe, or wait for keys that cannot come (stdin redirected): print
+        # what `advisor check` prints instead.
         ctx.exit(_check_report(options, as_json=False))
     try:
         from advisor.tui.app import run_app
@@ -298,8 +299,9 @@ def check(ctx: click.Context, as_json: bool, engine_args: tuple[str, ...], **_pa
     ctx.exit(_check_report(with_engine_args(options_from_context(ctx), engine_args), as_json))
 
 
-def _stdout_is_terminal() -> bool:
-    return sys.stdout.isatty()
+def _interactive_terminal() -> bool:
+    """The app needs a terminal to draw on and one to read keys from."""
+    return sys.stdout.isatty() and sys.stdin.isatty()
 
 
 def _check_report(options, as_json: bool) -> int:

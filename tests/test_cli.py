@@ -281,7 +281,7 @@ def test_bare_advisor_opens_the_app_with_the_options(monkeypatch):
     fake = types.ModuleType("advisor.tui.app")
     fake.run_app = lambda options: seen.append(options)
     monkeypatch.setitem(sys.modules, "advisor.tui.app", fake)
-    monkeypatch.setattr(cli, "_stdout_is_terminal", lambda: True)  # CliRunner's stdout is not a terminal
+    monkeypatch.setattr(cli, "_interactive_terminal", lambda: True)  # CliRunner's stdin and stdout are not terminals
     result = invoke("--profile", "b300-8", "--tp", "4", "--with-package", "sglang==0.5.14")
     assert result.exit_code == 0, result.output
     (options,) = seen

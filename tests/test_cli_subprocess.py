@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from advisor_command import offline_env, run_advisor
+from advisor_command import advisor_argv, offline_env, run_advisor
 
 B300 = ["--profile", "b300-8"]
 VL = ["--model", "Qwen/Qwen3-VL-235B-A22B-Instruct"]
@@ -162,3 +162,39 @@ def test_bare_advisor_into_a_pipe_prints_the_check_report(env):
     assert bare.stdout == check.stdout
     assert "\x1b" not in bare.stdout
     assert "-m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B" in bare.stdout
+
+
+def test_bare_advisor_on_a_terminal_with_stdin_redirected_prints_the_report(env):
+    """stdout a terminal (a pty) but stdin /dev/null: no key can reach the app, so it must not start (it waited
+    forever); the report is printed and the process ends by itself."""
+    import os
+    import pty
+    import select
+    import time
+
+    args = ["--profile", "h100-sxm-8", "--engine", "sglang", "--model", "Qwen/Qwen3-30B-A3B"]
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([*advisor_argv(), *args], env=env, stdin=subprocess.DEVNULL, stdout=follower,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    os.close(follower)
+    output, deadline = b"", time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:  # read while it runs: a full pty would block it
+            if not select.select([leader], [], [], 1)[0]:
+                continue
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO once the process has closed its end
+                break
+            if not chunk:
+                break
+            output += chunk
+        code = proc.wait(timeout=max(1, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+    assert code == 0, proc.stderr.read()
+    text = output.decode(errors="replace")
+    assert "Decisions" in text and "\x1b[?1049h" not in text  # the report, not the app's alternate screen

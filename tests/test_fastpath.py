@@ -77,7 +77,7 @@ def offline(empty_hf_cache, monkeypatch):
 
 def run(entry, argv: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "argv", ["advisor", *argv])
-    monkeypatch.setattr(cli, "_stdout_is_terminal", lambda: False)  # bare `advisor`: the report, not the app
+    monkeypatch.setattr(cli, "_interactive_terminal", lambda: False)  # bare `advisor`: the report, not the app
     with pytest.raises(SystemExit) as exited:
         entry()
     out, err = capsys.readouterr()

@@ -59,7 +59,9 @@ def _wanted_width(stream: Any) -> int:
     for candidate in (stream, sys.stderr, sys.stdin):
         try:
             if candidate is not None and candidate.isatty():
-                return os.get_terminal_size(candidate.fileno()).columns
+                columns = os.get_terminal_size(candidate.fileno()).columns
+                if columns > 0:  # a pty nobody sized says 0
+                    return columns
         except (AttributeError, OSError, ValueError):
             continue
     return FALLBACK_WIDTH
