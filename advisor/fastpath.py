@@ -92,7 +92,7 @@ def run_check(params: dict) -> None:
     try:
         plan = make_plan(options)
         if params["as_json"]:
-            from advisor.report import dumps, plan_to_dict
+            from advisor.report.data import dumps, plan_to_dict  # not advisor.report: the rich renderers are not needed
 
             sys.stdout.write(dumps(plan_to_dict(plan)) + "\n")
         else:
