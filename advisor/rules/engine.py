@@ -370,11 +370,12 @@ def fusion_outcomes(
 ) -> tuple[ReleaseOutcome, ...]:
     """The release matrix (the what-if view): the outcome of an engine's fusion decision for this scenario under each of
     its releases. An engine binds its own two with functools.partial."""
-    outcomes = []
-    for release in releases:
-        decision = fusion_decision(s, release)
-        outcomes.append(ReleaseOutcome(release, decision.enabled, tuple(c.id for c in decision.failed)))
-    return tuple(outcomes)
+    return tuple(release_outcome(release, (d := fusion_decision(s, release)).enabled, d.conditions) for release in releases)
+
+
+def release_outcome(release: str, enabled: bool, results: Sequence[ConditionResult]) -> ReleaseOutcome:
+    """One row of the release matrix: whether the fusion is on under ``release`` and the ids of its failed conditions."""
+    return ReleaseOutcome(release, enabled, tuple(r.id for r in results if r.ok is False))
 
 
 # -- an engine: what the registry (advisor.rules.registry) holds for each one ------------------------------------------
