@@ -149,7 +149,6 @@ def _check_python_path(python: str) -> None:
 def _load_profile(name: str) -> Facts:
     """The simulated machine, seen through this shell's CUDA_VISIBLE_DEVICES as the live probe sees a real one (an
     engine started with it set would see only those GPUs)."""
-    from advisor.probe.environment import visible_gpus
     from advisor.probe.profiles import ProfileError, load_profile
 
     try:
@@ -159,6 +158,8 @@ def _load_profile(name: str) -> Facts:
     value = os.environ.get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return facts
+    from advisor.probe.environment import visible_gpus
+
     visible, note = visible_gpus(value, facts.gpus)
     environment = {**facts.environment, "CUDA_VISIBLE_DEVICES": value}
     return replace(facts, visible_gpus=visible, visible_gpus_note=note, environment=environment)

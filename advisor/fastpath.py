@@ -86,13 +86,12 @@ def parse_check(argv: list[str]) -> dict | None:
 def run_check(params: dict) -> None:
     """What `advisor check` does under click (advisor.cli.check and AdvisorGroup.main), without click."""
     from advisor.context import AdvisorError, Options, exit_code_for, make_plan
-    from advisor.errors import fail, output_failed
 
     options = Options.from_params(params)
     try:
         plan = make_plan(options)
         if params["as_json"]:
-            from advisor.report.data import dumps, plan_to_dict  # not advisor.report: the rich renderers are not needed
+            from advisor.report import dumps, plan_to_dict
 
             sys.stdout.write(dumps(plan_to_dict(plan)) + "\n")
         else:
@@ -102,8 +101,12 @@ def run_check(params: dict) -> None:
         code = exit_code_for(plan, options.strict)
         sys.stdout.flush()  # a full device or a closed pipe must fail here, not in the interpreter's final flush
     except AdvisorError as exc:
+        from advisor.errors import fail  # here, not above: a run without errors does without the module
+
         fail(exc.message, exc.exit_code)
     except OSError as exc:
+        from advisor.errors import output_failed
+
         output_failed(exc)
     sys.exit(code)
 
