@@ -12,7 +12,7 @@ import shlex
 import sys
 from json.encoder import encode_basestring  # the C string escaper json.dumps uses with ensure_ascii=False
 
-from advisor.records import asdict, is_record
+from advisor.records import is_record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
@@ -38,8 +38,8 @@ def jsonable(value: Any) -> Any:
         return [jsonable(v) for v in value]
     if isinstance(value, (set, frozenset)):
         return sorted((jsonable(v) for v in value), key=str)
-    if is_record(value):
-        return jsonable(asdict(value))
+    if is_record(value):  # records.asdict's dict of the fields, converted in the same pass
+        return {name: jsonable(value.__dict__[name]) for name in type(value).__record_names__}
     dataclasses = sys.modules.get("dataclasses")  # an instance of a plain dataclass means the module is loaded
     if dataclasses is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
         return jsonable(dataclasses.asdict(value))
@@ -103,8 +103,8 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
         "facts": facts_to_dict(plan.facts),
-        "intent": jsonable(asdict(plan.intent)),
-        "model": jsonable(asdict(plan.model)) if plan.model is not None else None,
+        "intent": jsonable(plan.intent),
+        "model": jsonable(plan.model) if plan.model is not None else None,
         "engine": dict(plan.engine),
         "decisions": [decision_dict(d) for d in plan.decisions],
         "problems": [problem_dict(p) for p in plan.problems],
@@ -117,7 +117,8 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
 
 
 def facts_to_dict(facts: Facts) -> dict[str, Any]:
-    return jsonable(facts.to_dict())
+    """jsonable(facts.to_dict()), read from the record in one pass (Facts.to_dict is its asdict: test_report.py)."""
+    return jsonable(facts)
 
 
 def dumps(data: dict[str, Any]) -> str:
