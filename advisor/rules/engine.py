@@ -370,7 +370,11 @@ def fusion_outcomes(
 ) -> tuple[ReleaseOutcome, ...]:
     """The release matrix (the what-if view): the outcome of an engine's fusion decision for this scenario under each of
     its releases. An engine binds its own two with functools.partial."""
-    return tuple(release_outcome(release, (d := fusion_decision(s, release)).enabled, d.conditions) for release in releases)
+    outcomes = []
+    for release in releases:
+        decision = fusion_decision(s, release)
+        outcomes.append(release_outcome(release, decision.enabled, decision.conditions))
+    return tuple(outcomes)
 
 
 def release_outcome(release: str, enabled: bool, results: Sequence[ConditionResult]) -> ReleaseOutcome:
