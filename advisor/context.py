@@ -87,7 +87,9 @@ class Options:
 
 
 # A distribution name (PEP 508); its version is checked by advisor.versions (PEP 440: 0.6.12, 2.9.1+cu128, 1.0rc1).
-PACKAGE_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+# Text, compiled by re (and cached there) on first use: only --with-package needs it, and compiling it at import time
+# would cost every `advisor check` (bench_check.py).
+PACKAGE_NAME_PATTERN = r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"
 
 
 def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
@@ -100,7 +102,7 @@ def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
             raise usage_error(
                 f"--with-package expects NAME==VERSION (for example flashinfer-python==0.6.12), got {spec!r}"
             )
-        if not PACKAGE_NAME_RE.fullmatch(name):
+        if not re.fullmatch(PACKAGE_NAME_PATTERN, name):
             raise usage_error(f"--with-package {spec!r}: {name!r} is not a package name; pass NAME==VERSION")
         if not is_version(version):
             raise usage_error(
@@ -147,7 +149,6 @@ def _check_python_path(python: str) -> None:
 def _load_profile(name: str) -> Facts:
     """The simulated machine, seen through this shell's CUDA_VISIBLE_DEVICES as the live probe sees a real one (an
     engine started with it set would see only those GPUs)."""
-    from advisor.probe.environment import visible_gpus
     from advisor.probe.profiles import ProfileError, load_profile
 
     try:
@@ -157,6 +158,8 @@ def _load_profile(name: str) -> Facts:
     value = os.environ.get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return facts
+    from advisor.probe.environment import visible_gpus
+
     visible, note = visible_gpus(value, facts.gpus)
     environment = {**facts.environment, "CUDA_VISIBLE_DEVICES": value}
     return replace(facts, visible_gpus=visible, visible_gpus_note=note, environment=environment)

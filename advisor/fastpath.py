@@ -86,7 +86,6 @@ def parse_check(argv: list[str]) -> dict | None:
 def run_check(params: dict) -> None:
     """What `advisor check` does under click (advisor.cli.check and AdvisorGroup.main), without click."""
     from advisor.context import AdvisorError, Options, exit_code_for, make_plan
-    from advisor.errors import fail, output_failed
 
     options = Options.from_params(params)
     try:
@@ -102,8 +101,12 @@ def run_check(params: dict) -> None:
         code = exit_code_for(plan, options.strict)
         sys.stdout.flush()  # a full device or a closed pipe must fail here, not in the interpreter's final flush
     except AdvisorError as exc:
+        from advisor.errors import fail  # here, not above: a run without errors does without the module
+
         fail(exc.message, exc.exit_code)
     except OSError as exc:
+        from advisor.errors import output_failed
+
         output_failed(exc)
     sys.exit(code)
 

@@ -384,8 +384,27 @@ def catalog_config(model_id: str) -> dict[str, Any] | None:
     return dict(entry["config"]) if entry is not None else None
 
 
+def catalog_file(model_id: str) -> str:
+    """Where the catalog entry ``model_id`` is: the id with "/" written "--" (tests/test_models.py keeps every entry so,
+    which also keeps the ids unique)."""
+    return os.path.join(CATALOG_DIR, model_id.replace("/", "--") + ".json")
+
+
+def _exact_entry(model_id: str) -> dict[str, Any] | None:
+    """The entry whose id is exactly ``model_id``, read from its own file: a plan needs one entry, and reading every one
+    costs `advisor check` more than the rest of the lookup (bench_check.py). None when that file is missing, unreadable or
+    holds another id (a case-insensitive file system); the caller then looks through the whole catalog."""
+    try:
+        with open(catalog_file(model_id), encoding="utf-8") as file:
+            data = json.loads(file.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("id") == model_id else None
+
+
 def catalog_spec(model_id: str) -> ModelSpec | None:
-    entry = _catalog().get(model_id) or next((e for k, e in _catalog().items() if k.lower() == model_id.lower()), None)
+    entry = (_exact_entry(model_id) or _catalog().get(model_id)
+             or next((e for k, e in _catalog().items() if k.lower() == model_id.lower()), None))  # fmt: skip
     if entry is None:
         return None
     where = f"catalog entry {entry['id']}"

@@ -74,11 +74,17 @@ class ReadySignal:
 
     A plain class: a dataclass or NamedTuple would import dataclasses or typing, which `advisor check` pays for."""
 
-    __slots__ = ("from_ranks", "pattern")
+    __slots__ = ("from_ranks", "regex")
 
-    def __init__(self, pattern: re.Pattern[str], from_ranks: bool) -> None:
-        self.pattern = pattern  # group 1 is the URL
+    def __init__(self, regex: str, from_ranks: bool) -> None:
+        # Text, compiled by re (and cached there) on first use: `advisor check` imports this module but matches no log
+        # line, and compiling at import time would cost it (bench_check.py).
+        self.regex = regex  # group 1 is the URL
         self.from_ranks = from_ranks  # True: a worker rank prints it; False: only the engine's main process
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.regex)
 
     def __repr__(self) -> str:
         return f"ReadySignal(pattern={self.pattern!r}, from_ranks={self.from_ranks!r})"
@@ -92,9 +98,9 @@ class ReadySignal:
 
 
 # The bundled runtime's serving rank prints "ready: URL" (launcher/runtime/serve/server.py).
-RUNTIME_READY = ReadySignal(re.compile(r"\b" + re.escape(contract.READY_PREFIX) + r"(https?://\S+)"), from_ranks=True)
+RUNTIME_READY = ReadySignal(r"\b" + re.escape(contract.READY_PREFIX) + r"(https?://\S+)", from_ranks=True)
 # SGLang and vLLM serve through uvicorn, which logs "Uvicorn running on URL" once it accepts connections.
-UVICORN_READY = ReadySignal(re.compile(r"\bUvicorn running on (https?://[^\s)]+)"), from_ranks=False)
+UVICORN_READY = ReadySignal(r"\bUvicorn running on (https?://[^\s)]+)", from_ranks=False)
 READY_SIGNALS = {"bundled": (RUNTIME_READY,), "sglang": (UVICORN_READY,), "vllm": (UVICORN_READY,)}
 
 

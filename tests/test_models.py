@@ -9,7 +9,20 @@ from pathlib import Path
 import pytest
 
 from advisor import models
-from advisor.models import ModelError, ModelSpec, catalog_ids, dtype_bytes, hf_cache_ids, load_config_dir, resolve_model
+from advisor.models import (
+    CATALOG_DIR,
+    ModelError,
+    ModelSpec,
+    _catalog,
+    _exact_entry,
+    catalog_file,
+    catalog_ids,
+    catalog_spec,
+    dtype_bytes,
+    hf_cache_ids,
+    load_config_dir,
+    resolve_model,
+)
 
 # the models' published config.json: id -> (architectures[0], hidden, layers, heads, kv heads, experts, top-k)
 REFERENCE = {
@@ -44,6 +57,19 @@ def test_catalog_has_every_reference_model(model_id):
 def test_catalog_ids_start_with_demo():
     ids = catalog_ids()
     assert ids[0] == "demo" and set(REFERENCE) <= set(ids)
+
+
+def test_every_catalog_entry_is_in_the_file_named_after_its_id():
+    """catalog_spec reads an exact id from that one file (advisor.models.catalog_file): the same entry as the whole
+    catalog gives, since no two files can hold one id."""
+    files = sorted(n for n in os.listdir(CATALOG_DIR) if n.endswith(".json"))
+    ids = catalog_ids()
+    assert len(ids) == len(files)
+    assert sorted(os.path.basename(catalog_file(i)) for i in ids) == files
+    for model_id in ids:
+        assert _exact_entry(model_id) == _catalog()[model_id]
+        assert catalog_spec(model_id) == catalog_spec(model_id.upper())  # the case-insensitive search finds it too
+    assert _exact_entry("Qwen/no-such-model") is None and _exact_entry("qwen/qwen3-8b") is None
 
 
 def test_demo_entry_is_the_bundled_runtime_model():

@@ -12,7 +12,8 @@ from advisor.context import Options, make_plan
 from advisor.facts import Facts, normalize_name
 from advisor.models import resolve_model
 from advisor.plan import Intent, build_plan
-from advisor.probe.profiles import load_profile
+from advisor.probe.profiles import list_profiles, load_profile
+from advisor.records import asdict
 from advisor.render_facts import (
     ABSENT,
     MISMATCH,
@@ -24,7 +25,7 @@ from advisor.render_facts import (
     topology_legend,
     topology_matrix,
 )
-from advisor.report import jsonable, make_console, plan_to_dict, print_facts, print_plan
+from advisor.report import facts_to_dict, jsonable, make_console, plan_to_dict, print_facts, print_plan
 from advisor.rules.engine import Problem
 
 VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
@@ -45,6 +46,16 @@ def test_jsonable():
     assert jsonable(_Point(1, ("a",))) == {"x": 1, "tags": ["a"]}
     assert jsonable({1: None}) == {"1": None}
     assert jsonable(object).startswith("<class")
+
+
+@pytest.mark.parametrize("profile", list_profiles())
+def test_records_are_converted_as_their_asdict(profile):
+    """jsonable reads a record's fields in one pass: the same as converting its asdict, and facts_to_dict the same as
+    converting Facts.to_dict()."""
+    plan = make_plan(Options(profile=profile, model=VL if profile != "cpu-only" else None))
+    assert facts_to_dict(plan.facts) == jsonable(plan.facts.to_dict()) == jsonable(asdict(plan.facts))
+    for value in (plan.intent, plan.model, *plan.decisions, *plan.problems, *plan.release_matrix):
+        assert json.dumps(jsonable(value)) == json.dumps(jsonable(asdict(value)))  # the same keys in the same order
 
 
 def test_plan_dict_round_trips_through_json():

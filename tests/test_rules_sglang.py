@@ -11,7 +11,16 @@ from advisor.models import ModelSpec, resolve_model
 from advisor.plan import Intent
 from advisor.probe.profiles import load_profile
 from advisor.rules import sglang
-from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Release, Scenario
+from advisor.rules.engine import (
+    AUTO_ENABLED,
+    FORCED_OFF,
+    FORCED_ON,
+    NOT_ENABLED,
+    UNAVAILABLE,
+    Release,
+    Scenario,
+    fusion_outcomes,
+)
 from advisor.rules.sglang import fusion as sglang_fusion
 from advisor.rules.sglang.engine import ENGINE as SGLANG
 
@@ -165,6 +174,23 @@ def test_qwen3_vl_moe_on_b300_from_v0_5_14():
     matrix = SGLANG.release_matrix(s)  # the engine's release matrix (advisor.rules.engine.fusion_outcomes)
     assert [r.release for r in matrix if r.enabled] == [f"0.5.{n}" for n in range(14, 24)]
     assert all(r.failed_conditions == ("architecture",) for r in matrix if not r.enabled)
+
+
+OVERRIDE_SETS = ((), ("--enable-flashinfer-allreduce-fusion",), ("--flashinfer-allreduce-fusion-backend", "trtllm"),
+                 ("--enforce-disable-flashinfer-allreduce-fusion",), ("--enable-deterministic-inference",),
+                 ("--attn-cp-size", "2"), ("--disable-custom-all-reduce",))  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides", OVERRIDE_SETS)
+@pytest.mark.parametrize("profile", ["b300-8", "h100-sxm-8", "h20-8", "gb200-nvl72-tray", "rtx-4090-2", "cpu-only"])
+def test_release_matrix_is_the_fusion_decisions_outcome_under_every_release(profile, overrides):
+    """The matrix reads fusion_decision's verdicts alone, sharing the conditions across releases: the same outcomes as
+    the full decisions (advisor.rules.engine.fusion_outcomes)."""
+    models = (QWEN3_VL, QWEN3_NEXT, "deepseek-ai/DeepSeek-V3", None, arch_model("MiMoV2ForCausalLM"))
+    for model, tp, extra in ((m, tp, x) for m in models for tp in (1, 4, 8) for x in ({}, {"nnodes": 2},
+                             {"dp_attention": True, "dp_size": 1}, {"moe_a2a_backend": "deepep"})):  # fmt: skip
+        s = scenario(profile, model, tp=tp, overrides=overrides, **extra)
+        assert sglang.release_matrix(s) == fusion_outcomes(sglang.fusion_decision, sglang.RELEASES, s)
 
 
 def test_qwen3_next_on_h100_from_v0_5_11():

@@ -18,31 +18,25 @@ from advisor.report.data import (
     release_dict,
     summary,
 )
-from advisor.report.render import (
-    FALLBACK_WIDTH,
-    SEVERITY_STYLES,
-    STATE_STYLES,
-    STATUS_STYLES,
-    command_renderable,
-    command_text,
-    decision_renderable,
-    decisions_renderable,
-    emit,
-    machine_renderable,
-    make_console,
-    marks,
-    next_steps,
-    output_width,
-    packages_renderable,
-    print_command,
-    print_facts,
-    print_next_steps,
-    print_plan,
-    problems_renderable,
-    scenario_renderable,
-    summary_text,
-    topology_renderable,
-)
+
+# The renderers' names are read from advisor.report.render on first use (PEP 562): `advisor check --json` needs only
+# advisor.report.data, and importing the renderers as well would cost it (tests/benchmarks/bench_check.py).
+RENDER_NAMES = frozenset({
+    "FALLBACK_WIDTH", "SEVERITY_STYLES", "STATE_STYLES", "STATUS_STYLES", "command_renderable", "command_text",
+    "decision_renderable", "decisions_renderable", "emit", "machine_renderable", "make_console", "marks", "next_steps",
+    "output_width", "packages_renderable", "print_command", "print_facts", "print_next_steps", "print_plan",
+    "problems_renderable", "scenario_renderable", "summary_text", "topology_renderable",
+})  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    if name not in RENDER_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from advisor.report import render
+
+    value = globals()[name] = getattr(render, name)  # found here from now on
+    return value
+
 
 __all__ = [
     "FALLBACK_WIDTH", "PLAN_SCHEMA_VERSION", "SEVERITIES", "SEVERITY_STYLES", "STATE_STYLES", "STATUS_STYLES", "command_renderable", "command_text", "condition_dict",

@@ -10,8 +10,9 @@ import json
 import re
 import shlex
 import sys
+from json.encoder import encode_basestring  # the C string escaper json.dumps uses with ensure_ascii=False
 
-from advisor.records import asdict, is_record
+from advisor.records import is_record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
@@ -37,8 +38,8 @@ def jsonable(value: Any) -> Any:
         return [jsonable(v) for v in value]
     if isinstance(value, (set, frozenset)):
         return sorted((jsonable(v) for v in value), key=str)
-    if is_record(value):
-        return jsonable(asdict(value))
+    if is_record(value):  # records.asdict's dict of the fields, converted in the same pass
+        return {name: jsonable(value.__dict__[name]) for name in type(value).__record_names__}
     dataclasses = sys.modules.get("dataclasses")  # an instance of a plain dataclass means the module is loaded
     if dataclasses is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
         return jsonable(dataclasses.asdict(value))
@@ -102,8 +103,8 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     return {
         "schema_version": PLAN_SCHEMA_VERSION,
         "facts": facts_to_dict(plan.facts),
-        "intent": jsonable(asdict(plan.intent)),
-        "model": jsonable(asdict(plan.model)) if plan.model is not None else None,
+        "intent": jsonable(plan.intent),
+        "model": jsonable(plan.model) if plan.model is not None else None,
         "engine": dict(plan.engine),
         "decisions": [decision_dict(d) for d in plan.decisions],
         "problems": [problem_dict(p) for p in plan.problems],
@@ -116,10 +117,105 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
 
 
 def facts_to_dict(facts: Facts) -> dict[str, Any]:
-    return jsonable(facts.to_dict())
+    """jsonable(facts.to_dict()), read from the record in one pass (Facts.to_dict is its asdict: test_report.py)."""
+    return jsonable(facts)
 
 
 def dumps(data: dict[str, Any]) -> str:
+    """``json.dumps(data, indent=2, ensure_ascii=False)``, then :func:`advisor.sanitize.clean_json`."""
     from advisor.sanitize import clean_json
 
-    return clean_json(json.dumps(data, indent=2, ensure_ascii=False))
+    return clean_json(indented_json(data))
+
+
+# -- json.dumps(indent=2, ensure_ascii=False), faster ----------------------------------------------------------------
+# Python 3.11's json writes indented output with its pure-Python encoder only (the C encoder cannot indent), a
+# generator per container: for a plan that is a noticeable part of `advisor check --json` (bench_check.py). This writes
+# the same bytes with one recursive function over the types a plan holds (str, int, float, bool, None, list, tuple,
+# dict), spelling each scalar as that encoder does (the C string escaper, int.__repr__, float.__repr__, NaN/Infinity);
+# anything else goes to json.dumps, which writes it or raises its own error. tests/test_json_writer.py compares the two.
+
+_INFINITY = float("inf")
+
+
+class _NotPlain(Exception):
+    """A value (or dict key) of a type the writer leaves to json.dumps."""
+
+
+def indented_json(data: Any) -> str:
+    """Exactly ``json.dumps(data, indent=2, ensure_ascii=False)``."""
+    parts: list[str] = []
+    try:
+        _write(data, "\n", parts)
+    except (_NotPlain, RecursionError):  # json.dumps writes what it can, and raises its own error otherwise
+        return json.dumps(data, indent=2, ensure_ascii=False)
+    return "".join(parts)
+
+
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value == _INFINITY:
+        return "Infinity"
+    if value == -_INFINITY:
+        return "-Infinity"
+    return float.__repr__(value)
+
+
+def _key(key: Any) -> str:
+    """A dict key as json writes it: text as it is, numbers, true/false/null spelled out."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float):
+        return _float(key)
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int):
+        return int.__repr__(key)
+    raise _NotPlain
+
+
+def _write(value: Any, newline: str, parts: list[str]) -> None:
+    """Append ``value`` to ``parts``; ``newline`` is a line break plus the indentation of the line ``value`` is on."""
+    if isinstance(value, str):
+        parts.append(encode_basestring(value))
+    elif value is None:
+        parts.append("null")
+    elif value is True:
+        parts.append("true")
+    elif value is False:
+        parts.append("false")
+    elif isinstance(value, int):
+        parts.append(int.__repr__(value))
+    elif isinstance(value, float):
+        parts.append(_float(value))
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            parts.append("[]")
+            return
+        inner = newline + "  "
+        separator = "[" + inner
+        for item in value:
+            parts.append(separator)
+            separator = "," + inner
+            _write(item, inner, parts)
+        parts.append(newline + "]")
+    elif isinstance(value, dict):
+        if not value:
+            parts.append("{}")
+            return
+        inner = newline + "  "
+        separator = "{" + inner
+        for key, item in value.items():
+            parts.append(separator)
+            separator = "," + inner
+            parts.append(encode_basestring(_key(key)))
+            parts.append(": ")
+            _write(item, inner, parts)
+        parts.append(newline + "}")
+    else:
+        raise _NotPlain

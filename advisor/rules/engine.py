@@ -373,8 +373,13 @@ def fusion_outcomes(
     outcomes = []
     for release in releases:
         decision = fusion_decision(s, release)
-        outcomes.append(ReleaseOutcome(release, decision.enabled, tuple(c.id for c in decision.failed)))
+        outcomes.append(release_outcome(release, decision.enabled, decision.conditions))
     return tuple(outcomes)
+
+
+def release_outcome(release: str, enabled: bool, results: Sequence[ConditionResult]) -> ReleaseOutcome:
+    """One row of the release matrix: whether the fusion is on under ``release`` and the ids of its failed conditions."""
+    return ReleaseOutcome(release, enabled, tuple(r.id for r in results if r.ok is False))
 
 
 # -- an engine: what the registry (advisor.rules.registry) holds for each one ------------------------------------------

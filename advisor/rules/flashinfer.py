@@ -34,6 +34,7 @@ from launcher.runtime.contract import fusion_workspace_bytes as contract_workspa
 PYTHON = "flashinfer-python"
 CUBIN = "flashinfer-cubin"
 JIT_CACHE = "flashinfer-jit-cache"
+PROVIDER_PREFIX = JIT_CACHE + "-sm"  # 0.7.x per-arch provider wheels: flashinfer-jit-cache-sm100a, ...
 UNKNOWN_SOURCE_VERSION = "0.0.0+unknown"
 BYPASS_VAR = "FLASHINFER_DISABLE_VERSION_CHECK"
 CUBIN_DIR_VAR = "FLASHINFER_CUBIN_DIR"
@@ -266,7 +267,9 @@ def _provider_mismatches(facts: Facts, release: str | None) -> list[_Mismatch]:
     shim = module_version(jit) if jit.installed else None
     out = []
     for pkg in facts.packages:
-        if not pkg.installed or not re.fullmatch(r"flashinfer-jit-cache-sm\d{2,3}[af]?", pkg.name):
+        # the prefix first: the pattern is compiled only for a machine that has such a package (bench_check.py)
+        provider = pkg.name.startswith(PROVIDER_PREFIX) and re.fullmatch(PROVIDER_PREFIX + r"\d{2,3}[af]?", pkg.name)
+        if not pkg.installed or not provider:
             continue
         found = module_version(pkg)
         if shim is None:

@@ -119,6 +119,7 @@ from advisor.rules.sglang.fusion import (  # noqa: F401
     architectures,
     fusion_decision,
     fusion_problems,
+    release_matrix,
     resolve_backend,
     row_for,
     rules_release,

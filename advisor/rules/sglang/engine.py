@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from advisor.rules import sglang
-from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError, fusion_outcomes
+from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError
 from launcher.engines import ENGINE_DTYPES, install_command, sglang_command
 
 
@@ -33,7 +33,7 @@ ENGINE = Engine(
     releases=tuple(sglang.RELEASES),
     resolve=resolve,
     decide=sglang.decide,
-    release_matrix=partial(fusion_outcomes, sglang.fusion_decision, tuple(sglang.RELEASES)),
+    release_matrix=sglang.release_matrix,  # fusion_decision's verdicts under every release (advisor.rules.sglang.fusion)
     command=sglang_command,
     install_hint=partial(install_command, sglang.ENGINE),
     dtypes=ENGINE_DTYPES[sglang.ENGINE],

@@ -13,14 +13,17 @@ from advisor.rules.engine import (
     AUTO_ENABLED,
     NOT_ENABLED,
     Condition,
+    ConditionResult,
     Decision,
     Problem,
+    ReleaseOutcome,
     Scenario,
     Source,
     check_tp_gt_1,
     decided,
     is_enabled,
     parse_release,
+    release_outcome,
     release_text,
     state_of,
 )
@@ -347,13 +350,31 @@ def rules_release(version: str) -> str:
 # -- FlashInfer allreduce fusion ---------------------------------------------------------------------------------------
 
 
-def fusion_decision(s: Scenario, version: str) -> Decision:
+@record
+class _Verdict:
+    """What fusion_decision decides for one release before it words its notes: all the release matrix needs."""
+
+    row: FusionRow
+    release: str
+    results: tuple[ConditionResult, ...]
+    state: str
+    requested: str | None  # what the user asked for explicitly (forced on), else None
+    off: tuple[str, ...]  # the user flags that force it off in this release
+    notes: tuple[str, ...]  # about the flags the user passed
+
+
+def _verdict(s: Scenario, version: str, evaluated: dict[str, ConditionResult] | None = None) -> _Verdict:
+    """``evaluated``: FUSION_CONDITIONS results already evaluated for this scenario, by id (the release matrix shares
+    them across releases: each condition looks at the scenario alone), filled in as they are evaluated."""
     row, _ = row_for(version)
     release = rules_release(version)
     uses_backend = row.flag == BACKEND_FLAG
-    results = (_arch_condition(architectures(row), release).evaluate(s),) + tuple(
-        FUSION_CONDITIONS[c].evaluate(s) for c in row.conditions
-    )
+    if evaluated is None:
+        evaluated = {}
+    for c in row.conditions:
+        if c not in evaluated:
+            evaluated[c] = FUSION_CONDITIONS[c].evaluate(s)
+    results = (_arch_condition(architectures(row), release).evaluate(s),) + tuple(evaluated[c] for c in row.conditions)
     notes: list[str] = []
 
     off = [f for f in row.off_flags if s.has(f)]
@@ -376,6 +397,25 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"{BACKEND_FLAG} does not exist in v{release}: SGLang will reject it (use {BOOL_FLAG})")
 
     state = state_of(results, forced_on=requested is not None, forced_off=bool(off))
+    return _Verdict(row, release, results, state, requested, tuple(off), tuple(notes))
+
+
+def release_matrix(s: Scenario) -> tuple[ReleaseOutcome, ...]:
+    """The release matrix (the what-if view): the fusion outcome of this scenario under every modelled release. Only
+    the verdicts are needed, not the decisions' notes, and the conditions every release shares are evaluated once."""
+    evaluated: dict[str, ConditionResult] = {}
+    outcomes = []
+    for version in RELEASES:
+        verdict = _verdict(s, version, evaluated)
+        outcomes.append(release_outcome(version, is_enabled(verdict.state), verdict.results))
+    return tuple(outcomes)
+
+
+def fusion_decision(s: Scenario, version: str) -> Decision:
+    verdict = _verdict(s, version)
+    row, release, results, state = verdict.row, verdict.release, verdict.results, verdict.state
+    requested, off, notes = verdict.requested, verdict.off, list(verdict.notes)
+    uses_backend = row.flag == BACKEND_FLAG
     enabled = is_enabled(state)
     value: str | bool | None
     auto_backend = "cutedsl" if s.model is not None and s.model.architecture in MIMO_ARCHS else "auto"

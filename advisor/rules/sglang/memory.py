@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from advisor.records import record
 from advisor.rules.engine import (
     NOT_ENABLED,
@@ -360,8 +358,10 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     }
     for key, raw in explicit.items():
         if raw:
-            with contextlib.suppress(ValueError):
+            try:  # not contextlib.suppress: importing contextlib costs `advisor check` (bench_check.py)
                 value[key] = float(raw) if key == "mem_fraction_static" else int(raw)
+            except ValueError:
+                continue  # not a number: the estimate stands
     forced = any(explicit.values())
     state = state_of(results, forced_on=forced)
     if state == NOT_ENABLED:
