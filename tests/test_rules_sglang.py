@@ -681,13 +681,38 @@ def test_ep_size(a2a, overrides, ep):
         (QWEN3_MOE, ("--chunked-prefill-size", "4096"), "0.5.10", True, 4096),
         (DEEPSEEK_V3, (), "0.5.7", False, 8192),
         (DEEPSEEK_V3, (), "0.5.8", False, 2048),  # MLA models: 2048 tokens from v0.5.8
-        (QWEN3_MOE, (), "0.5.14", True, None),  # cuda_graph_config.prefill.max_bs: not modelled
+        (QWEN3_MOE, (), "0.5.14", True, 8192),  # cuda_graph_config.prefill.max_bs, by the same rule
+        (DEEPSEEK_V3, ("--chunked-prefill-size", "4096"), "0.5.22", True, 2048),
+        (DEEPSEEK_V3, ("--chunked-prefill-size", "4096"), "0.5.23", True, 4096),  # MLA: min(8192, chunk) from v0.5.23
+        (DEEPSEEK_V3, ("--chunked-prefill-size", "16384"), "0.5.23", True, 8192),
     ],
 )
 def test_prefill_graph_settings(model, overrides, release, on, max_tokens):
     d = sglang.memory_decision(scenario("h100-sxm-8", model, overrides=overrides), release)
     assert _setting(d, "piecewise_cuda_graph") is on
     assert _setting(d, "piecewise_cuda_graph_max_tokens") == max_tokens
+
+
+@pytest.mark.parametrize(
+    ("intent", "release", "max_tokens"),
+    [
+        ({"dp_attention": True, "dp_size": 2}, "0.5.16", 8192),  # DP attention keeps the graph off: no re-clamp
+        ({"dp_attention": True, "dp_size": 2}, "0.5.17", 4096),  # re-clamped to the chunk per DP rank
+        ({"dp_attention": True, "dp_size": 8}, "0.5.23", 1024),
+        ({"moe_a2a_backend": "deepep"}, "0.5.16", 8192),  # DeepEP keeps the graph off up to v0.5.16
+        ({"moe_a2a_backend": "deepep"}, "0.5.17", 2048),  # DeepEP's sizes from 2048, rounded up to multiples of 8
+    ],
+)
+def test_prefill_graph_max_tokens_clamps(intent, release, max_tokens):
+    d = sglang.memory_decision(scenario("h100-sxm-8", QWEN3_MOE, **intent), release)
+    assert _setting(d, "piecewise_cuda_graph_max_tokens") == max_tokens
+
+
+def test_prefill_graph_off_keeps_its_size_under_dp_attention():
+    """v0.5.23 b200-8/deepseek-v3/dpa8 golden: the graph is off (trtllm_mla) before the DP re-clamp, so max_bs stays."""
+    d = sglang.memory_decision(scenario("b200-8", DEEPSEEK_V3, dp_attention=True, dp_size=8), "0.5.23")
+    assert _setting(d, "piecewise_cuda_graph") is False
+    assert _setting(d, "piecewise_cuda_graph_max_tokens") == 8192
 
 
 def test_prefill_graph_off_for_trtllm_moe_runner_in_v0_5_10_to_v0_5_12():

@@ -16,9 +16,10 @@ FIELDS = (
     "mem_fraction_static", "disable_custom_all_reduce", "ep_size", "page_size",
     "piecewise_cuda_graph", "piecewise_cuda_graph_max_tokens",
 )  # fmt: skip
-# Fields a release's golden may lack: SGLang has piecewise_cuda_graph_max_tokens up to v0.5.13 only, and the prefill
-# graph's on/off is recorded up to v0.5.13 as SGLang named it then, from v0.5.14 only in goldens written since the runner
-# reads cuda_graph_config's prefill phase. Where the golden has no value, that field is not compared for that scenario.
+# Fields a release's golden may lack: the prefill graph's on/off and largest size are recorded up to v0.5.13 as SGLang
+# named them then (piecewise_*), from v0.5.14 as cuda_graph_config's prefill phase (cuda_graph_prefill_backend, _max_bs),
+# the backend only in goldens written since the runner reads it. Where the golden has no value, that field is not
+# compared for that scenario (every stored golden has the largest size).
 OPTIONAL_FIELDS = frozenset({"piecewise_cuda_graph", "piecewise_cuda_graph_max_tokens"})
 ABSENT = object()
 
@@ -47,8 +48,7 @@ def golden_values(fields: dict) -> dict:
         "ep_size": fields.get("ep_size"),
         "page_size": fields.get("page_size"),
         "piecewise_cuda_graph": _prefill_graph_on(fields),
-        # up to v0.5.13; from v0.5.14 cuda_graph_config.prefill.max_bs, which the advisor does not model
-        "piecewise_cuda_graph_max_tokens": fields.get("piecewise_cuda_graph_max_tokens", ABSENT),
+        "piecewise_cuda_graph_max_tokens": _prefill_graph_max_tokens(fields),
     }
 
 
@@ -60,6 +60,13 @@ def recorded(release: str) -> set[str]:
         if "fields" in line:
             out |= {field for field, value in golden_values(line["fields"]).items() if value is not ABSENT}
     return out
+
+
+def _prefill_graph_max_tokens(fields: dict):
+    """The prefill graph's largest size in tokens, by the field the release records; ABSENT if none."""
+    if "piecewise_cuda_graph_max_tokens" in fields:  # up to v0.5.13
+        return fields["piecewise_cuda_graph_max_tokens"]
+    return fields.get("cuda_graph_prefill_max_bs", ABSENT)  # from v0.5.14: cuda_graph_config.prefill.max_bs
 
 
 def _prefill_graph_on(fields: dict):

@@ -72,7 +72,8 @@ def test_explain_says_a_release_without_golden_is_unverified(monkeypatch):
 
 def test_optional_fields_are_skipped_only_where_a_golden_lacks_them():
     """The prefill-graph fields are compared wherever a golden records them: in every compared scenario of a release or
-    in none (v0.5.7 to v0.5.13 name them piecewise_*; later goldens have them once the runner reads cuda_graph_config)."""
+    in none (v0.5.7 to v0.5.13 name them piecewise_*; later goldens have them once the runner reads cuda_graph_config).
+    The largest size is in every golden (from v0.5.14 cuda_graph_prefill_max_bs), so it is compared in every release."""
     from conformance.sglang.compare import ABSENT, OPTIONAL_FIELDS, golden_values
 
     for release in RELEASES:
@@ -80,5 +81,5 @@ def test_optional_fields_are_skipped_only_where_a_golden_lacks_them():
         for field in OPTIONAL_FIELDS:
             present = {golden_values(line["fields"])[field] is not ABSENT for line in lines}
             assert len(present) == 1, f"sglang {release}: {field} recorded in some scenarios only"
-            if tuple(int(x) for x in release.split(".")) <= (0, 5, 13):
+            if tuple(int(x) for x in release.split(".")) <= (0, 5, 13) or field == "piecewise_cuda_graph_max_tokens":
                 assert present == {True}, f"sglang {release}: the golden lacks {field}"

@@ -19,7 +19,12 @@ from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.fusion import rules_release
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
-from advisor.rules.sglang.prefill_graph import prefill_graph_settings
+from advisor.rules.sglang.prefill_graph import (  # noqa: F401 (re-exported)
+    DEEPEP_PREFILL_MAX_BS,
+    deepep_prefill_graph_sizes,
+    prefill_graph_settings,
+    prefill_graph_sizes,
+)
 
 
 @record  # not a typing.NamedTuple: importing typing costs `advisor check`
@@ -85,21 +90,8 @@ def memory_defaults(
     return {"chunked_prefill_size": chunk, "cuda_graph_max_bs": max_bs, "mem_fraction_static": fraction}
 
 
-def prefill_graph_sizes(max_tokens: int) -> list[int]:
-    """The prefill (piecewise) CUDA-graph capture sizes up to max_tokens (v0.5.14 _generate_prefill_cuda_graph_batch_sizes)."""
-    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64), *range(1280, 4097, 256),
-             *range(4608, max_tokens + 1, 512)]  # fmt: skip
-    return [n for n in sizes if n <= max_tokens]
-
-
 DEEPEP_A2A_RESERVE = 2 * 1024  # DeepEP buffers captured in the decode graph, MiB, above the floor
 DEEPEP_A2A_RESERVE_FROM = "0.5.15"
-DEEPEP_PREFILL_MAX_BS = 2048  # v0.5.18 _apply_deepep_adjustments: the breakable prefill graph's sizes with DeepEP
-
-
-def deepep_prefill_graph_sizes() -> list[int]:
-    """With DeepEP the breakable prefill graph captures sizes up to 2048, rounded up to multiples of 8 (v0.5.18)."""
-    return sorted({(n + 7) // 8 * 8 for n in prefill_graph_sizes(DEEPEP_PREFILL_MAX_BS)})
 
 
 def prefill_graph_reserve(chunk: int, kind: str | None, deepep: bool = False) -> float:

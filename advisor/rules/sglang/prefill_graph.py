@@ -3,7 +3,8 @@ number of tokens it captures. Whether it is on is memory.prefill_graph_kind's ve
 
 SGLang's fields: up to v0.5.9 --enable-piecewise-cuda-graph (off by default), v0.5.10 to v0.5.13
 --disable-piecewise-cuda-graph (on by default, switched off by _handle_piecewise_cuda_graph), both with
-piecewise_cuda_graph_max_tokens; from v0.5.14 the prefill phase of cuda_graph_config (backend, max_bs).
+piecewise_cuda_graph_max_tokens; from v0.5.14 the prefill phase of cuda_graph_config (backend, max_bs), whose max_bs is
+reported as piecewise_cuda_graph_max_tokens.
 """
 
 from __future__ import annotations
@@ -17,9 +18,19 @@ from advisor.rules.sglang.moe_runner import moe_runner_decision
 # size as _handle_gpu_memory_settings picked it (before DP attention divides it); from v0.5.8 2048 for MLA models
 # ("For MLA backend ... we set the max tokens to 2048 by default", PR #15927; server_args.py v0.5.8).
 MLA_MAX_TOKENS, MLA_MAX_TOKENS_FROM = 2048, "0.5.8"
-# From v0.5.14 the size is cuda_graph_config.prefill.max_bs, clamped release by release (MLA min(8192, chunk) by v0.5.23,
-# the DP-attention re-clamp, model hooks, DeepEP's 2048; arg_groups/memory_hook.py): not modelled, so None there.
-MAX_TOKENS_LAST = "0.5.13"
+# v0.5.23 raises it to the chunked-prefill size capped at 8192 ("cap MLA capture at 8192 tokens"; arg_groups/memory_hook.py
+# handle_gpu_memory_settings).
+MLA_MAX_TOKENS_CAP, MLA_MAX_TOKENS_CAP_FROM = 8192, "0.5.23"
+# From v0.5.14 the size is cuda_graph_config.prefill.max_bs, set by the same rule (server_args.py
+# _handle_gpu_memory_settings, arg_groups/memory_hook.py from v0.5.19), then clamped only where the graph is captured:
+# From v0.5.16 with DP attention it is re-clamped to the chunked-prefill size per DP rank, "so breakable CUDA graph
+# capture never exceeds the MoE all-to-all's max_num_tokens budget" (server_args.py _handle_data_parallelism,
+# arg_groups/parallel_hook.py from v0.5.19). Before v0.5.17 DP attention keeps the prefill graph off, so nothing changes.
+DP_RECLAMP_FROM = "0.5.16"
+# From v0.5.17 with DeepEP the breakable graph's sizes are generated from 2048 before max_bs is resolved and rounded up to
+# multiples of 8 ("Non-multiple-of-8 prefill buckets can hang DeepEP a2a capture"), and max_bs becomes the largest
+# (server_args.py _apply_deepep_adjustments, arg_groups/cuda_graph_hook.py from v0.5.19).
+DEEPEP_MAX_BS_FROM = "0.5.17"
 CHUNKED_PREFILL = "--chunked-prefill-size"
 # v0.5.10 to v0.5.12 switch the piecewise graph off for these MoE runners ("bypassed topk is incompatible with
 # torch.compile"; server_args.py _handle_moe_kernel_config), but GPT-OSS. This runs after _handle_gpu_memory_settings,
@@ -31,6 +42,21 @@ TOPK_BYPASS_FIRST, TOPK_BYPASS_LAST = "0.5.10", "0.5.12"
 # server_args.py _disable_prefill_cuda_graph_for_deepseek_trtllm_mla, arg_groups/cuda_graph_hook.py from v0.5.19), unless
 # the prefill graph backend is passed; also after the memory reserve.
 DSR1_TRTLLM_MLA_OFF_FROM = "0.5.15"
+
+
+def prefill_graph_sizes(max_tokens: int) -> list[int]:
+    """The prefill (piecewise) CUDA-graph capture sizes up to max_tokens (v0.5.14 _generate_prefill_cuda_graph_batch_sizes)."""
+    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64), *range(1280, 4097, 256),
+             *range(4608, max_tokens + 1, 512)]  # fmt: skip
+    return [n for n in sizes if n <= max_tokens]
+
+
+DEEPEP_PREFILL_MAX_BS = 2048  # v0.5.18 _apply_deepep_adjustments: the breakable prefill graph's sizes with DeepEP
+
+
+def deepep_prefill_graph_sizes() -> list[int]:
+    """With DeepEP the breakable prefill graph captures sizes up to 2048, rounded up to multiples of 8 (v0.5.18)."""
+    return sorted({(n + 7) // 8 * 8 for n in prefill_graph_sizes(DEEPEP_PREFILL_MAX_BS)})
 
 
 def where(release: tuple[int, ...]) -> str:
@@ -48,8 +74,14 @@ def prefill_graph_settings(
     if given is not None:
         chunk = given
     r = parse_release(release)
-    if r > parse_release(MAX_TOKENS_LAST):
-        max_tokens, why = None, "its largest size, cuda_graph_config.prefill.max_bs, is not modelled from v0.5.14"
+    dp = s.intent.dp_size if s.intent.dp_attention and s.intent.dp_size > 1 else 1
+    if (prefill_graph is not None and r >= parse_release(DEEPEP_MAX_BS_FROM)
+            and s.intent.moe_a2a_backend == "deepep"):  # fmt: skip
+        max_tokens = deepep_prefill_graph_sizes()[-1]
+        why = f"up to {max_tokens} tokens, DeepEP's breakable graph sizes"
+    elif attention_kind(s.model) == "mla" and r >= parse_release(MLA_MAX_TOKENS_CAP_FROM):
+        max_tokens = None if chunk is None else min(MLA_MAX_TOKENS_CAP, chunk)
+        why = f"up to the chunked-prefill size capped at {MLA_MAX_TOKENS_CAP} tokens for MLA models"
     elif attention_kind(s.model) == "mla" and r >= parse_release(MLA_MAX_TOKENS_FROM):
         max_tokens, why = MLA_MAX_TOKENS, f"up to {MLA_MAX_TOKENS} tokens for MLA models"
     else:
@@ -64,5 +96,9 @@ def prefill_graph_settings(
             and s.model.architecture == "DeepseekV3ForCausalLM" and not s.flag("--cuda-graph-backend-prefill")
             and attention_decision(s, release).value == "trtllm_mla"):  # fmt: skip
         on, off_why = False, " (off for DeepSeek V3 on trtllm_mla, after its memory reserve was counted)"
+    # after the switches above: a graph they turned off keeps its size (the v0.5.23 b200-8/deepseek-v3/dpa8 goldens)
+    if (on and dp > 1 and r >= parse_release(DP_RECLAMP_FROM) and chunk is not None and max_tokens is not None
+            and max_tokens > chunk // dp):  # fmt: skip
+        max_tokens, why = chunk // dp, f"up to {chunk // dp} tokens, the chunked-prefill size per DP-attention rank"
     note = f"prefill (piecewise) CUDA graph {'on' if on else 'off'}{off_why}; {why} (sglang v{release}, {where(r)})"
     return (Setting("piecewise_cuda_graph", on), Setting("piecewise_cuda_graph_max_tokens", max_tokens)), note
