@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -706,6 +707,20 @@ def test_prefill_graph_settings(model, overrides, release, on, max_tokens):
 def test_prefill_graph_max_tokens_clamps(intent, release, max_tokens):
     d = sglang.memory_decision(scenario("h100-sxm-8", QWEN3_MOE, **intent), release)
     assert _setting(d, "piecewise_cuda_graph_max_tokens") == max_tokens
+
+
+def test_prefill_graph_max_tokens_for_llama_2_by_model_path(tmp_path):
+    """From v0.5.10 "For Llama2 series models" the default size is capped at 4096, by "llama-2" in the model path."""
+    import shutil
+
+    from advisor.models import load_config_dir
+
+    path = tmp_path / "Llama-2-7b-hf"
+    shutil.copytree(Path(__file__).parent / "conformance" / "configs" / "llama-3.1-8b", path)
+    model = load_config_dir(path)
+    for release, max_tokens in (("0.5.9", 8192), ("0.5.10", 4096), ("0.5.19", 4096), ("0.5.23", 4096)):
+        d = sglang.memory_decision(scenario("h100-sxm-8", model), release)
+        assert _setting(d, "piecewise_cuda_graph_max_tokens") == max_tokens, release
 
 
 def test_prefill_graph_off_keeps_its_size_under_dp_attention():

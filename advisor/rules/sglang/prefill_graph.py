@@ -18,7 +18,7 @@ from advisor.rules.sglang.moe_runner import moe_runner_decision
 # size as _handle_gpu_memory_settings picked it (before DP attention divides it); from v0.5.8 2048 for MLA models
 # ("For MLA backend ... we set the max tokens to 2048 by default", PR #15927; server_args.py v0.5.8).
 MLA_MAX_TOKENS, MLA_MAX_TOKENS_FROM = 2048, "0.5.8"
-# v0.5.23 raises it to the chunked-prefill size capped at 8192 ("cap MLA capture at 8192 tokens"; arg_groups/memory_hook.py
+# v0.5.23 makes it the chunked-prefill size capped at 8192 ("cap MLA capture at 8192 tokens"; arg_groups/memory_hook.py
 # handle_gpu_memory_settings).
 MLA_MAX_TOKENS_CAP, MLA_MAX_TOKENS_CAP_FROM = 8192, "0.5.23"
 # From v0.5.14 the size is cuda_graph_config.prefill.max_bs, set by the same rule (server_args.py
@@ -32,6 +32,10 @@ DP_RECLAMP_FROM = "0.5.16"
 # (server_args.py _apply_deepep_adjustments, arg_groups/cuda_graph_hook.py from v0.5.19).
 DEEPEP_MAX_BS_FROM = "0.5.17"
 CHUNKED_PREFILL = "--chunked-prefill-size"
+# From v0.5.10 the default size is capped "For Llama2 series models" at 4096, by "llama-2" in the model path
+# (server_args.py _handle_gpu_memory_settings, arg_groups/memory_hook.py from v0.5.19). The cap by --max-total-tokens
+# beside it is not modelled (the advisor does not read that argument).
+LLAMA2_MAX_TOKENS, LLAMA2_CAP_FROM = 4096, "0.5.10"
 # v0.5.10 to v0.5.12 switch the piecewise graph off for these MoE runners ("bypassed topk is incompatible with
 # torch.compile"; server_args.py _handle_moe_kernel_config), but GPT-OSS. This runs after _handle_gpu_memory_settings,
 # so the reserve for the graph stays in mem_fraction_static.
@@ -51,11 +55,11 @@ def prefill_graph_sizes(max_tokens: int) -> list[int]:
     return [n for n in sizes if n <= max_tokens]
 
 
-DEEPEP_PREFILL_MAX_BS = 2048  # v0.5.18 _apply_deepep_adjustments: the breakable prefill graph's sizes with DeepEP
+DEEPEP_PREFILL_MAX_BS = 2048  # v0.5.17 server_args.py _apply_deepep_adjustments: the breakable graph's sizes with DeepEP
 
 
 def deepep_prefill_graph_sizes() -> list[int]:
-    """With DeepEP the breakable prefill graph captures sizes up to 2048, rounded up to multiples of 8 (v0.5.18)."""
+    """With DeepEP the breakable prefill graph captures sizes up to 2048, rounded up to multiples of 8 (v0.5.17)."""
     return sorted({(n + 7) // 8 * 8 for n in prefill_graph_sizes(DEEPEP_PREFILL_MAX_BS)})
 
 
@@ -75,8 +79,9 @@ def prefill_graph_settings(
         chunk = given
     r = parse_release(release)
     dp = s.intent.dp_size if s.intent.dp_attention and s.intent.dp_size > 1 else 1
-    if (prefill_graph is not None and r >= parse_release(DEEPEP_MAX_BS_FROM)
-            and s.intent.moe_a2a_backend == "deepep"):  # fmt: skip
+    deepep_sizes = (prefill_graph is not None and r >= parse_release(DEEPEP_MAX_BS_FROM)
+                    and s.intent.moe_a2a_backend == "deepep")  # fmt: skip
+    if deepep_sizes:  # set before the default, which then stands aside
         max_tokens = deepep_prefill_graph_sizes()[-1]
         why = f"up to {max_tokens} tokens, DeepEP's breakable graph sizes"
     elif attention_kind(s.model) == "mla" and r >= parse_release(MLA_MAX_TOKENS_CAP_FROM):
@@ -87,6 +92,9 @@ def prefill_graph_settings(
     else:
         max_tokens, why = chunk, ("up to the chunked-prefill size (unknown: GPU memory unknown)" if chunk is None
                                   else f"up to {chunk} tokens, the chunked-prefill size")  # fmt: skip
+    if (max_tokens is not None and max_tokens > LLAMA2_MAX_TOKENS and r >= parse_release(LLAMA2_CAP_FROM)
+            and not deepep_sizes and s.model is not None and "llama-2" in s.model.id.lower()):  # fmt: skip
+        max_tokens, why = LLAMA2_MAX_TOKENS, f"up to {LLAMA2_MAX_TOKENS} tokens for Llama 2 models (by the model path)"
     on, off_why = prefill_graph is not None, ""
     if on and parse_release(TOPK_BYPASS_FIRST) <= r <= parse_release(TOPK_BYPASS_LAST) and s.model is not None:
         runner = moe_runner_decision(s, release).value
