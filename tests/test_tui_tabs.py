@@ -4,7 +4,9 @@ its tab to the front, as Textual's TabbedContent behaved."""
 from __future__ import annotations
 
 import pytest
-from tui_helpers import make_app, settle
+from textual.app import App
+from textual.widgets import Input, Tab, Tabs
+from tui_helpers import make_app, screen_cells, settle
 
 from advisor.tui.widgets.tab_bar import TabBar
 
@@ -58,3 +60,49 @@ def test_an_unknown_tab_is_refused():
     bar = TabBar([("plan", "Plan"), ("machine", "Machine")], active="plan")
     with pytest.raises(ValueError, match="no tab 'layout'; the tabs are plan, machine"):
         bar.active = "layout"
+
+
+class Framed(App):
+    def __init__(self, tabs: type) -> None:
+        super().__init__()
+        self.tabs = tabs
+
+    def compose(self):
+        if self.tabs is Tabs:
+            yield Tabs(Tab("Plan", id="plan"), Tab("Layouts", id="layouts"), Tab("Machine", id="machine"), active="plan")
+        else:
+            yield TabBar([("plan", "Plan"), ("layouts", "Layouts"), ("machine", "Machine")], active="plan")
+        yield Input()
+
+
+async def screens(tabs: type) -> list[list[list[tuple]]]:
+    """The screen in each state: another widget focused, a title under the mouse, a tab clicked (focused, the
+    underline slid under it), the mouse gone, left pressed, the focus elsewhere again."""
+    app = Framed(tabs)
+    shots = []
+    async with app.run_test(size=(40, 5)) as pilot:
+        app.query_one(Input).focus()
+        await pilot.pause()
+        shots.append(screen_cells(app))
+        await pilot.hover(tabs, offset=(9, 0))
+        shots.append(screen_cells(app))
+        await pilot.click(tabs, offset=(18, 0))
+        await pilot.pause(0.5)
+        await pilot.wait_for_animation()
+        shots.append(screen_cells(app))
+        await pilot.hover(Input)
+        shots.append(screen_cells(app))
+        await pilot.press("left")
+        await pilot.pause(0.5)
+        await pilot.wait_for_animation()
+        shots.append(screen_cells(app))
+        app.query_one(Input).focus()
+        await pilot.pause()
+        shots.append(screen_cells(app))
+    return shots
+
+
+async def test_the_tab_bar_draws_what_textual_tabs_draw():
+    expected, drawn = await screens(Tabs), await screens(TabBar)
+    for state, (want, got) in enumerate(zip(expected, drawn, strict=True)):
+        assert got == want, f"state {state} differs"

@@ -16,7 +16,7 @@ from textual.containers import Container, Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Header, Static
+from textual.widgets import ContentSwitcher, Static
 
 from advisor.plan import Plan
 from advisor.sanitize import clean
@@ -30,6 +30,7 @@ from advisor.tui.widgets.detail import DetailPane
 from advisor.tui.widgets.key_bar import KeyBar
 from advisor.tui.widgets.plan_form import PlanForm
 from advisor.tui.widgets.tab_bar import TabBar
+from advisor.tui.widgets.title_bar import TitleBar
 
 if TYPE_CHECKING:  # imported when the hidden tabs are mounted
     from advisor.tui.widgets.layouts import LayoutsPanel
@@ -62,7 +63,7 @@ class MainScreen(Screen):
         return self.evaluation.plan if self.evaluation else None
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield TitleBar()  # Textual's Header, drawn by one widget
         yield TabBar(TABS, active="plan", id="tabs")
         with ContentSwitcher(initial="plan", id="panes"):
             with Horizontal(id="plan"):

@@ -145,6 +145,7 @@ class TabBar(Widget, can_focus=True):
         return next((i for i, (start, end) in enumerate(self._spans) if start <= x < end), None)
 
     def on_click(self, event: events.Click) -> None:
+        self._track_hover(event)
         index = self._tab_at(event.x)
         if index is not None:
             event.stop()
@@ -152,6 +153,10 @@ class TabBar(Widget, can_focus=True):
             self.active = self.tab_ids[index]
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
+        self._track_hover(event)
+
+    def _track_hover(self, event: events.MouseEvent) -> None:
+        """The title under the mouse is lit (a Tab's :hover)."""
         self._hover = self._tab_at(event.x) if event.y == 0 else None
 
     def on_leave(self, event: events.Leave) -> None:
