@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Container, Horizontal, Vertical
 from textual.screen import Screen
@@ -56,6 +56,7 @@ class MainScreen(Screen):
         self._layouts_for: Any = None  # the options the Layouts tab shows (or is computing)
         self.layouts_busy = False
         self._hidden_tabs_mounted = False
+        self._resumed = False
 
     @property
     def current_plan(self) -> Plan | None:
@@ -79,6 +80,14 @@ class MainScreen(Screen):
             yield Container(id="layouts")
             yield Container(id="machine")
         yield KeyBar()  # Textual's Footer, drawn by one widget
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """The first resume comes right after the screen has mounted, when every widget has just been styled: Textual
+        would style them all again (Screen._on_screen_resume, which runs after this). Later resumes (a dialog closed)
+        restyle as usual."""
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
 
     def mount_hidden_tabs(self) -> None:
         """Mount the Layouts and Machine panels (once): after the first plan is painted, or when a tab is opened."""
