@@ -166,7 +166,8 @@ class MainScreen(Screen):
             table.show_plan(plan)
             self.query_one(CommandBar).show(plan.argv)
         for panel in self.query("MachinePanel"):  # none before the hidden tabs are mounted
-            panel.show(facts, plan, evaluation.error)
+            if panel.is_mounted:  # one still mounting (m pressed before the first plan) shows it in its on_mount
+                panel.show(facts, plan, evaluation.error)
         if self.active_tab == "layouts":
             self.refresh_layouts()
         self.app.plan_shown(evaluation)
