@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, OptionList, TabbedContent
+from textual.widgets import Input, OptionList
 from tui_helpers import detail_text, fusion, make_app, settle, static_text
 
 from advisor.tui.widgets.choice import Choice
@@ -206,7 +206,7 @@ async def test_no_driver_says_so_and_offers_simulated_machines():
         assert plan.intent.engine == "bundled" and plan.intent.tp == 2  # the demo model on two gloo ranks
         await pilot.press("m")
         await pilot.pause()
-        assert app.main.query_one(TabbedContent).active == "machine"
+        assert app.main.active_tab == "machine"
         callout = static_text(app, "#no-driver")
         assert "No NVIDIA driver on this machine" in callout
         offers = app.main.query_one("#profile-offers", OptionList)
