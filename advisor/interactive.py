@@ -4,7 +4,6 @@ app, shared by the click CLI (advisor.cli) and its click-free entry (advisor.fas
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 
 def interactive_terminal() -> bool:
@@ -12,7 +11,7 @@ def interactive_terminal() -> bool:
     return sys.stdout.isatty() and sys.stdin.isatty()
 
 
-def open_app(options: Any) -> None:
+def open_app(options: object) -> None:  # an advisor.context.Options (typing stays unimported: bench_check.py)
     """Run the app until it ends. A build without the app, or without textual, is an AdvisorError (exit 1)."""
     from advisor.context import AdvisorError
 
