@@ -1,5 +1,6 @@
-"""The `advisor` entry point. `advisor check` with plain options runs here without importing click; every other command
-line (other commands, `--help`, a value click would reject, shell completion, ...) goes to the click CLI in advisor.cli.
+"""The `advisor` entry point. `advisor check` with plain options, and bare `advisor` with plain options on a terminal
+(the app), run here without importing click; every other command line (other commands, `--help`, a value click would
+reject, shell completion, ...) goes to the click CLI in advisor.cli.
 
 Why: importing click costs about as much as starting Python twice over, and `advisor check --json` is meant to be cheap
 enough to call from scripts (tests/benchmarks/bench_check.py). The fast path accepts only command lines it can parse
