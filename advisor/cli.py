@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from advisor import __version__
+from advisor import __version__, interactive
 from advisor.options import BY_FLAG, COMMON
 
 # -- shell completion of option values (imports happen only when completing) -------------------------------------------
@@ -261,23 +261,11 @@ def main(ctx: click.Context, **_params) -> None:
     if ctx.invoked_subcommand is not None:
         return
     options = options_from_context(ctx)
-    if not _interactive_terminal():
+    if not interactive.interactive_terminal():
         # The app would write escape codes into a pipe, or wait for keys that cannot come (stdin redirected): print
         # what `advisor check` prints instead.
         ctx.exit(_check_report(options, as_json=False))
-    try:
-        from advisor.tui.app import run_app
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("advisor.tui"):
-            raise click.ClickException(
-                "the interactive app is not available in this build; use `advisor check` (or `advisor --help`)"
-            ) from None
-        if exc.name == "textual":
-            raise click.ClickException("the interactive app needs textual: pip install textual") from None
-        raise
-    result = run_app(options)
-    if isinstance(result, int):
-        ctx.exit(result)
+    interactive.open_app(options)
 
 
 # -- check -------------------------------------------------------------------------------------------------------------
@@ -297,11 +285,6 @@ def check(ctx: click.Context, as_json: bool, engine_args: tuple[str, ...], **_pa
     Exit codes: 0 no errors, 1 errors found (or warnings with --strict) or an input that could not be read, 2 usage error.
     """
     ctx.exit(_check_report(with_engine_args(options_from_context(ctx), engine_args), as_json))
-
-
-def _interactive_terminal() -> bool:
-    """The app needs a terminal to draw on and one to read keys from."""
-    return sys.stdout.isatty() and sys.stdin.isatty()
 
 
 def _check_report(options, as_json: bool) -> int:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from advisor.rules.registry import modelled_releases  # noqa: F401  (its home; `advisor diff` and completion use it here)
+
 if TYPE_CHECKING:
     from advisor.context import Options
     from advisor.facts import Facts
@@ -21,14 +23,6 @@ if TYPE_CHECKING:
     from advisor.rules.engine import Decision, Problem
 
 DIFF_SCHEMA_VERSION = 1
-
-
-def modelled_releases(engine: str) -> tuple[str, ...]:
-    """The releases whose rules the advisor models, oldest first (vLLM: every release where a modelled behaviour changes);
-    none for an engine without releases or one that is not registered."""
-    from advisor.rules import registry
-
-    return registry.get(engine).releases if engine in registry.names() else ()
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""The `advisor` entry point. `advisor check` with plain options runs here without importing click; every other command
-line (other commands, `--help`, a value click would reject, shell completion, ...) goes to the click CLI in advisor.cli.
+"""The `advisor` entry point. `advisor check` with plain options, and bare `advisor` with plain options on a terminal
+(the app), run here without importing click; every other command line (other commands, `--help`, a value click would
+reject, shell completion, ...) goes to the click CLI in advisor.cli.
 
 Why: importing click costs about as much as starting Python twice over, and `advisor check --json` is meant to be cheap
 enough to call from scripts (tests/benchmarks/bench_check.py). The fast path accepts only command lines it can parse
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from advisor import interactive
 from advisor.options import COMMON, ENGINE, FLAG, NUMBER, PATH, REPEATED, SWITCH, TEXT
 
 # `advisor check` options -> Options fields, by how they take values: the common options as advisor.options declares
@@ -30,13 +32,19 @@ FLAGS = {
 
 
 def main() -> None:
-    params = None if _completing() or _ascii_streams() else parse_check(sys.argv[1:])
-    if params is None:
-        from advisor.cli import main as click_main
+    argv = sys.argv[1:]
+    if not (_completing() or _ascii_streams()):
+        params = parse_check(argv)
+        if params is not None:
+            run_check(params)
+            return
+        params = parse_app(argv) if interactive.interactive_terminal() else None
+        if params is not None:
+            run_app(params)
+            return
+    from advisor.cli import main as click_main
 
-        click_main()
-        return
-    run_check(params)
+    click_main()
 
 
 def parse_check(argv: list[str]) -> dict | None:
@@ -44,16 +52,33 @@ def parse_check(argv: list[str]) -> dict | None:
     when the command line is anything else or something click would have to judge or reject."""
     if not argv or argv[0] != "check":
         return None
-    params: dict = {"as_json": False, "with_package": [], "overrides": ()}
-    args = argv[1:]
+    return _parse_options(argv[1:], checking=True)
+
+
+def parse_app(argv: list[str]) -> dict | None:
+    """The parameters of a bare `advisor [common options]` command line, or None for anything else (a command,
+    `--version`, ...) or something click would have to judge or reject."""
+    return _parse_options(argv, checking=False)
+
+
+def _parse_options(args: list[str], *, checking: bool) -> dict | None:
+    """`check` takes --json and engine arguments after `--`; bare `advisor` takes neither (click reads what follows
+    `--` as a command)."""
+    params: dict = {"with_package": [], "overrides": ()}
+    if checking:
+        params["as_json"] = False
     i = 0
     while i < len(args):
         arg = args[i]
         i += 1
         if arg == "--":
+            if not checking:
+                return None
             params["overrides"] = tuple(args[i:])
             break
         name, has_value, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name == "--json" and not checking:
+            return None
         if name in FLAGS:
             if has_value:
                 return None
@@ -109,6 +134,29 @@ def run_check(params: dict) -> None:
 
         output_failed(exc)
     sys.exit(code)
+
+
+def run_app(params: dict) -> None:
+    """What bare `advisor` does on a terminal under click (advisor.cli.main and AdvisorGroup.main), without click."""
+    from advisor.context import AdvisorError, Options
+
+    try:
+        interactive.open_app(Options.from_params(params))
+        sys.stdout.flush()
+    except AdvisorError as exc:
+        from advisor.errors import fail
+
+        fail(exc.message, exc.exit_code)
+    except (EOFError, KeyboardInterrupt):  # click turns these into Abort: a new line, then AdvisorGroup's message
+        sys.stderr.write("\n")
+        from advisor.errors import fail
+
+        fail("aborted", 130)
+    except OSError as exc:
+        from advisor.errors import output_failed
+
+        output_failed(exc)
+    sys.exit(0)
 
 
 def _whole_number(value: str) -> int | None:

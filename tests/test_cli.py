@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from advisor import __version__, cli
+from advisor import __version__, interactive
 from advisor.cli import main
 from advisor.facts import Facts
 from advisor.probe.profiles import list_profiles, load_profile
@@ -281,7 +281,7 @@ def test_bare_advisor_opens_the_app_with_the_options(monkeypatch):
     fake = types.ModuleType("advisor.tui.app")
     fake.run_app = lambda options: seen.append(options)
     monkeypatch.setitem(sys.modules, "advisor.tui.app", fake)
-    monkeypatch.setattr(cli, "_interactive_terminal", lambda: True)  # CliRunner's stdin and stdout are not terminals
+    monkeypatch.setattr(interactive, "interactive_terminal", lambda: True)  # CliRunner's stdin and stdout are not terminals
     result = invoke("--profile", "b300-8", "--tp", "4", "--with-package", "sglang==0.5.14")
     assert result.exit_code == 0, result.output
     (options,) = seen

@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 import pytest
 
-from advisor import cli, fastpath
+from advisor import cli, fastpath, interactive
+from advisor.context import AdvisorError
 
 ROOT = Path(__file__).resolve().parents[1]
 SGLANG_H100 = ["--profile", "h100-sxm-8", "--engine", "sglang", "--model", "Qwen/Qwen3-30B-A3B"]
@@ -77,7 +78,7 @@ def offline(empty_hf_cache, monkeypatch):
 
 def run(entry, argv: list[str], capsys, monkeypatch) -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "argv", ["advisor", *argv])
-    monkeypatch.setattr(cli, "_interactive_terminal", lambda: False)  # bare `advisor`: the report, not the app
+    monkeypatch.setattr(interactive, "interactive_terminal", lambda: False)  # bare `advisor`: the report, not the app
     with pytest.raises(SystemExit) as exited:
         entry()
     out, err = capsys.readouterr()
@@ -150,3 +151,94 @@ def test_the_console_script_and_python_m_run_the_same_bytes(tmp_path):
     assert (by_module.returncode, by_module.stdout, by_module.stderr) == (
         by_click.returncode, by_click.stdout, by_click.stderr)  # fmt: skip
     assert by_module.stdout.startswith(b"{")
+
+
+# Bare `advisor` on a terminal: command lines the fast path opens the app for, and those it leaves to click.
+APP = [
+    [],
+    ["--profile", "b300-8", "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--tp", "8", "--engine", "sglang"],
+    ["--profile=h100-sxm-8", "--engine=vllm", "--model=Qwen/Qwen3-30B-A3B", "--strict"],
+    ["--tp", "2", "--tp", " 8 ", "--nnodes", "01", "--dp-attention", "--no-dp-attention", "--dp-size", "2"],
+    ["--with-package", "flashinfer-python==0.6.12", "--with-package", "sglang==0.5.14", "--engine-version", "0.5.4"],
+    ["--facts", "/nonexistent/facts.json", "--python", "/nonexistent/python", "--model", ""],
+    ["--profile", "nope", "--dtype", "int3"],  # the app reports bad values itself, as under click
+]
+APP_CLICK = [
+    ["--version"], ["--help"], ["-h"], ["--json"], ["--", "-O0"], ["--tp", "0"], ["--tp"], ["--engine", "nope"],
+    ["--bogus"], ["--facts", "."], ["--model", "--strict"], ["--strict=1"], ["profiles"], ["check", "--tp", "0"],
+    ["--profile", "b300-8", "check"],
+]  # fmt: skip
+
+
+def open_app_records(monkeypatch, effect=None) -> list:
+    """Patch the one place both paths start the app: it records the options (and raises `effect`, if any)."""
+    opened = []
+
+    def fake_open_app(options):
+        opened.append(options)
+        if effect is not None:
+            raise effect
+
+    monkeypatch.setattr(interactive, "open_app", fake_open_app)
+    return opened
+
+
+def run_on_terminal(entry, argv, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["advisor", *argv])
+    monkeypatch.setattr(interactive, "interactive_terminal", lambda: True)
+    with pytest.raises(SystemExit) as exited:
+        entry()
+    out, err = capsys.readouterr()
+    return (0 if exited.value.code is None else exited.value.code), out, err
+
+
+@pytest.mark.parametrize("argv", APP + APP_CLICK, ids=lambda argv: " ".join(argv) or "(none)")
+def test_bare_advisor_opens_the_app_with_the_options_click_gives(argv, capsys, monkeypatch):
+    assert (fastpath.parse_app(argv) is not None) == (argv in APP)
+    opened = open_app_records(monkeypatch)
+    fast = run_on_terminal(fastpath.main, argv, capsys, monkeypatch)
+    slow = run_on_terminal(cli.main, argv, capsys, monkeypatch)
+    assert fast == slow
+    if argv in APP:
+        assert fast == (0, "", "") and len(opened) == 2 and opened[0] == opened[1]
+    else:
+        assert len(opened) in (0, 2) and opened[:1] == opened[1:]  # `--profile b300-8 check` is no app
+
+
+@pytest.mark.parametrize(
+    "effect",
+    [AdvisorError("the interactive app needs textual: pip install textual"), KeyboardInterrupt(), EOFError(),
+     OSError(2, "No such file or directory", "/nonexistent")],  # fmt: skip
+    ids=["no textual", "ctrl+c", "eof", "oserror"],
+)
+def test_bare_advisor_fails_as_click_does(effect, capsys, monkeypatch):
+    open_app_records(monkeypatch, effect)
+    argv = ["--profile", "b300-8"]
+    fast = run_on_terminal(fastpath.main, argv, capsys, monkeypatch)
+    assert fast == run_on_terminal(cli.main, argv, capsys, monkeypatch)
+    assert fast[0] != 0 and fast[2].startswith(("error:", "\nerror:"))
+
+
+def test_the_group_options_are_checks():
+    """Bare `advisor` takes the same options as `check` (less --json): what parse_app accepts, click accepts."""
+    def names(command):
+        return {n for p in command.params if isinstance(p, click.Option) for n in p.opts + p.secondary_opts}
+
+    assert names(cli.main) - {"--version", "-h", "--help"} == names(cli.check) - {"--json", "-h", "--help"}
+
+
+def test_the_entry_point_does_not_import_click_for_the_app():
+    """Bare `advisor` on a terminal, in a fresh interpreter, up to the start of the app."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['advisor', '--profile', 'b300-8', '--tp', '8']\n"
+        "from advisor import interactive\n"
+        "interactive.interactive_terminal = lambda: True\n"
+        "interactive.open_app = lambda options: print(options.profile, options.tp)\n"
+        "from advisor.fastpath import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write(' '.join(m for m in ('click', 'rich', 'textual', 'torch') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.stdout == "b300-8 8\n" and proc.stderr == ""

@@ -254,6 +254,8 @@ async def test_escape_sequences_in_facts_never_reach_the_tui(tmp_path, env):
     from textual.widgets import DataTable, Static
     from tui_helpers import make_app, settle
 
+    from advisor.tui.widgets.decisions import DecisionTable
+
     path = saved_facts(tmp_path, env, hostname=HOSTILE, gpu0_name=HOSTILE)
     app = make_app(facts_file=str(path), engine="bundled")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -266,7 +268,7 @@ async def test_escape_sequences_in_facts_never_reach_the_tui(tmp_path, env):
             for widget in app.screen.query(Static):
                 console.print(widget.visual if hasattr(widget, "visual") else widget.render())
         shown.append(capture.get())
-        for table in app.screen.query(DataTable):
+        for table in [*app.screen.query(DataTable), *app.screen.query(DecisionTable)]:
             for row in range(table.row_count):
                 shown.extend(str(cell) for cell in table.get_row_at(row))
     text = "\n".join(shown)

@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, OptionList, TabbedContent
+from textual.widgets import Input, OptionList
 from tui_helpers import detail_text, fusion, make_app, settle, static_text
 
 from advisor.tui.widgets.choice import Choice
@@ -206,7 +206,7 @@ async def test_no_driver_says_so_and_offers_simulated_machines():
         assert plan.intent.engine == "bundled" and plan.intent.tp == 2  # the demo model on two gloo ranks
         await pilot.press("m")
         await pilot.pause()
-        assert app.main.query_one(TabbedContent).active == "machine"
+        assert app.main.active_tab == "machine"
         callout = static_text(app, "#no-driver")
         assert "No NVIDIA driver on this machine" in callout
         offers = app.main.query_one("#profile-offers", OptionList)
@@ -311,6 +311,32 @@ async def test_mouse_click_on_a_decision_shows_its_conditions():
         await pilot.pause()
         assert table.current_item.id == "attention_backend"
         assert app.main.evaluation.plan.decision("attention_backend").title in detail_text(app)
+
+
+async def test_the_decision_list_keys_move_scroll_and_open():
+    """vLLM on an H100 machine: ten rows, more than the list shows at 80x24, so it scrolls with the cursor."""
+    app = make_app(profile="h100-sxm-8", engine="vllm", model="Qwen/Qwen3-30B-A3B")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.main.query_one(DecisionTable)
+        plan = app.main.evaluation.plan
+        ids = [d.id for d in plan.decisions] + list(dict.fromkeys(p.id for p in plan.problems))
+        assert table.row_count == len(ids) > table.size.height - 1  # the header takes a line
+        await pilot.press("down", "down")
+        assert table.current_item.id == ids[2] and plan.decision(ids[2]).title in detail_text(app)
+        await pilot.press("ctrl+end")
+        await pilot.pause()
+        assert table.current_item.id == ids[-1] and table.scroll_offset.y > 0
+        await pilot.press("ctrl+home")
+        await pilot.pause()
+        assert table.current_item.id == ids[0] and table.scroll_offset.y == 0
+        await pilot.press("pagedown")
+        assert table.current_item.id == ids[table.size.height - 1]
+        await pilot.press("pageup", "up", "end", "home")
+        assert table.current_item.id == ids[0]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is not app.main
 
 
 def test_importing_the_cli_does_not_import_textual():

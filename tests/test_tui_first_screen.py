@@ -4,7 +4,6 @@ load every simulated machine) come after it is painted, or as soon as a tab asks
 from __future__ import annotations
 
 import pytest
-from textual.widgets import TabbedContent
 from tui_helpers import settle, static_text
 
 from advisor.context import Options
@@ -51,5 +50,5 @@ async def test_a_tab_opened_at_once_mounts_its_panel(empty_hf_cache):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("m")  # before anything else has happened
         await settle(pilot)
-        assert app.main.query_one(TabbedContent).active == "machine"
+        assert app.main.active_tab == "machine"
         assert "source: simulated b300-8" in static_text(app, "#machine-summary")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from textual.widgets import DataTable, Select, TabbedContent
+from textual.widgets import DataTable, Select
 from tui_helpers import fusion, make_app, settle
 
 from advisor.tui.screens.diff import DiffScreen
@@ -47,7 +47,7 @@ async def test_layouts_tab_follows_the_form_and_enter_puts_a_layout_in_the_form(
     app = make_app(profile="h100-sxm-8", model="Qwen/Qwen3-30B-A3B", tp=2, engine="sglang")
     async with app.run_test(size=(120, 34)) as pilot:
         panel = await open_layouts(pilot)
-        assert app.main.query_one(TabbedContent).active == "layouts"
+        assert app.main.active_tab == "layouts"
         report = panel.report
         assert report.model == "Qwen/Qwen3-30B-A3B"
         table = panel.query_one(DataTable)
@@ -69,7 +69,7 @@ async def test_layouts_tab_follows_the_form_and_enter_puts_a_layout_in_the_form(
         assert app.main.query_one("#tp").value == "2"
         await pilot.press("enter")
         await settle(pilot)
-        assert app.main.query_one(TabbedContent).active == "plan"
+        assert app.main.active_tab == "plan"
         assert app.main.query_one("#tp").value == "8"
         assert app.main.evaluation.plan.intent.tp == 8 and not app.main.evaluation.plan.intent.dp_attention
 

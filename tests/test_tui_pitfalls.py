@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from textual.widgets import TabbedContent
 from tui_helpers import make_app, settle, static_text
 
 pytestmark = pytest.mark.anyio
@@ -18,7 +17,7 @@ async def machine_tab(app, pilot) -> str:
     await settle(pilot)
     await pilot.press("m")
     await pilot.pause()
-    assert app.main.query_one(TabbedContent).active == "machine"
+    assert app.main.active_tab == "machine"
     return static_text(app, "#pitfalls")
 
 

@@ -43,3 +43,21 @@ def static_text(app: AdvisorApp, selector: str, width: int = 200) -> str:
 
 def detail_text(app: AdvisorApp) -> str:
     return static_text(app, "#detail-body")
+
+
+def screen_cells(app) -> list[list[tuple]]:
+    """What each cell of the screen shows: (character, colour, background, bold), the colour and boldness only where
+    there is a character to see. Two widgets that draw the same screen give the same cells, however their segments
+    are split (a snapshot's SVG groups the text by segment)."""
+    rows = []
+    for chops in app.screen._compositor.render_full_update().strips:
+        row = []
+        for strip in chops:
+            for text, style, _control in strip:
+                for char in text:
+                    visible = char != " " or bool(style and style.underline)
+                    color = style.color if style and visible else None
+                    bold = bool(style and style.bold) if visible else None
+                    row.append((char, color, style.bgcolor if style else None, bold))
+        rows.append(row)
+    return rows

@@ -52,6 +52,12 @@ def engines() -> tuple[Engine, ...]:
     return tuple(get(name) for name in ENGINES)
 
 
+def modelled_releases(engine: str) -> tuple[str, ...]:
+    """The releases whose rules the advisor models, oldest first (vLLM: every release where a modelled behaviour changes);
+    none for an engine without releases or one that is not registered."""
+    return get(engine).releases if engine in ENGINES else ()
+
+
 def versioned() -> tuple[str, ...]:
     """The engines with modelled releases (`advisor diff` compares two of them)."""
     return tuple(e.name for e in engines() if e.releases)

@@ -130,7 +130,7 @@ def apply_profile_choice(options: Any, choice: str, original: Any) -> Any:
 
 def releases_for(engine: str) -> list[str]:
     """Modelled releases of an engine, oldest first (none for the bundled runtime)."""
-    from advisor.diff import modelled_releases
+    from advisor.rules.registry import modelled_releases
 
     return list(modelled_releases(engine))
 

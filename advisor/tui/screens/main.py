@@ -10,13 +10,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Container, Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Header, Static, TabbedContent, TabPane
+from textual.widgets import ContentSwitcher, Static
 
 from advisor.plan import Plan
 from advisor.sanitize import clean
@@ -29,12 +29,15 @@ from advisor.tui.widgets.decisions import DecisionTable
 from advisor.tui.widgets.detail import DetailPane
 from advisor.tui.widgets.key_bar import KeyBar
 from advisor.tui.widgets.plan_form import PlanForm
+from advisor.tui.widgets.tab_bar import TabBar
+from advisor.tui.widgets.title_bar import TitleBar
 
 if TYPE_CHECKING:  # imported when the hidden tabs are mounted
     from advisor.tui.widgets.layouts import LayoutsPanel
     from advisor.tui.widgets.machine import MachinePanel
 
 DEBOUNCE_S = 0.2
+TABS = [("plan", "Plan"), ("layouts", "Layouts"), ("machine", "Machine")]  # (pane id, title)
 
 
 class MainScreen(Screen):
@@ -53,6 +56,7 @@ class MainScreen(Screen):
         self._layouts_for: Any = None  # the options the Layouts tab shows (or is computing)
         self.layouts_busy = False
         self._hidden_tabs_mounted = False
+        self._resumed = False
 
     @property
     def current_plan(self) -> Plan | None:
@@ -60,9 +64,10 @@ class MainScreen(Screen):
         return self.evaluation.plan if self.evaluation else None
 
     def compose(self) -> ComposeResult:
-        yield Header()
-        with TabbedContent(initial="plan"):
-            with TabPane("Plan", id="plan"), Horizontal():
+        yield TitleBar()  # Textual's Header, drawn by one widget
+        yield TabBar(TABS, active="plan", id="tabs")
+        with ContentSwitcher(initial="plan", id="panes"):
+            with Horizontal(id="plan"):
                 with Vertical(id="plan-left"):
                     yield PlanForm(self.options, self._models, self._profiles, id="form")
                     yield CommandBar(id="command")
@@ -72,15 +77,23 @@ class MainScreen(Screen):
                     yield DetailPane(id="detail")
             # The hidden tabs' panels are mounted once the first plan is on screen (mount_hidden_tabs): the first
             # screen does not wait for widgets nobody sees yet.
-            yield TabPane("Layouts", id="layouts")
-            yield TabPane("Machine", id="machine")
+            yield Container(id="layouts")
+            yield Container(id="machine")
         yield KeyBar()  # Textual's Footer, drawn by one widget
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """The first resume comes right after the screen has mounted, when every widget has just been styled: Textual
+        would style them all again (Screen._on_screen_resume, which runs after this). Later resumes (a dialog closed)
+        restyle as usual."""
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
 
     def mount_hidden_tabs(self) -> None:
         """Mount the Layouts and Machine panels (once): after the first plan is painted, or when a tab is opened."""
         if self._hidden_tabs_mounted or not self.is_attached:
             return
-        layouts, machine = self.query_one("#layouts", TabPane), self.query_one("#machine", TabPane)
+        layouts, machine = self.query_one("#layouts"), self.query_one("#machine")
         if not (layouts.is_attached and machine.is_attached):
             return  # the app is closing (quit right after the first screen)
         self._hidden_tabs_mounted = True
@@ -153,17 +166,31 @@ class MainScreen(Screen):
             table.show_plan(plan)
             self.query_one(CommandBar).show(plan.argv)
         for panel in self.query("MachinePanel"):  # none before the hidden tabs are mounted
-            panel.show(facts, plan, evaluation.error)
-        if self.query_one(TabbedContent).active == "layouts":
+            if panel.is_mounted:  # one still mounting (m pressed before the first plan) shows it in its on_mount
+                panel.show(facts, plan, evaluation.error)
+        if self.active_tab == "layouts":
             self.refresh_layouts()
         self.app.plan_shown(evaluation)
 
     # -- the Layouts tab: computed when it is shown, again after each change while it is ------------------------------
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane.id != "plan":  # the plan tab is activated at start: that must not mount the others yet
+    @property
+    def active_tab(self) -> str:
+        """The id of the tab shown: plan, layouts or machine."""
+        return self.query_one(TabBar).active
+
+    def on_tab_bar_activated(self, event: TabBar.Activated) -> None:
+        self.query_one(ContentSwitcher).current = event.tab
+        if event.tab != "plan":
             self.mount_hidden_tabs()
-        if event.pane.id == "layouts":
+        if event.tab == "layouts":
             self.refresh_layouts()
+
+    def on_descendant_focus(self, event) -> None:
+        """A widget focused in a hidden tab (from code) brings its tab to the front, as TabbedContent did."""
+        for pane in event.widget.ancestors:
+            if pane.parent is self.query_one(ContentSwitcher):
+                self.query_one(TabBar).active = pane.id
+                return
 
     def refresh_layouts(self) -> None:
         if self._layouts_for == self.options:
@@ -229,10 +256,10 @@ class MainScreen(Screen):
 
     # -- actions -------------------------------------------------------------------------------------------------------
     def action_switch_tab(self, tab: str, target: Widget | None = None) -> None:
-        # Focus follows the tab: TabbedContent switches back to whichever pane holds the focused widget. Focus is set
-        # at once (Widget.focus() is deferred), so keys typed right after ("f" then tab) reach the new widget.
+        # Focus follows the tab: a widget focused in another pane brings that pane back (on_descendant_focus). Focus is
+        # set at once (Widget.focus() is deferred), so keys typed right after ("f" then tab) reach the new widget.
         self.mount_hidden_tabs()
-        self.query_one(TabbedContent).active = tab
+        self.query_one(TabBar).active = tab
         if target is None:
             targets = {"machine": self.query("MachinePanel"), "layouts": self.query("#layouts-table")}.get(
                 tab, self.query(DecisionTable)

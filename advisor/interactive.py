@@ -1,0 +1,28 @@
+"""Bare `advisor` opens the interactive app when it runs on a terminal. One home for that check and for starting the
+app, shared by the click CLI (advisor.cli) and its click-free entry (advisor.fastpath); neither imports click."""
+
+from __future__ import annotations
+
+import sys
+
+
+def interactive_terminal() -> bool:
+    """The app needs a terminal to draw on and one to read keys from."""
+    return sys.stdout.isatty() and sys.stdin.isatty()
+
+
+def open_app(options: object) -> None:  # an advisor.context.Options (typing stays unimported: bench_check.py)
+    """Run the app until it ends. A build without the app, or without textual, is an AdvisorError (exit 1)."""
+    from advisor.context import AdvisorError
+
+    try:
+        from advisor.tui.app import run_app
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("advisor.tui"):
+            raise AdvisorError(
+                "the interactive app is not available in this build; use `advisor check` (or `advisor --help`)"
+            ) from None
+        if exc.name == "textual":
+            raise AdvisorError("the interactive app needs textual: pip install textual") from None
+        raise
+    run_app(options)
