@@ -128,17 +128,21 @@ def test_the_option_table_agrees_with_clicks():
     assert seen - {"-h", "--help"} == set(known) | set(fastpath.FLAGS)
 
 
-def test_the_entry_point_does_not_import_click_for_check():
-    """What the benchmark times: the console script's `check --json` path, in a fresh interpreter."""
+def run_fastpath_main(setup: str) -> subprocess.CompletedProcess:
+    """advisor.fastpath.main in a fresh interpreter after the lines ``setup`` (sys.argv and any patches); its stderr
+    names whichever of click, rich, textual and torch got imported."""
     code = (
-        "import sys\n"
-        "sys.argv = ['advisor', 'check', '--json', '--profile', 'b300-8', '--model', 'Qwen/Qwen3-30B-A3B']\n"
-        "from advisor.fastpath import main\n"
+        "import sys\n" + setup + "from advisor.fastpath import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "sys.stderr.write(' '.join(m for m in ('click', 'rich', 'textual', 'torch') if m in sys.modules))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_the_entry_point_does_not_import_click_for_check():
+    """What the benchmark times: the console script's `check --json` path, in a fresh interpreter."""
+    proc = run_fastpath_main("sys.argv = ['advisor', 'check', '--json', '--profile', 'b300-8', '--model', 'Qwen/Qwen3-30B-A3B']\n")
     assert proc.stdout.startswith("{") and proc.stderr == ""
 
 
@@ -229,16 +233,10 @@ def test_the_group_options_are_checks():
 
 def test_the_entry_point_does_not_import_click_for_the_app():
     """Bare `advisor` on a terminal, in a fresh interpreter, up to the start of the app."""
-    code = (
-        "import sys\n"
+    proc = run_fastpath_main(
         "sys.argv = ['advisor', '--profile', 'b300-8', '--tp', '8']\n"
         "from advisor import interactive\n"
         "interactive.interactive_terminal = lambda: True\n"
         "interactive.open_app = lambda options: print(options.profile, options.tp)\n"
-        "from advisor.fastpath import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write(' '.join(m for m in ('click', 'rich', 'textual', 'torch') if m in sys.modules))\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.stdout == "b300-8 8\n" and proc.stderr == ""
