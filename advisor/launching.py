@@ -105,8 +105,10 @@ def _install_refusals(plan: Plan, python: str | None, mode: str) -> list[Refusal
         missing = engines.missing_runtime_modules(mode)
         if not missing:
             return []
+        cpu_torch = "torch" in missing and plan.facts.source == "live" and not plan.facts.gpus
+        install = " then ".join(engines.runtime_install_commands(cpu_torch))
         return [Refusal(NOT_INSTALLED, f"the bundled runtime needs {', '.join(missing)}, not installed in this Python"
-                        f" environment: {spec.install_hint(None)}", EXIT_ERRORS)]  # fmt: skip
+                        f" environment: {install}", EXIT_ERRORS)]  # fmt: skip
     if plan.facts.package(spec.package).installed:
         return []
     where = f"the interpreter {python}" if python else "this Python environment"

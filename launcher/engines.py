@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -63,7 +64,11 @@ ENGINE_DTYPES = {
 MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep", "flashinfer", "megamoe")
 
 # What installs each engine: one home for the hint in `advisor check`'s warning and in `advisor launch`'s refusal.
-RUNTIME_EXTRA = "tp-advisor[runtime]"
+RUNTIME_EXTRA = "runtime"
+DISTRIBUTION = "tp-advisor"
+# The CPU build of torch, for a machine without an NVIDIA driver: installed before the runtime extra, which would
+# otherwise fetch the multi-GB CUDA build (PyTorch's own install selector gives this index for CPU).
+CPU_TORCH_INSTALL = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
 # The modules the bundled runtime imports (the `runtime` extra of pyproject.toml); the server adds SERVE_MODULES.
 RUNTIME_MODULES = ("torch", "safetensors", "tokenizers")
 SERVE_MODULES = ("fastapi", "uvicorn", "jinja2", "prometheus_client")
@@ -115,10 +120,36 @@ def install_command(engine: str, version: str | None = None) -> str:
     """The pip command that installs ``engine`` ("bundled", "sglang", "vllm"), pinned to ``version`` when given.
 
     SGLang's and vLLM's install pages (docs/get_started/install.md in each repository) install the plain package
-    name; the bundled runtime's dependencies are the ``runtime`` extra of tp-advisor."""
+    name; the bundled runtime's dependencies are the ``runtime`` extra of tp-advisor, installed from where this
+    tp-advisor came from (see runtime_extra_source)."""
     if engine == "bundled":
-        return f"pip install '{RUNTIME_EXTRA}'"
+        source, editable = runtime_extra_source()
+        return f"pip install {'-e ' if editable else ''}{shlex.quote(f'{source}[{RUNTIME_EXTRA}]')}"
     return f"pip install '{engine}=={version}'" if version else f"pip install {engine}"
+
+
+def runtime_install_commands(cpu_torch: bool) -> list[str]:
+    """The commands that install the bundled runtime, in order: the CPU build of torch first when ``cpu_torch`` (a
+    machine without GPUs that lacks torch), then the runtime extra."""
+    return [CPU_TORCH_INSTALL, install_command("bundled")] if cpu_torch else [install_command("bundled")]
+
+
+def runtime_extra_source() -> tuple[str, bool]:
+    """(what pip installs the extra from, whether editable): the source directory this tp-advisor was installed from
+    (a clone's `pip install -e .`, recorded in its direct_url.json, PEP 610), since the package index's tp-advisor may
+    be another release or absent; else the distribution's name."""
+    import importlib.metadata
+    import json
+    from urllib.parse import unquote, urlparse
+
+    try:
+        record = json.loads(importlib.metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "{}")
+    except (importlib.metadata.PackageNotFoundError, ValueError, OSError):
+        return DISTRIBUTION, False
+    url = urlparse(record.get("url", "")) if isinstance(record, dict) else None
+    if url is None or url.scheme != "file" or not isinstance(record.get("dir_info"), dict):
+        return DISTRIBUTION, False
+    return unquote(url.path), bool(record["dir_info"].get("editable"))
 
 
 def missing_runtime_modules(mode: str | None = None) -> list[str]:

@@ -290,6 +290,19 @@ def test_engine_not_installed():
     assert_absent("torch_not_installed", run_checks(live, None, Intent()))
 
 
+def test_torch_missing_without_gpus_installs_the_cpu_build_first():
+    """`pip install tp-advisor[runtime]` alone fetches the multi-GB CUDA torch: without GPUs the CPU build comes first."""
+    from launcher.engines import CPU_TORCH_INSTALL, install_command
+
+    no_torch = Package(name="torch", installed=False)
+    no_gpus = replace(Facts(), packages=(no_torch,))
+    fix = only(run_checks(no_gpus, None, Intent()), "torch_not_installed").fix
+    assert fix == f"`{CPU_TORCH_INSTALL}`, then `{install_command('bundled')}`"
+    gpus = replace(profile("h100-sxm-8"), source="live", packages=(no_torch,))
+    fix = only(run_checks(gpus, None, Intent(engine="bundled")), "torch_not_installed").fix
+    assert fix == f"`{install_command('bundled')}` (installs a CUDA torch on GPU nodes)"
+
+
 def test_problems_say_which_packages_they_are_about():
     def about(facts, intent, problem_id, model=None):
         return only(run_checks(facts, model, intent), problem_id).packages

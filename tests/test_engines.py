@@ -11,6 +11,7 @@ from advisor.facts import Facts, Gpu, Host
 from advisor.models import ModelSpec
 from advisor.plan import Intent, Plan
 from advisor.rules.engine import Decision, flag_value
+from launcher import engines
 from launcher.engines import EngineCommandError, command_for, commands_for_nodes, without_flag
 
 CPU = Facts(host=Host(hostname="box"))
@@ -187,3 +188,33 @@ def test_each_engine_supplies_its_ready_line():
     assert url("sglang", "ready: http://127.0.0.1:8000", None) is None  # not SGLang's line
     assert url("vllm", "Uvicorn running on http://0.0.0.0:8000", 3) is None  # only the main process's counts
     assert set(ready_signals()) == set(ready_signals("bundled") + ready_signals("vllm"))  # unknown engine: any
+
+
+def _installed_from(tmp_path, monkeypatch, direct_url: str | None) -> None:
+    """A tp-advisor distribution's metadata (as pip writes it, PEP 610's direct_url.json when given) first on sys.path,
+    so importlib.metadata finds it before this environment's own."""
+    info = tmp_path / "site" / "tp_advisor-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tp-advisor\nVersion: 0.1.0\n")
+    if direct_url is not None:
+        (info / "direct_url.json").write_text(direct_url)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "command"),
+    [
+        ('{"url": "file:///src/tp-advisor", "dir_info": {"editable": true}}', "pip install -e '/src/tp-advisor[runtime]'"),
+        ('{"url": "file:///src/my%20clone", "dir_info": {}}', "pip install '/src/my clone[runtime]'"),
+        ('{"url": "file:///tmp/tp_advisor-0.1.0-py3-none-any.whl", "archive_info": {}}', "pip install 'tp-advisor[runtime]'"),
+        ('{"url": "https://github.com/x/tp-advisor", "vcs_info": {"vcs": "git"}}', "pip install 'tp-advisor[runtime]'"),
+        ("not json", "pip install 'tp-advisor[runtime]'"),
+        ('["file:///src"]', "pip install 'tp-advisor[runtime]'"),
+        (None, "pip install 'tp-advisor[runtime]'"),  # from the package index: no direct_url.json
+    ],
+)
+def test_runtime_extra_installs_from_where_the_advisor_came_from(tmp_path, monkeypatch, direct_url, command):
+    """A clone's `pip install -e .` gets its own directory back (the index's tp-advisor may be another release)."""
+    _installed_from(tmp_path, monkeypatch, direct_url)
+    assert engines.install_command("bundled") == command
+    assert engines.runtime_install_commands(cpu_torch=True) == [engines.CPU_TORCH_INSTALL, command]

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from light_install import CLEAN_ENV, build_dists, make_light_venv, wheel_requires
 
+from launcher.engines import CPU_TORCH_INSTALL
+
 PACKAGE_DATA = (
     "advisor/probe/profiles/h100-sxm-8.json",
     "advisor/probe/profiles/cpu-only.json",
@@ -86,12 +88,14 @@ def test_advisor_alone_runs_check_without_torch(dists: dict[str, Path], tmp_path
     assert plan["engine"]["name"] == "sglang" and plan["intent"]["tp"] == 8
     live = run("check")  # the live probe of this machine, whatever it holds
     assert live.returncode in (0, 1), live.stderr
-    if "GPUs         none" in live.stdout:  # a machine without GPUs: next steps, the runtime's install first
+    no_gpus = "GPUs         none" in live.stdout
+    if no_gpus:  # a machine without GPUs: next steps, the runtime's install first (CPU torch, then the extra)
         steps = live.stdout.split("Next steps (no GPU here)", 1)[1]
-        assert "pip install 'tp-advisor[runtime]'\n  advisor launch --mode generate" in steps
+        assert f"{CPU_TORCH_INSTALL}\n  pip install 'tp-advisor[runtime]'\n  advisor launch --mode generate" in steps
 
     launch = run("launch", "--mode", "generate")
     assert launch.returncode == 1
     assert launch.stderr.strip().splitlines()[-1].startswith("error: the bundled runtime needs torch")
-    assert "pip install 'tp-advisor[runtime]'" in launch.stderr
+    assert "pip install 'tp-advisor[runtime]'" in launch.stderr  # installed from a wheel: the name, not a directory
+    assert (CPU_TORCH_INSTALL in launch.stderr) == no_gpus
     assert "Traceback" not in launch.stderr

@@ -136,5 +136,5 @@ async def test_without_the_runtime_extra_enter_names_the_install_and_starts_noth
         await pilot.pause()
         assert screen.run is None and screen.state == "not started"
         messages = [n.message for n in app._notifications]
-        assert any("pip install 'tp-advisor[runtime]'" in m for m in messages), messages
+        assert any(engines.install_command("bundled") in m for m in messages), messages
     assert new_children(before) == []

@@ -414,14 +414,15 @@ def next_steps(plan: Plan) -> list[tuple[str, list[str]]]:
     facts = plan.facts
     if facts.source != "live" or facts.gpus:
         return []
-    from launcher.engines import install_command, missing_runtime_modules
+    from launcher.engines import missing_runtime_modules, runtime_install_commands
 
     engine = plan.intent.engine if plan.intent.engine != "bundled" else "sglang"
     model = plan.intent.model or EXAMPLE_MODEL
     what_if = f"--engine {engine} --model {shlex.quote(model)}"
     launch = ["advisor launch --mode generate"]
-    if missing_runtime_modules("generate"):
-        launch.insert(0, install_command("bundled"))
+    missing = missing_runtime_modules("generate")
+    if missing:
+        launch[:0] = runtime_install_commands(cpu_torch="torch" in missing)
     return [
         ("See what an engine would do on a GPU machine (the simulated ones, then one of them):",
          ["advisor profiles", f"advisor check --profile {EXAMPLE_PROFILE} {what_if}"]),

@@ -115,10 +115,15 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
     if engine == "bundled":
         if not live:
             return []
+        from launcher.engines import runtime_install_commands
+
+        commands = runtime_install_commands(cpu_torch=not ctx.facts.gpus)
+        fix = ", then ".join(f"`{command}`" for command in commands)
+        if ctx.facts.gpus:
+            fix += " (installs a CUDA torch on GPU nodes)"
         return [Problem("torch_not_installed", WARNING,
                         "torch is not installed in the probed Python: the bundled runtime cannot start",
-                        f"`{spec.install_hint(None)}` (installs a CUDA torch on GPU nodes)", "importlib.metadata",
-                        (name,))]  # fmt: skip
+                        fix, "importlib.metadata", (name,))]  # fmt: skip
     version = ctx.intent.engine_version
     rules = f"version {version}" if version else "the newest modelled release"
     return [
