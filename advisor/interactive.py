@@ -7,8 +7,11 @@ import sys
 
 
 def interactive_terminal() -> bool:
-    """The app needs a terminal to draw on and one to read keys from."""
-    return sys.stdout.isatty() and sys.stdin.isatty()
+    """The app needs a terminal to draw on and one to read keys from, and one that understands its escape codes:
+    TERM=dumb (an editor's shell buffer, a serial console) says it does not."""
+    import os
+
+    return sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("TERM") != "dumb"
 
 
 def open_app(options: object) -> None:  # an advisor.context.Options (typing stays unimported: bench_check.py)

@@ -164,9 +164,10 @@ def test_bare_advisor_into_a_pipe_prints_the_check_report(env):
     assert "-m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B" in bare.stdout
 
 
-def test_bare_advisor_on_a_terminal_with_stdin_redirected_prints_the_report(env):
-    """stdout a terminal (a pty) but stdin /dev/null: no key can reach the app, so it must not start (it waited
-    forever); the report is printed and the process ends by itself."""
+@pytest.mark.parametrize("case", ["stdin redirected", "TERM=dumb"])
+def test_bare_advisor_on_a_terminal_it_cannot_use_prints_the_report(env, case):
+    """stdout a terminal (a pty) but stdin /dev/null, where no key can reach the app (it waited forever), or a terminal
+    that says it understands no escape codes: the app must not start; the report is printed and the process ends."""
     import os
     import pty
     import select
@@ -174,7 +175,9 @@ def test_bare_advisor_on_a_terminal_with_stdin_redirected_prints_the_report(env)
 
     args = ["--profile", "h100-sxm-8", "--engine", "sglang", "--model", "Qwen/Qwen3-30B-A3B"]
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([*advisor_argv(), *args], env=env, stdin=subprocess.DEVNULL, stdout=follower,
+    stdin = subprocess.DEVNULL if case == "stdin redirected" else follower
+    env = {**env, "TERM": "dumb" if case == "TERM=dumb" else "xterm-256color"}
+    proc = subprocess.Popen([*advisor_argv(), *args], env=env, stdin=stdin, stdout=follower,
                             stderr=subprocess.PIPE)  # fmt: skip
     os.close(follower)
     output, deadline = b"", time.monotonic() + 60
