@@ -105,8 +105,7 @@ def _install_refusals(plan: Plan, python: str | None, mode: str) -> list[Refusal
         missing = engines.missing_runtime_modules(mode)
         if not missing:
             return []
-        cpu_torch = "torch" in missing and plan.facts.source == "live" and not plan.facts.gpus
-        install = " then ".join(engines.runtime_install_commands(cpu_torch))
+        install = " then ".join(engines.runtime_install_commands(plan.facts, torch_missing="torch" in missing))
         return [Refusal(NOT_INSTALLED, f"the bundled runtime needs {', '.join(missing)}, not installed in this Python"
                         f" environment: {install}", EXIT_ERRORS)]  # fmt: skip
     if plan.facts.package(spec.package).installed:

@@ -38,6 +38,7 @@ from launcher.runtime import contract
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
+    from advisor.facts import Facts
     from advisor.plan import Plan
 
 RUNTIME_MODULE = "launcher.runtime"
@@ -128,10 +129,12 @@ def install_command(engine: str, version: str | None = None) -> str:
     return f"pip install '{engine}=={version}'" if version else f"pip install {engine}"
 
 
-def runtime_install_commands(cpu_torch: bool) -> list[str]:
-    """The commands that install the bundled runtime, in order: the CPU build of torch first when ``cpu_torch`` (a
-    machine without GPUs that lacks torch), then the runtime extra."""
-    return [CPU_TORCH_INSTALL, install_command("bundled")] if cpu_torch else [install_command("bundled")]
+def runtime_install_commands(facts: Facts, torch_missing: bool) -> list[str]:
+    """The commands that install the bundled runtime on the machine ``facts`` describe, in order: the CPU build of torch
+    first when torch is missing on a live machine without GPUs, then the runtime extra."""
+    extra = install_command("bundled")
+    cpu_torch = torch_missing and facts.source == "live" and not facts.gpus
+    return [CPU_TORCH_INSTALL, extra] if cpu_torch else [extra]
 
 
 def runtime_extra_source() -> tuple[str, bool]:

@@ -217,4 +217,5 @@ def test_runtime_extra_installs_from_where_the_advisor_came_from(tmp_path, monke
     """A clone's `pip install -e .` gets its own directory back (the index's tp-advisor may be another release)."""
     _installed_from(tmp_path, monkeypatch, direct_url)
     assert engines.install_command("bundled") == command
-    assert engines.runtime_install_commands(cpu_torch=True) == [engines.CPU_TORCH_INSTALL, command]
+    assert engines.runtime_install_commands(Facts(), torch_missing=True) == [engines.CPU_TORCH_INSTALL, command]
+    assert engines.runtime_install_commands(Facts(), torch_missing=False) == [command]

@@ -422,7 +422,7 @@ def next_steps(plan: Plan) -> list[tuple[str, list[str]]]:
     launch = ["advisor launch --mode generate"]
     missing = missing_runtime_modules("generate")
     if missing:
-        launch[:0] = runtime_install_commands(cpu_torch="torch" in missing)
+        launch[:0] = runtime_install_commands(facts, torch_missing="torch" in missing)
     return [
         ("See what an engine would do on a GPU machine (the simulated ones, then one of them):",
          ["advisor profiles", f"advisor check --profile {EXAMPLE_PROFILE} {what_if}"]),

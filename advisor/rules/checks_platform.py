@@ -117,7 +117,7 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
             return []
         from launcher.engines import runtime_install_commands
 
-        commands = runtime_install_commands(cpu_torch=not ctx.facts.gpus)
+        commands = runtime_install_commands(ctx.facts, torch_missing=True)
         fix = ", then ".join(f"`{command}`" for command in commands)
         if ctx.facts.gpus:
             fix += " (installs a CUDA torch on GPU nodes)"
