@@ -130,7 +130,6 @@ from advisor.rules.sglang.memory import (  # noqa: F401
     BREAKABLE_MULTIMODAL_ARCHS,
     BREAKABLE_PREFILL_GRAPH_FROM,
     DEEPEP_A2A_RESERVE,
-    DEEPEP_PREFILL_MAX_BS,
     DSA_NO_PREFILL_GRAPH_UNTIL,
     MEMORY_TABLE,
     MEMORY_TABLE_V0520,
@@ -139,7 +138,6 @@ from advisor.rules.sglang.memory import (  # noqa: F401
     PREFILL_GRAPH_FROM,
     PREFILL_GRAPH_WITH_DP_FROM,
     UNKNOWN_MEMORY,
-    deepep_prefill_graph_sizes,
     memory_arithmetic,
     memory_decision,
     memory_defaults,
@@ -147,7 +145,6 @@ from advisor.rules.sglang.memory import (  # noqa: F401
     memory_tier,
     prefill_graph_kind,
     prefill_graph_reserve,
-    prefill_graph_sizes,
     reserved_mib,
     vlm_factor,
 )

@@ -19,12 +19,7 @@ from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.fusion import rules_release
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
-from advisor.rules.sglang.prefill_graph import (  # noqa: F401 (re-exported)
-    DEEPEP_PREFILL_MAX_BS,
-    deepep_prefill_graph_sizes,
-    prefill_graph_settings,
-    prefill_graph_sizes,
-)
+from advisor.rules.sglang.prefill_graph import deepep_prefill_graph_sizes, prefill_graph_settings, prefill_graph_sizes
 
 
 @record  # not a typing.NamedTuple: importing typing costs `advisor check`
