@@ -41,7 +41,7 @@ def _complete_models(ctx, param, incomplete):
 def _complete_engine_versions(ctx, param, incomplete):
     """The modelled releases of the chosen engine (SGLang's when none is chosen yet)."""
     try:
-        from advisor.diff import modelled_releases
+        from advisor.rules.registry import modelled_releases
 
         engine = ctx.params.get("engine") or "sglang"
         return [r for r in reversed(modelled_releases(engine)) if r.startswith(incomplete)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from advisor.rules.registry import modelled_releases  # noqa: F401  (its home; `advisor diff` and completion use it here)
+from advisor.rules.registry import modelled_releases
 
 if TYPE_CHECKING:
     from advisor.context import Options

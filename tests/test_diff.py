@@ -104,7 +104,7 @@ def test_bundled_engine_has_no_releases():
 
 
 def test_vllm_diff_with_one_modelled_release():
-    from advisor.diff import modelled_releases
+    from advisor.rules.registry import modelled_releases
 
     releases = modelled_releases("vllm")
     args = ["--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-30B-A3B", "--engine", "vllm"]

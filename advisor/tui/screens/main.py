@@ -316,7 +316,7 @@ class MainScreen(Screen):
 
     def action_diff(self) -> None:
         """The plan against another modelled release of its engine."""
-        from advisor.diff import modelled_releases
+        from advisor.rules.registry import modelled_releases
         from advisor.tui.screens.diff import DiffScreen
 
         plan = self.current_plan
