@@ -3,14 +3,13 @@ app, shared by the click CLI (advisor.cli) and its click-free entry (advisor.fas
 
 from __future__ import annotations
 
+import os
 import sys
 
 
 def interactive_terminal() -> bool:
     """The app needs a terminal to draw on and one to read keys from, and one that understands its escape codes:
     TERM=dumb (an editor's shell buffer, a serial console) says it does not."""
-    import os
-
     return sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("TERM") != "dumb"
 
 

@@ -105,7 +105,6 @@ class DecisionTable(ScrollView, can_focus=True):
         self._keys: list[str] = []
         self._cells: list[tuple[Text, Text, Text]] = []
         self._items: dict[str, Decision | Problem] = {}
-        self._plan: Plan | None = None
         # Cells and labels are Text, never str: nothing is read as rich markup (a title with brackets stays as it is).
         self._header = (_cell(" "), _cell("decision"), _cell("value"))
         self._widths = [1, 30, VALUE_WIDTH]
@@ -147,7 +146,6 @@ class DecisionTable(ScrollView, can_focus=True):
 
     def show_plan(self, plan: Plan) -> None:
         """Replace the rows, keeping the cursor on the same decision when it is still there."""
-        self._plan = plan
         self._fit_columns()
         current = self.current_key
         keys: list[str] = []
