@@ -3,6 +3,8 @@ load every simulated machine) come after it is painted, or as soon as a tab asks
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from tui_helpers import settle, static_text
 
@@ -52,3 +54,37 @@ async def test_a_tab_opened_at_once_mounts_its_panel(empty_hf_cache):
         await settle(pilot)
         assert app.main.active_tab == "machine"
         assert "source: simulated b300-8" in static_text(app, "#machine-summary")
+
+
+async def test_the_collector_is_off_until_the_first_plan_is_painted(empty_hf_cache):
+    seen: dict = {}
+
+    def ready(app: AdvisorApp) -> None:
+        seen["at first paint"] = gc.isenabled()
+
+    assert gc.isenabled()
+    app = AdvisorApp(Options(**B300), on_ready=ready)
+    seen["built"] = gc.isenabled()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        seen["after"] = gc.isenabled()
+    assert seen == {"built": False, "at first paint": True, "after": True}
+
+
+async def test_the_collector_comes_back_when_the_app_ends_before_its_first_plan(empty_hf_cache):
+    app = AdvisorApp(Options(**B300), on_ready=lambda app: None)
+    app.plan_shown = lambda evaluation: None  # the first plan never reaches the screen
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert not gc.isenabled()
+    assert gc.isenabled() and app.first_plan_at is None
+
+
+async def test_a_collector_switched_off_before_the_app_stays_off(empty_hf_cache):
+    gc.disable()
+    try:
+        async with AdvisorApp(Options(**B300)).run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -7,6 +7,7 @@ session.py. Blocking work (probing, rules, starting and stopping processes, writ
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import threading
 import time
@@ -39,6 +40,11 @@ class AdvisorApp(App[None]):
         self._runs_lock = threading.Lock()
         self._closing = False
         self._on_ready = on_ready
+        # Start-up only builds what lives as long as the app (widgets, styles, the plan): the cyclic collector's passes
+        # over it free nothing and took about a seventh of the time to the first screen (tests/benchmarks/bench_tui.py).
+        # It is off until the first plan is painted (or the app ends first), then on as before.
+        self._collector_paused = gc.isenabled()
+        gc.disable()
         self.first_plan_at: float | None = None  # time.perf_counter() when the first plan was on screen
         # The first plan is computed while Textual starts up, so the first paint can already show it.
         self.first_evaluation: Future[Evaluation] = Future()
@@ -72,9 +78,15 @@ class AdvisorApp(App[None]):
     def _first_plan_painted(self) -> None:
         if self.first_plan_at is None:
             self.first_plan_at = time.perf_counter()
+            self._resume_collector()
             if self._on_ready is not None:
                 self._on_ready(self)
             self.call_later(self.main.mount_hidden_tabs)  # the tabs not shown yet follow the first screen
+
+    def _resume_collector(self) -> None:
+        if self._collector_paused:
+            self._collector_paused = False
+            gc.enable()
 
     # -- processes ---------------------------------------------------------------------------------------------------
     def track_run(self, run: Any) -> bool:
@@ -107,6 +119,7 @@ class AdvisorApp(App[None]):
 
     def on_unmount(self) -> None:
         # However the app ends (quit, ctrl+c, a signal, an exception, a test harness), no engine outlives it.
+        self._resume_collector()
         with self._runs_lock:
             self._closing = True
         self.stop_all_runs()
@@ -141,4 +154,5 @@ def run_app(options: Any) -> None:
     try:
         app.run()
     finally:
+        app._resume_collector()  # an app that failed before it mounted never reached on_unmount
         app.stop_all_runs()
