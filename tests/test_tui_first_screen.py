@@ -4,6 +4,7 @@ load every simulated machine) come after it is painted, or as soon as a tab asks
 from __future__ import annotations
 
 import gc
+import threading
 
 import pytest
 from tui_helpers import settle, static_text
@@ -88,3 +89,29 @@ async def test_a_collector_switched_off_before_the_app_stays_off(empty_hf_cache)
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+async def test_a_slow_first_plan_does_not_keep_the_screen_blank(empty_hf_cache, monkeypatch):
+    # A live probe can take seconds (NVML on a driver without persistence mode): the first paint waits for the plan
+    # at most FIRST_PLAN_WAIT_S, shows "evaluating…", and the plan follows when it comes.
+    from advisor.tui import session
+    from advisor.tui.screens import main
+
+    release = threading.Event()
+    evaluate = session.Session.evaluate
+
+    def slow_evaluate(self, options, generation):
+        release.wait(30)
+        return evaluate(self, options, generation)
+
+    monkeypatch.setattr(session.Session, "evaluate", slow_evaluate)
+    monkeypatch.setattr(main, "FIRST_PLAN_WAIT_S", 0.05)
+    app = AdvisorApp(Options(**B300))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.main.evaluation is None and "evaluating" in static_text(app, "#status")
+        assert app.main.busy
+        release.set()
+        await settle(pilot)
+        assert "Qwen/Qwen3-VL-235B-A22B-Instruct" in static_text(app, "#status")
+        assert app.main.query_one("#decisions").row_count > 0

@@ -6,6 +6,7 @@ Every form change re-runs the rules in a thread worker after a short debounce; r
 
 from __future__ import annotations
 
+from concurrent.futures import wait
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # imported when the hidden tabs are mounted
     from advisor.tui.widgets.machine import MachinePanel
 
 DEBOUNCE_S = 0.2
+FIRST_PLAN_WAIT_S = 0.5  # the longest the first paint waits for the first plan (on_mount)
 TABS = [("plan", "Plan"), ("layouts", "Layouts"), ("machine", "Machine")]  # (pane id, title)
 
 
@@ -107,7 +109,11 @@ class MainScreen(Screen):
         self.query_one(DecisionTable).focus()
         first = self.app.first_evaluation
         self._generation = 1
-        if first.done():  # usually: it ran while Textual started, so the first paint shows the plan
+        # The first plan has been computing since the app was built. Waiting for it here (it then has the interpreter
+        # to itself) lets the first paint show it, instead of painting "evaluating…" and laying out and drawing the
+        # screen a second time when it comes. A slow probe (NVML on a driver without persistence mode can take
+        # seconds) does not keep the screen blank past FIRST_PLAN_WAIT_S: the plan then follows as a message.
+        if wait([first], timeout=FIRST_PLAN_WAIT_S).done:
             self.on_plan_evaluated(PlanEvaluated(first.result()))
         else:
             self.evaluating = True
@@ -164,6 +170,7 @@ class MainScreen(Screen):
         else:
             status.update(_status_line(plan, facts))
             table.show_plan(plan)
+            detail.show(table.current_item, plan)  # now, so the first paint has it (its Highlighted message follows)
             self.query_one(CommandBar).show(plan.argv)
         for panel in self.query("MachinePanel"):  # none before the hidden tabs are mounted
             if panel.is_mounted:  # one still mounting (m pressed before the first plan) shows it in its on_mount
