@@ -42,7 +42,7 @@ class AdvisorApp(App[None]):
         self._on_ready = on_ready
         # Start-up only builds what lives as long as the app (widgets, styles, the plan): the cyclic collector's passes
         # over it free nothing and took about a seventh of the time to the first screen (tests/benchmarks/bench_tui.py).
-        # It is off until the first plan is painted (or the app ends first), then on as before.
+        # It is off until the first plan is painted and the hidden tabs are mounted (or the app ends first), then on.
         self._collector_paused = gc.isenabled()
         gc.disable()
         self.first_plan_at: float | None = None  # time.perf_counter() when the first plan was on screen
@@ -78,10 +78,13 @@ class AdvisorApp(App[None]):
     def _first_plan_painted(self) -> None:
         if self.first_plan_at is None:
             self.first_plan_at = time.perf_counter()
-            self._resume_collector()
             if self._on_ready is not None:
                 self._on_ready(self)
-            self.call_later(self.main.mount_hidden_tabs)  # the tabs not shown yet follow the first screen
+            self.call_later(self._after_first_screen)
+
+    def _after_first_screen(self) -> None:
+        self.main.mount_hidden_tabs()  # the tabs not shown yet follow the first screen
+        self._resume_collector()  # its first pass (over everything built so far) comes after the first screen too
 
     def _resume_collector(self) -> None:
         if self._collector_paused:
