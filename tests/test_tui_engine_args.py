@@ -93,3 +93,15 @@ def _label_rows(app) -> dict[str, int]:
     """The screen row of each name in the form's first column."""
     labels = app.main.query_one("#form-labels", Static)
     return {line: labels.region.y + i for i, line in enumerate(str(labels.content).splitlines()) if line}
+
+
+async def test_a_quote_left_open_stays_marked_when_the_field_loses_focus():
+    # Input validates on blur by default, which took the field's -invalid mark away while the error line still showed.
+    app = _app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await _type_args(pilot, "--attention-backend 'FLASH_ATTN")
+        app.main.set_focus(app.main.query_one("#decisions"))
+        await pilot.pause()
+        assert app.main.query_one("#engine_args_error", Static).display
+        assert app.main.query_one("#engine_args", Input).has_class("-invalid")

@@ -44,6 +44,7 @@ TABS = [("plan", "Plan"), ("layouts", "Layouts"), ("machine", "Machine")]  # (pa
 
 class MainScreen(Screen):
     BINDINGS = keys.MAIN
+    AUTO_FOCUS = "#decisions"  # focused as the screen starts (Textual's default, the first focus stop, is the tab bar)
 
     def __init__(self, options: Any, models: list[str], profiles: list[tuple[str, str]]) -> None:
         super().__init__()
@@ -106,7 +107,6 @@ class MainScreen(Screen):
         machine.mount(MachinePanel(self.app.profiles, id="machine-panel"))
 
     def on_mount(self) -> None:
-        self.query_one(DecisionTable).focus()
         first = self.app.first_evaluation
         self._generation = 1
         # The first plan has been computing since the app was built. Waiting for it here (it then has the interpreter

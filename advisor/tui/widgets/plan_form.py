@@ -24,6 +24,12 @@ from advisor.tui.widgets.choice import Choice
 DIGITS = r"\d*"  # the numeric fields take digits only (no validator: its -valid/-invalid classes restyle on mount)
 
 
+def _field(value: str, **kwargs: Any) -> Input:
+    """A compact Input that never validates: the form has no validators, and Input's own validation (on every change
+    and on blur) would restyle the field each time and take away the -invalid class the engine arguments set."""
+    return Input(value, compact=True, validate_on=(), **kwargs)
+
+
 # Each control's name in the first column, by the control's id, top to bottom (the error line has no name).
 LABELS = {
     "model": "Model",
@@ -90,18 +96,17 @@ class PlanForm(Horizontal):
             yield from self._controls(o)
 
     def _controls(self, o: Any) -> ComposeResult:
-        yield Input(
+        yield _field(
             o.model or "",
             placeholder="demo model",
             suggester=SuggestFromList(self._models, case_sensitive=False),
             id="model",
-            compact=True,
             tooltip="Model id (catalog or HF cache) or a directory; → accepts a suggestion",
         )
-        yield Input(_int_text(o.tp), placeholder="auto", restrict=DIGITS, id="tp", compact=True)
-        yield Input(_int_text(o.nnodes), placeholder="1", restrict=DIGITS, id="nnodes", compact=True)
+        yield _field(_int_text(o.tp), placeholder="auto", restrict=DIGITS, id="tp")
+        yield _field(_int_text(o.nnodes), placeholder="1", restrict=DIGITS, id="nnodes")
         yield Choice([("off", False), ("on", True)], value=bool(o.dp_attention), id="dp_attention")
-        yield Input(_int_text(o.dp_size), placeholder="1", restrict=DIGITS, id="dp_size", compact=True)
+        yield _field(_int_text(o.dp_size), placeholder="1", restrict=DIGITS, id="dp_size")
         yield Choice(
             _with_current([(b, b) for b in MOE_A2A_BACKENDS], o.moe_a2a_backend),
             value=o.moe_a2a_backend or "none",
@@ -111,11 +116,10 @@ class PlanForm(Horizontal):
         yield _optional_select(
             self._release_options(o.engine, o.engine_version), o.engine_version, "installed/newest", "engine_version"
         )
-        yield Input(
+        yield _field(
             shlex.join(o.overrides),
             placeholder="engine args, e.g. -O0",
             id="engine_args",
-            compact=True,
             tooltip="The engine's own arguments, as after `--` on the command line (quoted like a shell line)",
         )
         yield Static("", id="engine_args_error")
