@@ -422,3 +422,23 @@ def test_the_release_matrix_is_laid_out_as_a_rich_table(width):
         outputs.append([[(ch, (seg.style or None) if ch != " " else None) for seg in line for ch in seg.text] for line in lines])
     assert outputs[0] == outputs[1]
     assert any(row[2] for row in matrix.rows) and "◀" in "".join(ch for line in outputs[0] for ch, _ in line)
+
+
+@pytest.mark.parametrize("sizes", [[(80, 24), (160, 40)], [(160, 40), (100, 30)]], ids=["wider", "narrower"])
+async def test_the_title_column_is_fitted_to_the_width_first_drawn_and_after_a_resize(sizes):
+    """The decision titles get what the value column leaves: on the first paint (before the table's Resize event is
+    handled) and again when the terminal changes size; the value column stays whole at the right edge."""
+    from advisor.tui.widgets.decisions import CELL_PADDING, VALUE_WIDTH
+
+    first, then = sizes
+    async with qwen3_vl_on_b300(first) as pilot:
+        table = pilot.app.main.query_one(DecisionTable)
+        for size in (first, then):
+            if size != first:
+                await pilot.resize_terminal(*size)
+                await settle(pilot)
+            width = table.size.width
+            assert table._widths[1] == width - 1 - VALUE_WIDTH - 6 * CELL_PADDING, size
+            assert table.virtual_size.width == width and table.max_scroll_x == 0, size
+            row = str(table.render_line(1).text)
+            assert len(row) == width and row.rstrip().endswith(table.get_row_at(0)[2].plain.strip()), size

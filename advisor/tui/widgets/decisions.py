@@ -135,8 +135,10 @@ class DecisionTable(ScrollView, can_focus=True):
         return True
 
     def _update_size(self) -> None:
-        width = sum(w + 2 * CELL_PADDING for w in self._widths)
-        self.virtual_size = Size(width, len(self._keys) + 1)
+        self.virtual_size = self._table_size()
+
+    def _table_size(self) -> Size:
+        return Size(sum(w + 2 * CELL_PADDING for w in self._widths), len(self._keys) + 1)
 
     def clear(self) -> None:
         self._keys, self._cells, self._items = [], [], {}
@@ -290,6 +292,14 @@ class DecisionTable(ScrollView, can_focus=True):
             self.cursor_row = row
 
     # -- drawing -----------------------------------------------------------------------------------------------------
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The title column is fitted to the width the table is drawn at. The first paint comes before the table's
+        # first Resize event is handled: fitting only then would lay out and draw the screen a second time. Only the
+        # table's width changes (the rows are the same), so there is nothing to lay out again.
+        if self._fit_columns():
+            self.set_reactive(DecisionTable.virtual_size, self._table_size())
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         scroll_x, scroll_y = self.scroll_offset
