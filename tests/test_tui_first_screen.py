@@ -4,6 +4,8 @@ load every simulated machine) come after it is painted, or as soon as a tab asks
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -115,3 +117,27 @@ async def test_a_slow_first_plan_does_not_keep_the_screen_blank(empty_hf_cache, 
         await settle(pilot)
         assert "Qwen/Qwen3-VL-235B-A22B-Instruct" in static_text(app, "#status")
         assert app.main.query_one("#decisions").row_count > 0
+
+
+def test_open_app_pauses_the_collector_before_the_app_is_imported_and_resumes_it_when_the_app_cannot_start():
+    # In a fresh interpreter: the app's module is made unimportable, as in a build without it; open_app must have
+    # paused the collector before importing it, and must resume it when the app cannot start.
+    code = """
+import gc, sys
+from advisor import interactive
+from advisor.context import AdvisorError, Options
+seen = []
+class Probe:
+    def find_spec(self, name, path=None, target=None):
+        if name == "advisor.tui.app":
+            seen.append(gc.isenabled())
+            raise ModuleNotFoundError("no app in this build", name=name)
+sys.meta_path.insert(0, Probe())
+try:
+    interactive.open_app(Options())
+except AdvisorError as exc:
+    print(seen, gc.isenabled(), exc.message)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("[False] True the interactive app is not available in this build"), result.stdout

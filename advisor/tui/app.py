@@ -7,7 +7,6 @@ session.py. Blocking work (probing, rules, starting and stopping processes, writ
 from __future__ import annotations
 
 import asyncio
-import gc
 import signal
 import threading
 import time
@@ -19,6 +18,7 @@ from typing import Any
 from textual.app import App
 from textual.screen import Screen
 
+from advisor.interactive import pause_collector, resume_collector
 from advisor.tui import keys
 from advisor.tui.commands import AdvisorCommands
 from advisor.tui.screens.main import MainScreen
@@ -40,11 +40,9 @@ class AdvisorApp(App[None]):
         self._runs_lock = threading.Lock()
         self._closing = False
         self._on_ready = on_ready
-        # Start-up only builds what lives as long as the app (widgets, styles, the plan): the cyclic collector's passes
-        # over it free nothing and took about a seventh of the time to the first screen (tests/benchmarks/bench_tui.py).
-        # It is off until the first plan is painted and the hidden tabs are mounted (or the app ends first), then on.
-        self._collector_paused = gc.isenabled()
-        gc.disable()
+        # The collector is off until the first screen is done (advisor.interactive says why); open_app paused it
+        # already, before Textual was imported: this covers an app built directly (tests, the benchmark).
+        pause_collector()
         self.first_plan_at: float | None = None  # time.perf_counter() when the first plan was on screen
         # The first plan is computed while Textual starts up, so the first paint can already show it.
         self.first_evaluation: Future[Evaluation] = Future()
@@ -84,12 +82,7 @@ class AdvisorApp(App[None]):
 
     def _after_first_screen(self) -> None:
         self.main.mount_hidden_tabs()  # the tabs not shown yet follow the first screen
-        self._resume_collector()  # its first pass (over everything built so far) comes after the first screen too
-
-    def _resume_collector(self) -> None:
-        if self._collector_paused:
-            self._collector_paused = False
-            gc.enable()
+        resume_collector()  # its first pass (over everything built so far) comes after the first screen too
 
     # -- processes ---------------------------------------------------------------------------------------------------
     def track_run(self, run: Any) -> bool:
@@ -122,7 +115,7 @@ class AdvisorApp(App[None]):
 
     def on_unmount(self) -> None:
         # However the app ends (quit, ctrl+c, a signal, an exception, a test harness), no engine outlives it.
-        self._resume_collector()
+        resume_collector()
         with self._runs_lock:
             self._closing = True
         self.stop_all_runs()
@@ -157,5 +150,5 @@ def run_app(options: Any) -> None:
     try:
         app.run()
     finally:
-        app._resume_collector()  # an app that failed before it mounted never reached on_unmount
+        resume_collector()  # an app that failed before it mounted never reached on_unmount
         app.stop_all_runs()

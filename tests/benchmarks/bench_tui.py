@@ -3,7 +3,8 @@
 "Complete" = the first plan's decisions are on screen and painted (the app's on_ready hook fires after the refresh
 that shows them: the status line, the decision rows, the highlighted decision's detail and the command line). The app
 runs headless at 80x24 in a fresh interpreter, as `advisor --profile b300-8 ...` starts it on a terminal (the console
-script's entry point is imported and reads the options; the app is built with an on_ready hook instead of run_app).
+script's entry point is imported and reads the options; interactive.open_app's steps are taken one by one, the app
+built with an on_ready hook instead of run_app).
 Reported as seconds and as ratios to `python -c pass` and to a minimal Textual app's first paint, all measured in this
 run, plus the CPU time each process used until its first screen (less sensitive to a busy machine).
 Goal: under 1.5x the minimal app's first paint.
@@ -31,7 +32,7 @@ import sys, time
 from advisor.entry import main  # what the `advisor` console script imports first
 from advisor.fastpath import parse_app  # how it reads bare `advisor [options]` on a terminal (no click)
 from advisor.context import Options
-from advisor.tui.app import AdvisorApp
+from advisor.interactive import pause_collector
 
 def ready(app):
     print(f"READY {time.time():.6f} {time.process_time():.6f}", file=sys.stderr, flush=True)
@@ -39,6 +40,8 @@ def ready(app):
 
 params = parse_app(["--profile", "b300-8", "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--tp", "8", "--engine", "sglang"])
 options = Options.from_params(params)
+pause_collector()  # what interactive.open_app does before it imports the app (run_app there runs it on the terminal)
+from advisor.tui.app import AdvisorApp
 AdvisorApp(options, on_ready=ready).run(headless=True, size=(80, 24))
 """
 
