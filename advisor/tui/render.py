@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.padding import Padding
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -181,6 +182,28 @@ class ReleaseMatrix:
                 line.append_text(part)
                 line.append(" " * (indent + last - line.cell_len))
                 yield line
+
+
+class DrawnOnce:
+    """A rich renderable drawn once per width and options. Textual measures a rich renderable's height by drawing it
+    (textual.visual.RichVisual.get_height) and then draws it again to paint it; the decision detail (a hundred lines
+    or more, most below the fold) is the costliest thing on the first screen to draw."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+        self._drawn: dict[tuple, list[Segment]] = {}
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        # Always at its natural height: Textual measures it with no height, then paints it with the height it
+        # measured (and crops what it paints to that height).
+        key = (options.max_width, options.justify, options.overflow, options.no_wrap, options.highlight, options.markup)
+        segments = self._drawn.get(key)
+        if segments is None:
+            segments = self._drawn[key] = list(console.render(self.renderable, options.update(height=None)))
+        yield from segments
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.renderable)
 
 
 def problem_detail(problem: Problem) -> RenderableType:

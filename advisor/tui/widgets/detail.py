@@ -9,7 +9,7 @@ from textual.widgets import Static
 from advisor.plan import Plan
 from advisor.rules.engine import Decision, Problem
 from advisor.sanitize import clean
-from advisor.tui.render import decision_detail, problem_detail
+from advisor.tui.render import DrawnOnce, decision_detail, problem_detail
 
 
 class DetailPane(VerticalScroll, can_focus=True):
@@ -28,7 +28,7 @@ class DetailPane(VerticalScroll, can_focus=True):
         if item is None or plan is None:
             body.update("Select a decision to see why.")
         elif isinstance(item, Decision):
-            body.update(decision_detail(item, plan))
+            body.update(DrawnOnce(decision_detail(item, plan)))  # measured, then painted: drawn once
         else:
             body.update(problem_detail(item))
 
