@@ -201,7 +201,7 @@ class CommandBar(Widget, can_focus=True):
     def focus_on_click(self) -> bool:
         """A click on a face focuses the bar, as it focused that button; a click on the title or the command line
         leaves the focus where it is (e.g. in a form field), as it did on those texts."""
-        return self.hovered is not None
+        return self.face_at(self.app.mouse_position - self.content_region.offset) is not None
 
     def on_mouse_down(self, event: events.MouseDown) -> None:
         face = self.face_at(event.get_content_offset(self))
