@@ -9,7 +9,7 @@ import shlex
 import pytest
 from rich.color import Color as RichColor
 from textual.color import Color
-from tui_helpers import command_face, command_text, make_app, settle
+from tui_helpers import command_face, command_text, make_app, screen_cells, settle
 
 from advisor.tui.screens.launch import LaunchScreen
 from advisor.tui.widgets.command_bar import FACES, NO_COMMAND, CommandBar
@@ -40,17 +40,10 @@ def css_color(app, variable: str) -> RichColor:
     return Color.parse(app.get_css_variables()[variable]).rich_color
 
 
-def screen_rows(app) -> list[str]:
-    return [
-        "".join(segment.text for chop in strips for segment in chop)
-        for strips in app.screen._compositor.render_full_update().strips
-    ]
-
-
 def shown_lines(app) -> list[str]:
     """The bar's lines as the screen shows them (its content region, below the top border)."""
     region = bar(app).content_region
-    rows = screen_rows(app)
+    rows = ["".join(cell[0] for cell in row) for row in screen_cells(app)]
     return [rows[y][region.x : region.right] for y in range(region.y, region.bottom)]
 
 
