@@ -14,9 +14,10 @@ import jsonschema
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
-from tui_helpers import detail_text, fusion, make_app, settle, static_text
+from tui_helpers import command_face, detail_text, fusion, make_app, settle, static_text
 
 from advisor.tui.widgets.choice import Choice
+from advisor.tui.widgets.command_bar import CommandBar
 from advisor.tui.widgets.decisions import DecisionTable
 from advisor.tui.widgets.key_bar import KeyBar
 
@@ -296,7 +297,7 @@ async def test_profile_picker_and_palette_switch_the_machine():
 async def test_copy_puts_the_command_on_the_clipboard():
     async with qwen3_vl_on_b300() as pilot:
         app = pilot.app
-        await pilot.click("#copy")
+        await pilot.click(*command_face(app, "Copy"))
         await pilot.pause()
         assert app.clipboard.split()[-5:-3] == ["--tp-size", "8"] or "--tp-size 8" in app.clipboard
         assert "sglang.launch_server" in app.clipboard
@@ -369,15 +370,17 @@ async def test_help_opens_and_closes():
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 50)])
 async def test_usable_at_80x24_and_larger(size):
-    """Every form control and the decision table are on screen, none squeezed to nothing."""
+    """Every form control, the decision table and the command bar's buttons are on screen, none squeezed to nothing."""
     async with qwen3_vl_on_b300(size) as pilot:
         app = pilot.app
         screen = app.main
-        for widget_id in ("#model", "#tp", "#nnodes", "#dp_attention", "#dp_size", "#moe_a2a_backend", "#engine",
-                          "#engine_version", "#profile", "#decisions", "#detail", "#copy", "#launch"):
-            region = screen.query_one(widget_id).region
-            assert region.width >= 4 and region.height >= 1, (widget_id, region)
-            assert region.right <= size[0] and region.bottom <= size[1] - 1, (widget_id, region)
+        regions = {widget_id: screen.query_one(widget_id).region
+                   for widget_id in ("#model", "#tp", "#nnodes", "#dp_attention", "#dp_size", "#moe_a2a_backend",
+                                     "#engine", "#engine_version", "#profile", "#decisions", "#detail")}  # fmt: skip
+        regions |= zip(("Copy", "Launch"), screen.query_one(CommandBar).face_regions(), strict=True)
+        for name, region in regions.items():
+            assert region.width >= 4 and region.height >= 1, (name, region)
+            assert region.right <= size[0] and region.bottom <= size[1] - 1, (name, region)
 
 
 def test_fusion_detail_says_plainly_when_flashinfer_will_not_import():

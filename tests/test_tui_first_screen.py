@@ -9,7 +9,7 @@ import sys
 import threading
 
 import pytest
-from tui_helpers import settle, static_text
+from tui_helpers import command_text, settle, static_text
 
 from advisor.context import Options
 from advisor.tui.app import AdvisorApp
@@ -35,7 +35,7 @@ async def test_hidden_tabs_follow_the_first_screen(empty_hf_cache):
         # what bench_tui.py counts as the first complete screen: the plan's status, rows, detail and command
         seen["detail"] = static_text(app, "#detail-body")
         seen["status"] = static_text(app, "#status")
-        seen["command"] = static_text(app, "#argv")
+        seen["command"] = command_text(app)
 
     app = AdvisorApp(Options(**B300), on_ready=ready)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -41,6 +41,23 @@ def static_text(app: AdvisorApp, selector: str, width: int = 200) -> str:
     return console.export_text()
 
 
+def command_text(app: AdvisorApp) -> str:
+    """The command bar's text below its buttons: "$ <command line>" or the error (widgets/command_bar.py)."""
+    from advisor.tui.widgets.command_bar import CommandBar
+
+    return app.main.query_one(CommandBar).argv.plain
+
+
+def command_face(app: AdvisorApp, label: str) -> tuple[str, tuple[int, int]]:
+    """Where pilot.click / pilot.hover aim to hit a button of the command bar ("Copy", "Launch"): the bar's selector
+    and an offset in its region (the middle of the button)."""
+    from advisor.tui.widgets.command_bar import FACES, CommandBar
+
+    bar = app.main.query_one(CommandBar)
+    face = bar.face_regions()[[f.label for f in FACES].index(label)]
+    return "#command", (face.x - bar.region.x + face.width // 2, face.y - bar.region.y)
+
+
 def detail_text(app: AdvisorApp) -> str:
     return static_text(app, "#detail-body")
 
