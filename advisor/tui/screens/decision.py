@@ -9,15 +9,24 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from advisor.plan import Plan
 from advisor.rules.engine import Decision, Problem
 from advisor.tui.render import decision_detail, problem_detail
+from advisor.tui.screens.dialog import Dialog
 
 
-class DecisionScreen(ModalScreen[None]):
+class DecisionScreen(Dialog[None]):
+    DEFAULT_CSS = """
+    #decision-box {
+        width: 100;
+        max-width: 100%;
+        height: 1fr;
+        max-height: 100%;
+    }
+    """
+
     BINDINGS = [Binding("escape,enter,q", "dismiss", "Close")]
 
     def __init__(self, item: Decision | Problem, plan: Plan) -> None:

@@ -8,11 +8,28 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Footer, Select, Static
 
+from advisor.tui.screens.dialog import Dialog
 
-class DiffScreen(ModalScreen[None]):
+
+class DiffScreen(Dialog[None]):
+    DEFAULT_CSS = """
+    #diff-box {
+        width: 90%;
+        height: 90%;
+        border: round $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    #diff-release {
+        width: 20;
+    }
+    #diff-scroll {
+        height: 1fr;
+    }
+    """
+
     BINDINGS = [Binding("escape,q", "dismiss", "Close")]
 
     def __init__(self, options: Any, release: str, releases: list[str], other: str) -> None:

@@ -8,10 +8,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
 from advisor.plan import Plan
+from advisor.tui.screens.dialog import Dialog
 
 DEFAULT_NAME = "advisor-plan.json"
 
@@ -27,7 +27,7 @@ def write_plan_json(plan: Plan, path: str | Path) -> Path:
     return path
 
 
-class ExportScreen(ModalScreen[Path | None]):
+class ExportScreen(Dialog[Path | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
 
     def __init__(self, plan: Plan, default: str = DEFAULT_NAME) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Markdown
+
+from advisor.tui.screens.dialog import Dialog
 
 HELP = """\
 # tp-advisor
@@ -46,7 +47,17 @@ Press `escape` to close.
 """
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
+    DEFAULT_CSS = """
+    #help-box {
+        width: 90;
+        max-width: 100%;
+        height: 90%;
+        border: round $accent;
+        background: $surface;
+    }
+    """
+
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:

@@ -30,6 +30,29 @@ MAX_LOG_LINES = 5000
 
 
 class LaunchScreen(Screen):
+    DEFAULT_CSS = """
+    #launch-top {
+        height: auto;
+        padding: 0 1;
+    }
+    #mode-row {
+        height: 1;
+    }
+    #mode-row Select {
+        width: 20;
+    }
+    #launch-command {
+        margin-top: 1;
+    }
+    #launch-state {
+        margin-top: 1;
+        height: auto;
+    }
+    #logs {
+        height: 1fr;
+    }
+    """
+
     BINDINGS = keys.LAUNCH
 
     def __init__(self, plan: Plan) -> None:

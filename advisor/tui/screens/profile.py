@@ -5,15 +5,15 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from advisor.tui.render import profile_line
+from advisor.tui.screens.dialog import Dialog
 from advisor.tui.session import LIVE
 
 
-class ProfileScreen(ModalScreen[str | None]):
+class ProfileScreen(Dialog[str | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
 
     def __init__(self, profiles: list[tuple[str, str]], current: str | None) -> None:

@@ -207,7 +207,6 @@ class ChoiceMenu(ModalScreen[int | None]):
         self._labels = labels
         self._current = current
         self._field = field
-        self.styles.align = ("left", "top")  # inline: the app's stylesheet centres dialogs
 
     def compose(self):
         menu = ChoiceList(*(Text(label, style="dim") if dim else label for label, dim in self._labels))

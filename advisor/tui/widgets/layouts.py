@@ -14,6 +14,24 @@ from advisor.layouts import COLUMNS, Layout, LayoutsReport, table_rows
 
 
 class LayoutsPanel(Vertical):
+    # Parsed when the panel is first mounted (after the first screen), not with the app's stylesheet.
+    DEFAULT_CSS = """
+    LayoutsPanel {
+        padding: 0 1;
+    }
+    LayoutsPanel #layouts-status {
+        height: auto;
+    }
+    LayoutsPanel #layouts-table {
+        height: auto;
+        max-height: 12;
+    }
+    LayoutsPanel #layouts-reason {
+        height: auto;
+        color: $text-muted;
+    }
+    """
+
     class Chosen(Message):
         """Enter on a row: put this layout (tp, nodes, DP attention, dp size) into the form."""
 

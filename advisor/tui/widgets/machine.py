@@ -33,6 +33,30 @@ STATUS_ICONS = {OK: ("✓", "green"), MISMATCH: ("✗", "bold red"), MISSING: ("
 
 
 class MachinePanel(VerticalScroll):
+    # Parsed when the panel is first mounted (after the first screen), not with the app's stylesheet.
+    DEFAULT_CSS = """
+    MachinePanel {
+        padding: 0 1;
+    }
+    MachinePanel .section {
+        text-style: bold underline;
+        margin-top: 1;
+    }
+    MachinePanel DataTable {
+        height: auto;
+        max-height: 20;
+    }
+    MachinePanel .callout {
+        border: round $warning;
+        padding: 0 1;
+        margin-top: 1;
+    }
+    MachinePanel #profile-offers {
+        height: auto;
+        max-height: 10;
+    }
+    """
+
     class ProfileChosen(Message):
         def __init__(self, name: str) -> None:
             super().__init__()
