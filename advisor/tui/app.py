@@ -1,7 +1,8 @@
 """The `advisor` Textual app: `run_app(options)` is what bare `advisor [common options]` calls.
 
-Layout: advisor.tcss; screens in screens/, widgets in widgets/, the non-UI logic (options -> facts -> plan) in
-session.py. Blocking work (probing, rules, starting and stopping processes, writing files) runs in thread workers.
+Layout: advisor.tcss (the Plan tab's rules; other panels and screens carry their own CSS); screens in screens/, widgets
+in widgets/, the non-UI logic (options -> facts -> plan) in session.py. Blocking work (probing, rules, starting and
+stopping processes, writing files) runs in thread workers.
 """
 
 from __future__ import annotations
