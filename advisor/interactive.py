@@ -1,36 +1,12 @@
 """Bare `advisor` opens the interactive app when it runs on a terminal. One home for that check and for starting the
-app, shared by the click CLI (advisor.cli) and its click-free entry (advisor.fastpath); neither imports click.
-
-The app's start-up (Textual's modules, the widgets, their styles, the first plan) builds what lives as long as the app:
-the cyclic collector's passes over it free nothing and took about a tenth of the time to the first screen
-(tests/benchmarks/bench_tui.py). It is paused from before the app's modules are imported until the app's first screen
-is done (advisor.tui.app), or until the app ends or fails to start.
-"""
+app, shared by the click CLI (advisor.cli) and its click-free entry (advisor.fastpath); neither imports click."""
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 
-_collector_paused = False  # True while pause_collector() holds the collector off
-
-
-def pause_collector() -> None:
-    """Switch the cyclic collector off until resume_collector(); one that is already off (its owner's choice, e.g. a
-    test harness) is left alone."""
-    global _collector_paused
-    if gc.isenabled():
-        gc.disable()
-        _collector_paused = True
-
-
-def resume_collector() -> None:
-    """Switch the collector back on if pause_collector() switched it off; otherwise nothing."""
-    global _collector_paused
-    if _collector_paused:
-        _collector_paused = False
-        gc.enable()
+from advisor.collector import pause_collector, resume_collector
 
 
 def interactive_terminal() -> bool:

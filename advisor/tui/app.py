@@ -19,7 +19,7 @@ from typing import Any
 from textual.app import App
 from textual.screen import Screen
 
-from advisor.interactive import pause_collector, resume_collector
+from advisor.collector import pause_collector, resume_collector
 from advisor.tui import keys
 from advisor.tui.commands import AdvisorCommands
 from advisor.tui.screens.main import MainScreen
@@ -41,7 +41,7 @@ class AdvisorApp(App[None]):
         self._runs_lock = threading.Lock()
         self._closing = False
         self._on_ready = on_ready
-        # The collector is off until the first screen is done (advisor.interactive says why); open_app paused it
+        # The collector is off until the first screen is done (advisor.collector says why); open_app paused it
         # already, before Textual was imported: this covers an app built directly (tests, the benchmark).
         pause_collector()
         self.first_plan_at: float | None = None  # time.perf_counter() when the first plan was on screen

@@ -32,7 +32,7 @@ import sys, time
 from advisor.entry import main  # what the `advisor` console script imports first
 from advisor.fastpath import parse_app  # how it reads bare `advisor [options]` on a terminal (no click)
 from advisor.context import Options
-from advisor.interactive import pause_collector
+from advisor.collector import pause_collector
 
 def ready(app):
     print(f"READY {time.time():.6f} {time.process_time():.6f}", file=sys.stderr, flush=True)
