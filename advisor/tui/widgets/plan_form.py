@@ -122,7 +122,6 @@ class PlanForm(Horizontal):
             id="engine_args",
             tooltip="The engine's own arguments, as after `--` on the command line (quoted like a shell line)",
         )
-        yield Static("", id="engine_args_error")
         yield Choice(
             _with_current(self._machine_options(), profile_choice(o)),
             value=profile_choice(o),
@@ -159,7 +158,7 @@ class PlanForm(Horizontal):
     def _draw_labels(self) -> None:
         label_style = self.get_component_rich_style("plan-form--label")
         focused_style = self.get_component_rich_style("plan-form--focused")
-        error_shown = self.query_one("#engine_args_error").has_class("-shown")
+        error_shown = bool(self.query("#engine_args_error.-shown"))
         text = Text(no_wrap=True, overflow="crop")
         for control, name in LABELS.items():
             if control == "engine_args_error" and not error_shown:
@@ -195,19 +194,23 @@ class PlanForm(Horizontal):
     def _engine_args(self, field: Input, text: str) -> None:
         """Split as a shell would (as the CLI receives the words after `--`); a quote left open is shown below the
         field and the plan keeps the last arguments that could be read."""
-        error = self.query_one("#engine_args_error", Static)
+        # The error line under the field is mounted the first time it is needed (not on the first screen).
+        error = next(iter(self.query("#engine_args_error").results(Static)), None)
         try:
             words = tuple(shlex.split(text))
         except ValueError as exc:  # shlex: "No closing quotation", "No escaped character"
             message = f"engine args: {str(exc).lower()}; close the quote or escape it with \\"
             field.add_class("-invalid")
+            if error is None:
+                error = Static(id="engine_args_error")
+                self.query_one("#form-controls").mount(error, after=field)
             error.update(f"✗ {str(exc).lower()}")
             error.tooltip = message
             error.add_class("-shown")
             self._draw_labels()
             return
         field.remove_class("-invalid")
-        if error.has_class("-shown"):
+        if error is not None and error.has_class("-shown"):
             error.remove_class("-shown")
             self._draw_labels()
         self._report({"overrides": words})
