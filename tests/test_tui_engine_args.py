@@ -6,6 +6,7 @@ import json
 
 import pytest
 from cli_json import invoke
+from textual.color import Color
 from textual.widgets import Input, Static
 from tui_helpers import make_app, settle
 
@@ -65,6 +66,7 @@ async def test_a_quote_left_open_is_a_message_in_the_form_and_the_plan_keeps_the
 
         error = app.main.query_one("#engine_args_error", Static)
         assert error.display and "no closing quotation" in str(error.content)
+        assert error.styles.color == Color.parse(app.get_css_variables()["error"])  # the form's own CSS styles it
         assert "close the quote" in str(error.tooltip)
         assert app.main.query_one("#engine_args", Input).has_class("-invalid")
         assert _label_rows(app)["Machine"] == app.main.query_one("#profile").region.y  # names stay beside their fields

@@ -52,6 +52,18 @@ class PlanForm(Horizontal):
 
     COMPONENT_CLASSES = {"plan-form--label", "plan-form--focused"}
 
+    # The error line under the engine arguments: mounted the first time a quote is left open (so not styled by the
+    # app's stylesheet, which holds the first screen's rules), shown while one is.
+    DEFAULT_CSS = """
+    #engine_args_error {
+        color: $error;
+        display: none;
+        &.-shown {
+            display: block;
+        }
+    }
+    """
+
     class Changed(Message):
         def __init__(self, changes: dict[str, Any]) -> None:
             super().__init__()
