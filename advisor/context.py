@@ -10,7 +10,6 @@ Cheap to import: the probes, the model loader and the rules are imported inside 
 from __future__ import annotations
 
 import os
-import re
 
 from advisor.records import fields, record, replace
 from advisor.versions import is_version, parse_release
@@ -102,6 +101,8 @@ def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
             raise usage_error(
                 f"--with-package expects NAME==VERSION (for example flashinfer-python==0.6.12), got {spec!r}"
             )
+        import re  # here: only --with-package needs it, and importing re costs `advisor check` (advisor.jsontext)
+
         if not re.fullmatch(PACKAGE_NAME_PATTERN, name):
             raise usage_error(f"--with-package {spec!r}: {name!r} is not a package name; pass NAME==VERSION")
         if not is_version(version):

@@ -9,9 +9,9 @@ This module must stay cheap to import: no torch, flashinfer or textual, and no r
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
+from advisor import jsontext
 from advisor.records import MISSING, asdict, field, fields, record, replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
@@ -260,6 +260,8 @@ class Facts:
         return asdict(self)
 
     def to_json(self, indent: int | None = 2) -> str:
+        import json
+
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
 
     @classmethod
@@ -286,13 +288,16 @@ class Facts:
     @classmethod
     def from_json(cls, text: str, origin: str = "facts") -> Facts:
         try:
-            data = json.loads(text, parse_constant=_refuse_constant)
-        except json.JSONDecodeError as exc:
-            raise FactsError(
-                f"{origin}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg});"
-                " re-create it with `advisor probe -o FILE`"
-            ) from None
-        except (ValueError, RecursionError) as exc:  # NaN/Infinity, an integer of thousands of digits, deep nesting
+            data = jsontext.loads(text, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError) as exc:
+            from json import JSONDecodeError  # only on this error path (advisor.jsontext says why)
+
+            if isinstance(exc, JSONDecodeError):
+                raise FactsError(
+                    f"{origin}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg});"
+                    " re-create it with `advisor probe -o FILE`"
+                ) from None
+            # NaN/Infinity, an integer of thousands of digits, deep nesting
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise FactsError(f"{origin}: not usable JSON ({reason}); re-create it with `advisor probe -o FILE`") from None
         return cls.from_dict(data, origin)

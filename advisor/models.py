@@ -14,12 +14,12 @@ top level is what SGLang compares against its lists.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 from collections.abc import Mapping
 from functools import lru_cache
 
+from advisor import jsontext
 from advisor.records import record, replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
@@ -239,8 +239,12 @@ def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None
     except OSError as exc:  # launcher.files.FileRefused: not a regular file, too large, unreadable, not UTF-8
         raise ModelError(str(exc)) from None
     try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
+        config = jsontext.loads(text)
+    except ValueError as exc:
+        from json import JSONDecodeError  # only on this error path (advisor.jsontext says why)
+
+        if not isinstance(exc, JSONDecodeError):
+            raise
         raise ModelError(
             f"{config_file}: malformed JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); fix or re-download it"
         ) from None
@@ -367,7 +371,7 @@ def _catalog() -> dict[str, dict[str, Any]]:
     entries: dict[str, dict[str, Any]] = {}
     for name in sorted(n for n in os.listdir(CATALOG_DIR) if n.endswith(".json")):
         with open(os.path.join(CATALOG_DIR, name), encoding="utf-8") as file:
-            data = json.loads(file.read())
+            data = jsontext.loads(file.read())
         entries[data["id"]] = data
     return entries
 
@@ -396,7 +400,7 @@ def _exact_entry(model_id: str) -> dict[str, Any] | None:
     holds another id (a case-insensitive file system); the caller then looks through the whole catalog."""
     try:
         with open(catalog_file(model_id), encoding="utf-8") as file:
-            data = json.loads(file.read())
+            data = jsontext.loads(file.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("id") == model_id else None

@@ -29,15 +29,16 @@ Cheap to import: no torch; of advisor only the registry, when a command is built
 from __future__ import annotations
 
 import os
-import re
-import shlex
 import sys
 from collections.abc import Sequence
 
+from launcher import shellquote
 from launcher.runtime import contract
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
+    import re
+
     from advisor.facts import Facts
     from advisor.plan import Plan
 
@@ -80,16 +81,25 @@ class ReadySignal:
 
     A plain class: a dataclass or NamedTuple would import dataclasses or typing, which `advisor check` pays for."""
 
-    __slots__ = ("from_ranks", "regex")
+    __slots__ = ("from_ranks", "prefix", "url_pattern")
 
-    def __init__(self, regex: str, from_ranks: bool) -> None:
-        # Text, compiled by re (and cached there) on first use: `advisor check` imports this module but matches no log
-        # line, and compiling at import time would cost it (bench_check.py).
-        self.regex = regex  # group 1 is the URL
+    def __init__(self, prefix: str, url_pattern: str, from_ranks: bool) -> None:
+        # Text, made a pattern by re (and cached there) on first use: `advisor check` imports this module but matches
+        # no log line, and importing re costs it (bench_check.py).
+        self.prefix = prefix  # the words before the URL, as printed (a whole word first)
+        self.url_pattern = url_pattern  # the URL: group 1
         self.from_ranks = from_ranks  # True: a worker rank prints it; False: only the engine's main process
 
     @property
+    def regex(self) -> str:
+        import re
+
+        return r"\b" + re.escape(self.prefix) + self.url_pattern
+
+    @property
     def pattern(self) -> re.Pattern[str]:
+        import re
+
         return re.compile(self.regex)
 
     def __repr__(self) -> str:
@@ -104,9 +114,9 @@ class ReadySignal:
 
 
 # The bundled runtime's serving rank prints "ready: URL" (launcher/runtime/serve/server.py).
-RUNTIME_READY = ReadySignal(r"\b" + re.escape(contract.READY_PREFIX) + r"(https?://\S+)", from_ranks=True)
+RUNTIME_READY = ReadySignal(contract.READY_PREFIX, r"(https?://\S+)", from_ranks=True)
 # SGLang and vLLM serve through uvicorn, which logs "Uvicorn running on URL" once it accepts connections.
-UVICORN_READY = ReadySignal(r"\bUvicorn running on (https?://[^\s)]+)", from_ranks=False)
+UVICORN_READY = ReadySignal("Uvicorn running on ", r"(https?://[^\s)]+)", from_ranks=False)
 READY_SIGNALS = {"bundled": (RUNTIME_READY,), "sglang": (UVICORN_READY,), "vllm": (UVICORN_READY,)}
 
 
@@ -125,7 +135,7 @@ def install_command(engine: str, version: str | None = None) -> str:
     tp-advisor came from (see runtime_extra_source)."""
     if engine == "bundled":
         source, editable = runtime_extra_source()
-        return f"pip install {'-e ' if editable else ''}{shlex.quote(f'{source}[{RUNTIME_EXTRA}]')}"
+        return f"pip install {'-e ' if editable else ''}{shellquote.quote(f'{source}[{RUNTIME_EXTRA}]')}"
     return f"pip install '{engine}=={version}'" if version else f"pip install {engine}"
 
 

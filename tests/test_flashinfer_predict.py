@@ -15,6 +15,8 @@ import textwrap
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor.facts import Facts, Package
 from advisor.probe.profiles import load_profile
@@ -277,3 +279,14 @@ def test_prediction_matches_installed_flashinfer(tmp_path):
     # with the bypass set, the mismatched cubin package is used again
     assert real["bypassed_cubin_dir"] == str(cubin_dir)
     assert predict_import(trio("0.7.4", None, "0.7.3", BYPASS)).ignored == ()
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet="0123456789afbx٣²-", max_size=6))
+def test_is_provider_is_the_regex_it_replaces(arch):
+    import re
+
+    from advisor.rules.flashinfer import PROVIDER_PREFIX, is_provider
+
+    for name in (PROVIDER_PREFIX + arch, "flashinfer-python" + arch, arch):
+        assert is_provider(name) == bool(re.fullmatch(PROVIDER_PREFIX + r"\d{2,3}[af]?", name)), name

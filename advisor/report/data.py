@@ -1,18 +1,21 @@
 """A Plan as the stable JSON object of `advisor check --json`: the schema-bound dicts (advisor/schema/plan.schema.json).
 
-Cheap to import (only json, re, shlex and advisor.records): `advisor check --json` must stay fast. The object's shape is
+Cheap to import (advisor.records, launcher.shellquote and the C string escaper of json; json itself, re and shlex
+only where a rare path needs them): `advisor check --json` must stay fast (advisor.jsontext says why). The object's shape is
 docs/architecture.md "Contracts" and the schema: extend it, never rename a key.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import shlex
 import sys
-from json.encoder import encode_basestring  # the C string escaper json.dumps uses with ensure_ascii=False
 
 from advisor.records import is_record
+from launcher import shellquote
+
+try:  # the C string escaper json.dumps uses with ensure_ascii=False (json.encoder would import re)
+    from _json import encode_basestring
+except ImportError:  # an interpreter without json's C accelerator
+    from json.encoder import encode_basestring
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
@@ -87,6 +90,8 @@ def release_dict(r: ReleaseOutcome) -> dict[str, Any]:
 
 def problems_named_by(decision: Decision, problems: tuple[Problem, ...]) -> list[Problem]:
     """The problems a decision's notes point at by id ("see problem flashinfer_version_mismatch"), for `explain`."""
+    import re  # here: only `explain` asks (advisor.jsontext says why re is kept off the check path)
+
     words = set(re.findall(r"[a-z0-9_]+", " ".join(decision.notes)))
     return [p for p in problems if p.id in words]
 
@@ -110,7 +115,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "problems": [problem_dict(p) for p in plan.problems],
         "flags": list(plan.flags),
         "argv": list(plan.argv),
-        "command": shlex.join(plan.argv),
+        "command": shellquote.join(plan.argv),
         "release_matrix": [release_dict(r) for r in plan.release_matrix],
         "summary": summary(plan),
     }
@@ -148,6 +153,8 @@ def indented_json(data: Any) -> str:
     try:
         _write(data, "\n", parts)
     except (_NotPlain, RecursionError):  # json.dumps writes what it can, and raises its own error otherwise
+        import json
+
         return json.dumps(data, indent=2, ensure_ascii=False)
     return "".join(parts)
 

@@ -17,8 +17,6 @@ Also modelled: releases whose import fails on a CPU-only torch (a module-level C
 
 from __future__ import annotations
 
-import re
-
 from advisor.facts import Facts, Package
 from advisor.records import record
 from advisor.rules.problem import Problem
@@ -259,6 +257,18 @@ def _mismatches(
     return out
 
 
+def is_provider(name: str) -> bool:
+    r"""A 0.7.x per-arch provider wheel: PROVIDER_PREFIX then an arch, 2 or 3 digits and an optional a or f (the regex
+    PROVIDER_PREFIX + r"\d{2,3}[af]?" spelled with str methods: importing re costs `advisor check` (advisor.jsontext),
+    and the simulated machines have such wheels)."""
+    if not name.startswith(PROVIDER_PREFIX):
+        return False
+    arch = name[len(PROVIDER_PREFIX) :]
+    if arch[-1:] in ("a", "f"):
+        arch = arch[:-1]
+    return 2 <= len(arch) <= 3 and arch.isdecimal()  # isdecimal: what \d matches in a str pattern
+
+
 def _provider_mismatches(facts: Facts, release: str | None) -> list[_Mismatch]:
     """0.7.x splits the jit-cache into per-arch provider wheels that must equal the shim exactly (0.7.4 ignores others)."""
     if release is None or not at_least(public_version(release), "0.7.2"):
@@ -267,9 +277,7 @@ def _provider_mismatches(facts: Facts, release: str | None) -> list[_Mismatch]:
     shim = module_version(jit) if jit.installed else None
     out = []
     for pkg in facts.packages:
-        # the prefix first: the pattern is compiled only for a machine that has such a package (bench_check.py)
-        provider = pkg.name.startswith(PROVIDER_PREFIX) and re.fullmatch(PROVIDER_PREFIX + r"\d{2,3}[af]?", pkg.name)
-        if not pkg.installed or not provider:
+        if not (pkg.installed and is_provider(pkg.name)):
             continue
         found = module_version(pkg)
         if shim is None:
