@@ -36,7 +36,8 @@ def outcome(read, text, **kwargs):
 
 
 MALFORMED = ["", " ", "{", "[1,]", '{"a" 1}', "[1] [2]", "1 x", "\ufeff{}", "nul", '"\\x"', '"a\nb"', "01", "1.", "-",
-             "[" * 5 + "]" * 4, "{} extra", '{"a": 1,}', "tru", "NaN", "[Infinity, -Infinity]", "\u00a0{}", "{}\u00a0"]  # fmt: skip
+             "[" * 5 + "]" * 4, "{} extra", '{"a": 1,}', "tru", "NaN", "[Infinity, -Infinity]", "\u00a0{}", "{}\u00a0",
+             "1" * 5000, "[" * 100_000, '{"a": ' * 100_000, '"\ud800"', "1e999", "-0", "\x00"]  # fmt: skip
 
 
 @pytest.mark.parametrize("text", MALFORMED)
