@@ -9,9 +9,8 @@ This module must stay cheap to import: no torch, flashinfer or textual, and no r
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from advisor import jsontext
+from advisor.memo import memo
 from advisor.records import MISSING, asdict, field, fields, record, replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
@@ -371,7 +370,7 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a facts file may hold")
 
 
-@lru_cache(maxsize=64)  # a facts file holds hundreds of fields of a few annotations
+@memo  # a facts file holds hundreds of fields of a few annotations
 def _kinds(annotation: str) -> frozenset[str]:
     """"int | None" -> {"int", "None"}."""
     return frozenset(part.strip() for part in annotation.split("|"))

@@ -16,10 +16,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Mapping
-from functools import lru_cache
+from _collections_abc import (
+    Mapping,  # collections.abc's home, loaded with os (collections.abc would import collections)
+)
 
 from advisor import jsontext
+from advisor.memo import memo
 from advisor.records import record, replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
@@ -366,7 +368,7 @@ def _from_hf_cache(model_id: str, environ: Mapping[str, str] | None) -> ModelSpe
 # -- the bundled catalog ----------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
+@memo
 def _catalog() -> dict[str, dict[str, Any]]:
     entries: dict[str, dict[str, Any]] = {}
     for name in sorted(n for n in os.listdir(CATALOG_DIR) if n.endswith(".json")):

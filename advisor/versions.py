@@ -8,7 +8,7 @@ too: tests/test_versions.py holds the shortcut to packaging's reading).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from advisor.memo import memo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def parse_version(text: str | None) -> Version | None:
         return None
 
 
-@lru_cache(maxsize=1024)  # the rule tables compare the same few release strings many times per plan
+@memo  # the rule tables compare the same few release strings many times per plan
 def release_numbers(text: str | None) -> tuple[int, ...] | None:
     """The release numbers of a PEP 440 version ("0.5.14.post2" -> (0, 5, 14)); None when missing or not a version."""
     if not text:
@@ -41,7 +41,7 @@ def release_numbers(text: str | None) -> tuple[int, ...] | None:
     return None if version is None else version.release
 
 
-@lru_cache(maxsize=1024)  # a plan asks for the same few releases about a thousand times
+@memo  # a plan asks for the same few releases about a thousand times
 def parse_release(text: str | None) -> tuple[int, int, int] | None:
     """"0.5.14", "v0.5.14", "0.5.14.post2", "0.5.14rc1", "0.11.2+cu128" -> (0, 5, 14) (PEP 440, packaging.version);
     None when it is not a version with at least X.Y."""

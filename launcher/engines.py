@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 from launcher import shellquote
 from launcher.runtime import contract
@@ -38,6 +37,7 @@ from launcher.runtime import contract
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     import re
+    from collections.abc import Sequence
 
     from advisor.facts import Facts
     from advisor.plan import Plan

@@ -7,7 +7,9 @@ tests/test_shellquote.py holds both to shlex's over generated words.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check`
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
 

@@ -9,6 +9,8 @@ to be called from scripts stay out of its path (each is imported lazily where a 
 - unicodedata: advisor.sanitize loads it only for text that is not plain ASCII (these plans' JSON is);
 - re (and enum with it), json, shlex: profiles and catalog entries are read by advisor.jsontext, the command line is
   quoted by launcher.shellquote, the JSON written by advisor.report.data with json's C string escaper;
+- functools and collections: advisor.memo caches, collections.abc's names are annotations only (models.py reads Mapping
+  from _collections_abc, which os has loaded);
 - advisor.report.render: advisor.report reads the renderers' names from it on first use; the JSON needs none of them.
 
 The interpreter runs with -S (no site-packages, no .pth files), so only this checkout's imports count: a virtualenv's
@@ -29,7 +31,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGING_HOME = os.path.dirname(os.path.dirname(packaging.__file__))
 KEPT_OUT = ("dataclasses", "inspect", "typing", "pathlib", "urllib.parse", "ipaddress", "click", "rich", "contextlib",
-            "importlib", "warnings", "unicodedata", "advisor.report.render", "re", "enum", "json", "shlex")
+            "importlib", "warnings", "unicodedata", "advisor.report.render", "re", "enum", "json", "shlex",
+            "functools", "collections")
 
 
 @pytest.mark.parametrize(

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 
 from advisor.facts import Driver, Facts, Package, ProbeError, Topology
 from advisor.records import replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 __all__ = ["probe_live", "PythonProbeError"]

@@ -10,8 +10,6 @@ checks_machine (launch pitfalls of the machine itself); checks_context holds wha
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from advisor.facts import Facts
 from advisor.models import ModelSpec
 from advisor.rules import flashinfer as fi
@@ -39,6 +37,8 @@ from advisor.rules.engine import Problem
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:  # advisor.plan imports this module
+    from collections.abc import Callable
+
     from advisor.intent import Intent
 
 

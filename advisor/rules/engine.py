@@ -6,15 +6,14 @@ condition is evaluated, never short-circuited, so the user sees every blocker at
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import cached_property
-
+from advisor.memo import once
 from advisor.records import field, record
 from advisor.rules.problem import Problem  # noqa: F401  (re-exported: the rules import it from here)
 from advisor.versions import parse_cuda, parse_release, release_text  # noqa: F401  (the rules import them from here)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 # Decision states (docs/architecture.md, "Contracts").
@@ -205,12 +204,12 @@ class Scenario:
         """True when the facts say there is no GPU at all (no driver, no GPUs): a fact, not an unknown."""
         return not self.facts.engine_gpus and not self.facts.driver.available
 
-    @cached_property  # every GPU condition asks; the facts and intent never change under a scenario
+    @once  # every GPU condition asks; the facts and intent never change under a scenario
     def gpus(self) -> tuple[Any, ...]:
         """The GPUs of one node the engine will use (CUDA order), at most tp / nnodes of them."""
         return tuple(self.facts.engine_gpus[: self.gpus_per_node])
 
-    @cached_property
+    @once
     def flashinfer(self) -> Any:
         """What ``import flashinfer`` will do (advisor.rules.flashinfer.ImportPrediction), predicted once per scenario."""
         from advisor.rules.flashinfer import predict_import  # that module imports this one
@@ -255,7 +254,8 @@ class Scenario:
 
 
 # A check returns (ok, observed, expected); ok None when the facts it needs are unknown.
-Check = Callable[[Scenario], tuple]
+if TYPE_CHECKING:
+    Check = Callable[[Scenario], tuple]
 
 
 @record

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 from advisor.rules import sglang
 from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError
 from launcher.engines import ENGINE_DTYPES, install_command, sglang_command
@@ -35,7 +33,7 @@ ENGINE = Engine(
     decide=sglang.decide,
     release_matrix=sglang.release_matrix,  # fusion_decision's verdicts under every release (advisor.rules.sglang.fusion)
     command=sglang_command,
-    install_hint=partial(install_command, sglang.ENGINE),
+    install_hint=lambda version=None: install_command(sglang.ENGINE, version),
     dtypes=ENGINE_DTYPES[sglang.ENGINE],
     decision_ids=("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend",
                   "memory_defaults"),  # fmt: skip
