@@ -44,7 +44,9 @@ def loads(text: str, *, parse_constant: Any = None) -> Any:
         start = _skip_whitespace(text, 0)
         try:
             value, end = scan(text, start)
-        except StopIteration:  # no value where one must start: json.loads says so in its words
+        except (StopIteration, SystemError):  # json.loads says what is wrong, in its words
+            # StopIteration: no value where one must start. SystemError: the scanner reports malformed text with
+            # json.decoder's JSONDecodeError, which it expects loaded (it is, whenever json made the scanner).
             end = -1
         if end != -1 and _skip_whitespace(text, end) == len(text):
             return value

@@ -66,3 +66,23 @@ def test_well_formed_text_is_read_without_importing_json():
             "print(value, sorted({'json', 'json.decoder', 're'} & (set(sys.modules) - before)))")  # fmt: skip
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "{'a': [1, 2.5, None]} []", result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("text", ["{", "[1,]", '{"a" 1}', '"\\x"', "[1] [2]", ""])
+def test_malformed_text_raises_jsons_error_in_a_process_that_never_imported_json(text):
+    # The C scanner raises JSONDecodeError through json.decoder, taken from sys.modules: before json is imported, it
+    # fails with a SystemError instead; loads must still raise json's own error.
+    code = (
+        "import sys\n"
+        "from advisor.jsontext import loads\n"
+        f"try:\n    loads({text!r})\n"
+        "except Exception as exc:\n    print(type(exc).__module__, type(exc).__name__, exc)\n"
+    )
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[1])
+    result = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60,
+                            env={"PYTHONPATH": root})  # fmt: skip
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        expected = f"json.decoder JSONDecodeError {exc}"
+    assert result.stdout.strip() == expected, result.stdout + result.stderr
