@@ -134,6 +134,8 @@ def test_directory_config_variants(tmp_path):
     ("config", "needle"),
     [
         ("{not json", "malformed JSON (line 1"),
+        ("[" * 100_000, "not usable JSON (nested too deeply)"),
+        ('{"hidden_size": ' + "9" * 5000 + "}", "not usable JSON (Exceeds the limit"),
         ("[1, 2]", "must hold a JSON object"),
         ({"model_type": "llama"}, "no `architectures`"),
         ({"architectures": []}, "no `architectures`"),
