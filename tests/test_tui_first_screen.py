@@ -108,7 +108,9 @@ async def test_a_slow_first_plan_does_not_keep_the_screen_blank(empty_hf_cache, 
 
     monkeypatch.setattr(session.Session, "evaluate", slow_evaluate)
     monkeypatch.setattr(main, "FIRST_PLAN_WAIT_S", 0.05)
-    app = AdvisorApp(Options(**B300))
+    live = {k: v for k, v in B300.items() if k != "profile"}  # probes this machine: computed in a thread
+    app = AdvisorApp(Options(**live))
+    assert not app.first_evaluation.done()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert app.main.evaluation is None and "evaluating" in static_text(app, "#status")
@@ -141,3 +143,14 @@ except AdvisorError as exc:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("[False] True the interactive app is not available in this build"), result.stdout
+
+
+def test_a_plan_that_probes_is_computed_in_a_thread_one_that_reads_is_computed_at_once(empty_hf_cache, tmp_path):
+    from advisor.tui.session import probes
+
+    facts = tmp_path / "facts.json"
+    assert not probes(Options(profile="b300-8")) and not probes(Options(facts_file=str(facts)))
+    assert probes(Options()) and probes(Options(profile="b300-8", python="/usr/bin/python3"))
+    app = AdvisorApp(Options(**B300))
+    assert app.first_evaluation.done() and app.first_evaluation.result().plan is not None
+    assert not [t for t in threading.enumerate() if t.name == "advisor-first-plan"]

@@ -23,7 +23,7 @@ from advisor.collector import pause_collector, resume_collector
 from advisor.tui import keys
 from advisor.tui.commands import AdvisorCommands
 from advisor.tui.screens.main import MainScreen
-from advisor.tui.session import Evaluation, Session, model_suggestions, profile_names
+from advisor.tui.session import Evaluation, Session, model_suggestions, probes, profile_names
 
 
 class AdvisorApp(App[None]):
@@ -45,9 +45,15 @@ class AdvisorApp(App[None]):
         # already, before Textual was imported: this covers an app built directly (tests, the benchmark).
         pause_collector()
         self.first_plan_at: float | None = None  # time.perf_counter() when the first plan was on screen
-        # The first plan is computed while Textual starts up, so the first paint can already show it.
+        # The first paint shows the first plan. One that probes (session.probes) is computed in a thread while Textual
+        # starts (the first paint waits for it at most screens.main.FIRST_PLAN_WAIT_S); one read from a simulated
+        # machine or a facts file is computed here, at once: in a thread it took longer, competing with Textual's
+        # start-up for the interpreter (tests/benchmarks/bench_tui.py).
         self.first_evaluation: Future[Evaluation] = Future()
-        threading.Thread(target=self._evaluate_first, name="advisor-first-plan", daemon=True).start()
+        if probes(options):
+            threading.Thread(target=self._evaluate_first, name="advisor-first-plan", daemon=True).start()
+        else:
+            self._evaluate_first()
 
     def _evaluate_first(self) -> None:
         try:

@@ -31,6 +31,13 @@ class Evaluation:
     generation: int = 0
 
 
+def probes(options: Any) -> bool:
+    """True when loading the facts for ``options`` runs something that may be slow: a probe of this machine (NVML on a
+    driver without persistence mode can take seconds) or of another Python's packages (``--python``). A simulated
+    machine or a facts file alone is read and computed in a few tens of milliseconds."""
+    return options.python is not None or not (options.profile or options.facts_file)
+
+
 def facts_key(options: Any) -> tuple:
     """Everything that changes which facts are loaded (not the rules' inputs)."""
     return (options.profile, options.facts_file, options.python, tuple(options.with_package or ()))
