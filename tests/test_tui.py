@@ -109,7 +109,7 @@ async def test_a_form_choice_opens_and_picks_with_the_keyboard_and_the_mouse():
         assert release.value is None and release.label == "installed/newest"
         release.focus()
         await pilot.pause()
-        labels = app.main.query_one("#form-labels").content
+        labels = app.main.query_one("#form").render()  # the names the form draws beside its controls
         highlighted = [labels.plain[s.start:s.end] for s in labels.spans if s.style.bold]
         assert highlighted == ["Release"]  # the focused field's name
         await pilot.press("enter")

@@ -93,8 +93,8 @@ async def test_engine_args_given_to_the_app_show_in_the_field():
 
 def _label_rows(app) -> dict[str, int]:
     """The screen row of each name in the form's first column."""
-    labels = app.main.query_one("#form-labels", Static)
-    return {line: labels.region.y + i for i, line in enumerate(str(labels.content).splitlines()) if line}
+    form = app.main.query_one("#form")  # it draws the names beneath its controls
+    return {line: form.content_region.y + i for i, line in enumerate(form.render().plain.splitlines()) if line}
 
 
 async def test_a_quote_left_open_stays_marked_when_the_field_loses_focus():

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
@@ -46,9 +46,10 @@ LABELS = {
 }
 
 
-class PlanForm(Horizontal):
-    """Two columns: the names, one Static (a widget per name made the first screen slower), and a compact control per
-    option, one per line; the focused control's name is highlighted."""
+class PlanForm(Vertical):
+    """Two columns: the names, drawn by the form itself beneath its children (a widget per name, then one Static and
+    a container for the controls, made the first screen slower), and a compact control per option, one per line,
+    indented past the names (advisor.tcss); the focused control's name is highlighted."""
 
     COMPONENT_CLASSES = {"plan-form--label", "plan-form--focused"}
 
@@ -76,6 +77,7 @@ class PlanForm(Horizontal):
 
     def __init__(self, options: Any, models: list[str], profiles: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._focused: str | None = None  # the id of the focused control, its name highlighted
         self._options = options
         self._models = models
         self._profiles = profiles
@@ -102,10 +104,7 @@ class PlanForm(Horizontal):
             self.post_message(self.Changed(fresh))
 
     def compose(self) -> ComposeResult:
-        o = self._options
-        yield Static(id="form-labels")
-        with Vertical(id="form-controls"):
-            yield from self._controls(o)
+        yield from self._controls(self._options)
 
     def _controls(self, o: Any) -> ComposeResult:
         yield _field(
@@ -154,20 +153,17 @@ class PlanForm(Horizontal):
         options.extend((f"{name} (simulated)", name) for name, _ in self._profiles)
         return options
 
-    def on_mount(self) -> None:
-        self._focused: str | None = None
-        self._draw_labels()
-
     def on_descendant_focus(self, event) -> None:
         self._focused = event.widget.id
-        self._draw_labels()
+        self.refresh()
 
     def on_descendant_blur(self, event) -> None:
         if self._focused == event.widget.id:
             self._focused = None
-            self._draw_labels()
+            self.refresh()
 
-    def _draw_labels(self) -> None:
+    def render(self) -> Text:
+        """The names, one per control's line (the controls are drawn over the rest of each line)."""
         label_style = self.get_component_rich_style("plan-form--label")
         focused_style = self.get_component_rich_style("plan-form--focused")
         error_shown = bool(self.query("#engine_args_error.-shown"))
@@ -178,7 +174,7 @@ class PlanForm(Horizontal):
             if len(text):
                 text.append("\n")
             text.append(name, focused_style if control == self._focused else label_style)
-        self.query_one("#form-labels", Static).update(text)
+        return text
 
     @property
     def model_input(self) -> Input:
@@ -215,16 +211,16 @@ class PlanForm(Horizontal):
             field.add_class("-invalid")
             if error is None:
                 error = Static(id="engine_args_error")
-                self.query_one("#form-controls").mount(error, after=field)
+                self.mount(error, after=field)
             error.update(f"✗ {str(exc).lower()}")
             error.tooltip = message
             error.add_class("-shown")
-            self._draw_labels()
+            self.refresh()
             return
         field.remove_class("-invalid")
         if error is not None and error.has_class("-shown"):
             error.remove_class("-shown")
-            self._draw_labels()
+            self.refresh()
         self._report({"overrides": words})
 
     def on_choice_changed(self, event: Choice.Changed) -> None:
