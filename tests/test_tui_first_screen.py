@@ -11,6 +11,7 @@ import threading
 import pytest
 from tui_helpers import command_text, settle, static_text
 
+from advisor.collector import resume_collector
 from advisor.context import Options
 from advisor.tui.app import AdvisorApp
 
@@ -152,5 +153,19 @@ def test_a_plan_that_probes_is_computed_in_a_thread_one_that_reads_is_computed_a
     assert not probes(Options(profile="b300-8")) and not probes(Options(facts_file=str(facts)))
     assert probes(Options()) and probes(Options(profile="b300-8", python="/usr/bin/python3"))
     app = AdvisorApp(Options(**B300))
+    resume_collector()  # built, never run: nothing else would end the start-up's pause
     assert app.first_evaluation.done() and app.first_evaluation.result().plan is not None
     assert not [t for t in threading.enumerate() if t.name == "advisor-first-plan"]
+
+
+def test_ctrl_c_while_the_first_plan_is_computed_before_the_app_starts_ends_the_start_up(empty_hf_cache, monkeypatch):
+    from advisor.tui import session
+
+    def interrupted(self, options, generation):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(session.Session, "evaluate", interrupted)
+    assert gc.isenabled()
+    with pytest.raises(KeyboardInterrupt):
+        AdvisorApp(Options(**B300))
+    assert gc.isenabled()  # the start-up's pause ended with it

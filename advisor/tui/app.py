@@ -52,14 +52,20 @@ class AdvisorApp(App[None]):
         self.first_evaluation: Future[Evaluation] = Future()
         if probes(options):
             threading.Thread(target=self._evaluate_first, name="advisor-first-plan", daemon=True).start()
-        else:
+            return
+        try:
             self._evaluate_first()
+        except BaseException:  # ctrl+c: no app will run to resume the collector
+            resume_collector()
+            raise
 
     def _evaluate_first(self) -> None:
         try:
             evaluation = self.session.evaluate(self.options, generation=1)  # never raises for bad input
-        except BaseException as exc:  # whatever happens, the screen must not wait forever
-            evaluation = Evaluation(self.options, None, None, f"{type(exc).__name__}: {exc}", 1)
+        except BaseException as exc:
+            if threading.current_thread() is threading.main_thread():
+                raise  # computed before the app starts: ctrl+c ends the start-up, as anywhere else before the app
+            evaluation = Evaluation(self.options, None, None, f"{type(exc).__name__}: {exc}", 1)  # the screen must not wait
         self.first_evaluation.set_result(evaluation)
 
     @cached_property
