@@ -109,9 +109,9 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         first = self.app.first_evaluation
         self._generation = 1
-        # The first plan has been computing since the app was built. Waiting for it here (it then has the interpreter
-        # to itself) lets the first paint show it, instead of painting "evaluating…" and laying out and drawing the
-        # screen a second time when it comes. A slow probe (NVML on a driver without persistence mode can take
+        # The first plan is ready (read from a simulated machine or a facts file) or computing in a thread since the
+        # app was built (a probe). Waiting for it here (it then has the interpreter to itself) lets the first paint
+        # show it, instead of painting "evaluating…" and laying out and drawing the screen a second time when it comes. A slow probe (NVML on a driver without persistence mode can take
         # seconds) does not keep the screen blank past FIRST_PLAN_WAIT_S: the plan then follows as a message.
         if wait([first], timeout=FIRST_PLAN_WAIT_S).done:
             self.on_plan_evaluated(PlanEvaluated(first.result()))
