@@ -163,5 +163,4 @@ def run_app(options: Any) -> None:
     try:
         app.run()
     finally:
-        resume_collector()  # an app that failed before it mounted never reached on_unmount
         app.stop_all_runs()
