@@ -288,17 +288,11 @@ class Facts:
     def from_json(cls, text: str, origin: str = "facts") -> Facts:
         try:
             data = jsontext.loads(text, parse_constant=_refuse_constant)
-        except (ValueError, RecursionError) as exc:
-            from json import JSONDecodeError  # only on this error path (advisor.jsontext says why)
-
-            if isinstance(exc, JSONDecodeError):
-                raise FactsError(
-                    f"{origin}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg});"
-                    " re-create it with `advisor probe -o FILE`"
-                ) from None
-            # NaN/Infinity, an integer of thousands of digits, deep nesting
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            raise FactsError(f"{origin}: not usable JSON ({reason}); re-create it with `advisor probe -o FILE`") from None
+        except (ValueError, RecursionError) as exc:  # malformed; NaN/Infinity, huge integers, deep nesting
+            malformed, why = jsontext.why_unreadable(exc)
+            raise FactsError(
+                f"{origin}: {'not valid' if malformed else 'not usable'} JSON ({why}); re-create it with `advisor probe -o FILE`"
+            ) from None
         return cls.from_dict(data, origin)
 
     @classmethod

@@ -55,6 +55,17 @@ def loads(text: str, *, parse_constant: Any = None) -> Any:
     return json.loads(text, parse_constant=parse_constant)
 
 
+def why_unreadable(exc: BaseException) -> tuple[bool, str]:
+    """(malformed, why) for what loads raised: (True, "line L, column C: message") for text that is not JSON; (False,
+    the reason) for JSON no caller can use (a constant parse_constant refused, an integer of thousands of digits,
+    nesting deeper than the interpreter's recursion limit)."""
+    from json import JSONDecodeError  # only on this error path (see the module's docstring)
+
+    if isinstance(exc, JSONDecodeError):
+        return True, f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    return False, "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+
+
 def _skip_whitespace(text: str, index: int) -> int:
     while index < len(text) and text[index] in WHITESPACE:
         index += 1

@@ -242,16 +242,9 @@ def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None
         raise ModelError(str(exc)) from None
     try:
         config = jsontext.loads(text)
-    except (ValueError, RecursionError) as exc:
-        from json import JSONDecodeError  # only on this error path (advisor.jsontext says why)
-
-        if isinstance(exc, JSONDecodeError):
-            raise ModelError(
-                f"{config_file}: malformed JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); fix or re-download it"
-            ) from None
-        # an integer of thousands of digits, deep nesting: JSON, but not a config any model has
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise ModelError(f"{config_file}: not usable JSON ({reason}); fix or re-download it") from None
+    except (ValueError, RecursionError) as exc:  # malformed; an integer of thousands of digits, deep nesting
+        malformed, why = jsontext.why_unreadable(exc)
+        raise ModelError(f"{config_file}: {'malformed' if malformed else 'not usable'} JSON ({why}); fix or re-download it") from None
     return spec_from_config(config, model_id=model_id or str(path), path=str(directory), origin=origin, where=str(config_file))
 
 
