@@ -13,13 +13,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, OptionList
-from tui_helpers import command_face, detail_text, fusion, make_app, settle, static_text
+from textual.widgets import Footer, Input, OptionList, Select
+from textual.widgets._footer import FooterKey
+from textual.widgets._select import SelectOverlay
+from tui_helpers import command_button, detail_text, fusion, make_app, settle, shown_text, static_text
 
-from advisor.tui.widgets.choice import Choice
-from advisor.tui.widgets.command_bar import CommandBar
+from advisor.tui.session import releases_for
 from advisor.tui.widgets.decisions import DecisionTable
-from advisor.tui.widgets.key_bar import KeyBar
 
 QWEN3_VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
 
@@ -78,8 +78,8 @@ async def test_h20_with_sglang_0_5_12_fails_the_h20_condition():
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert fusion(app).enabled
-        app.main.query_one("#profile", Choice).value = "h20-8"  # as the machine selector does
-        app.main.query_one("#engine_version", Choice).value = "0.5.12"
+        app.main.query_one("#profile", Select).value = "h20-8"  # as the machine selector does
+        app.main.query_one("#engine_version", Select).value = "0.5.12"
         await settle(pilot)
 
         plan = app.main.evaluation.plan
@@ -88,15 +88,15 @@ async def test_h20_with_sglang_0_5_12_fails_the_h20_condition():
         assert [c.id for c in fusion(app).failed] == ["not_h20"]
         assert "h20-8" in app.sub_title
         # newer rules drop the H20 exclusion (v0.5.13)
-        app.main.query_one("#engine_version", Choice).value = "0.5.13"
+        app.main.query_one("#engine_version", Select).value = "0.5.13"
         await settle(pilot)
         assert fusion(app).enabled
         # another engine forgets the SGLang release
-        app.main.query_one("#engine", Choice).value = "vllm"
+        app.main.query_one("#engine", Select).value = "vllm"
         await settle(pilot)
         assert app.main.options.engine == "vllm" and app.main.options.engine_version is None
         assert app.main.evaluation.plan.engine["name"] == "vllm"
-        assert app.main.query_one("#engine_version", Choice).value is None  # blank: installed/newest
+        assert app.main.query_one("#engine_version", Select).is_blank()  # installed/newest
 
 
 
@@ -105,61 +105,67 @@ async def test_a_form_choice_opens_and_picks_with_the_keyboard_and_the_mouse():
     closes it unchanged; a click opens it too. Each pick re-evaluates the plan."""
     async with qwen3_vl_on_b300() as pilot:
         app = pilot.app
-        release = app.main.query_one("#engine_version", Choice)
-        assert release.value is None and release.label == "installed/newest"
+        release = app.main.query_one("#engine_version", Select)
+        assert release.is_blank() and shown_text(app, release)[0].startswith("installed/newest")
         release.focus()
         await pilot.pause()
-        labels = app.main.query_one("#form").render()  # the names the form draws beside its controls
-        highlighted = [labels.plain[s.start:s.end] for s in labels.spans if s.style.bold]
-        assert highlighted == ["Release"]  # the focused field's name
+        highlighted = [label.id for label in app.main.query("#form > Label.-focused")]
+        assert highlighted == ["engine_version-label"]  # the focused field's name
         await pilot.press("enter")
         await pilot.pause()
-        menu = app.screen.query_one(OptionList)
-        assert app.screen is not app.main and menu.highlighted == 0  # the blank entry, the current value
-        assert menu.region.y == release.region.bottom  # the list's border starts on the line below the field
-        assert menu.region.x == release.region.x - 1  # its text under the field's
+        menu = release.query_one(SelectOverlay)
+        assert release.expanded and menu.highlighted == 0  # the blank entry, the current value
+        assert menu.region.y == release.region.bottom  # the list starts on the line below the field
         await pilot.press("escape")
         await pilot.pause()
-        assert app.screen is app.main and release.value is None and app.focused is release
+        assert not release.expanded and release.is_blank() and app.focused is release
 
         await pilot.press("enter", "down", "enter")
         await settle(pilot)
-        newest = release.options[0][1]
+        newest = releases_for("sglang")[-1]
         assert release.value == newest and app.main.options.engine_version == newest
         assert app.main.evaluation.plan.engine["rules"] == newest
         assert app.focused is release
 
-        engine = app.main.query_one("#engine", Choice)
+        engine = app.main.query_one("#engine", Select)
         engine.focus()
-        await pilot.press("enter", "q", "v")  # letters jump to an option; q does not quit while the list is open
+        await pilot.press("enter", "q")  # q does not quit while the list is open: letters search it
         await pilot.pause()
-        assert app.is_running and app.screen is not app.main
-        await pilot.press("enter")
+        assert app.is_running and engine.expanded
+        await pilot.press("escape", "enter", "v", "enter")  # a letter jumps to the option that has it
         await settle(pilot)
         assert engine.value == "vllm" and app.main.evaluation.plan.engine["name"] == "vllm"
 
-        dp_attention = app.main.query_one("#dp_attention", Choice)
+        dp_attention = app.main.query_one("#dp_attention", Select)
         await pilot.click("#dp_attention")
         await pilot.pause()
-        assert app.screen is not app.main
+        assert dp_attention.expanded
         await pilot.press("down", "enter")
         await settle(pilot)
         assert dp_attention.value is True and app.main.evaluation.plan.intent.dp_attention
 
 
-async def test_the_key_bar_shows_the_active_keys_and_a_click_presses_one():
+async def test_the_header_names_the_app_and_the_machine():
+    async with qwen3_vl_on_b300() as pilot:
+        assert "tp-advisor — sim-b300-8 · simulated b300-8" in shown_text(pilot.app, pilot.app.main.query_one("Header"))[0]
+
+
+async def test_the_footer_shows_the_screen_keys_and_a_click_presses_one():
     async with qwen3_vl_on_b300() as pilot:
         app = pilot.app
-        bar = app.main.query_one(KeyBar)
-        line = bar.render().plain
-        assert line.startswith(" r Re-probe  l Launch  e Export  p Profile  q Quit  ? Help ") and line.endswith("▏^p palette ")
-        assert len(line) == 80
-        await pilot.click(KeyBar, offset=(line.index("? Help") + 2, 0))
+        footer = app.main.query_one(Footer)
+        keys = [(key.key_display, key.description) for key in footer.query(FooterKey)]
+        assert keys[:6] == [("r", "Re-probe"), ("l", "Launch"), ("e", "Export"), ("p", "Profile"), ("q", "Quit"),
+                            ("?", "Help")]  # fmt: skip
+        assert keys[-1][1] == "palette"
+        help_key = next(key for key in footer.query(FooterKey) if key.description == "Help")
+        await pilot.click(help_key)
         await pilot.pause()
         assert app.screen is not app.main  # the help screen
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.main
+
 
 async def test_export_writes_json_that_validates(tmp_path):
     app = make_app(profile="b300-8", model=QWEN3_VL, tp=8, engine="sglang")
@@ -217,7 +223,7 @@ async def test_no_driver_says_so_and_offers_simulated_machines():
         await pilot.press("enter")
         await settle(pilot)
         assert app.main.evaluation.facts.source == "simulated:h100-sxm-8"
-        assert app.main.query_one("#profile", Choice).value == "h100-sxm-8"
+        assert app.main.query_one("#profile", Select).value == "h100-sxm-8"
         assert not app.main.query_one("#no-driver").display
 
 
@@ -297,7 +303,7 @@ async def test_profile_picker_and_palette_switch_the_machine():
 async def test_copy_puts_the_command_on_the_clipboard():
     async with qwen3_vl_on_b300() as pilot:
         app = pilot.app
-        await pilot.click(*command_face(app, "Copy"))
+        await pilot.click(*command_button(app, "Copy"))
         await pilot.pause()
         assert app.clipboard.split()[-5:-3] == ["--tp-size", "8"] or "--tp-size 8" in app.clipboard
         assert "sglang.launch_server" in app.clipboard
@@ -376,8 +382,8 @@ async def test_usable_at_80x24_and_larger(size):
         screen = app.main
         regions = {widget_id: screen.query_one(widget_id).region
                    for widget_id in ("#model", "#tp", "#nnodes", "#dp_attention", "#dp_size", "#moe_a2a_backend",
-                                     "#engine", "#engine_version", "#profile", "#decisions", "#detail")}  # fmt: skip
-        regions |= zip(("Copy", "Launch"), screen.query_one(CommandBar).face_regions(), strict=True)
+                                     "#engine", "#engine_version", "#profile", "#decisions", "#detail", "#copy",
+                                     "#launch")}  # fmt: skip
         for name, region in regions.items():
             assert region.width >= 4 and region.height >= 1, (name, region)
             assert region.right <= size[0] and region.bottom <= size[1] - 1, (name, region)
@@ -428,10 +434,10 @@ def test_the_release_matrix_is_laid_out_as_a_rich_table(width):
 
 
 @pytest.mark.parametrize("sizes", [[(80, 24), (160, 40)], [(160, 40), (100, 30)]], ids=["wider", "narrower"])
-async def test_the_title_column_is_fitted_to_the_width_first_drawn_and_after_a_resize(sizes):
-    """The decision titles get what the value column leaves: on the first paint (before the table's Resize event is
-    handled) and again when the terminal changes size; the value column stays whole at the right edge."""
-    from advisor.tui.widgets.decisions import CELL_PADDING, VALUE_WIDTH
+async def test_the_title_column_is_fitted_to_the_width_and_after_a_resize(sizes):
+    """The decision titles get what the value column leaves, and again when the terminal changes size; the value
+    column stays whole at the right edge."""
+    from advisor.tui.widgets.decisions import VALUE_WIDTH
 
     first, then = sizes
     async with qwen3_vl_on_b300(first) as pilot:
@@ -441,7 +447,7 @@ async def test_the_title_column_is_fitted_to_the_width_first_drawn_and_after_a_r
                 await pilot.resize_terminal(*size)
                 await settle(pilot)
             width = table.size.width
-            assert table._widths[1] == width - 1 - VALUE_WIDTH - 6 * CELL_PADDING, size
+            assert table.columns["decision"].width == width - 1 - VALUE_WIDTH - 6 * table.cell_padding, size
             assert table.virtual_size.width == width and table.max_scroll_x == 0, size
-            row = str(table.render_line(1).text)
+            row = shown_text(pilot.app, table)[1]
             assert len(row) == width and row.rstrip().endswith(table.get_row_at(0)[2].plain.strip()), size

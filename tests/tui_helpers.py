@@ -48,14 +48,18 @@ def command_text(app: AdvisorApp) -> str:
     return app.main.query_one(CommandBar).argv.plain
 
 
-def command_face(app: AdvisorApp, label: str) -> tuple[str, tuple[int, int]]:
-    """Where pilot.click / pilot.hover aim to hit a button of the command bar ("Copy", "Launch"): the bar's selector
-    and an offset in its region (the middle of the button)."""
-    from advisor.tui.widgets.command_bar import FACES, CommandBar
+def command_button(app: AdvisorApp, label: str) -> tuple[str, tuple[int, int]]:
+    """Where pilot.click / pilot.hover aim to hit a button of the command bar ("Copy", "Launch"): its selector and the
+    middle of its label."""
+    selector = f"#{label.lower()}"
+    return selector, (app.main.query_one(selector).region.width // 2, 0)
 
-    bar = app.main.query_one(CommandBar)
-    face = bar.face_regions()[[f.label for f in FACES].index(label)]
-    return "#command", (face.x - bar.region.x + face.width // 2, face.y - bar.region.y)
+
+def shown_text(app, widget) -> list[str]:
+    """The lines the screen shows where a widget is (its region), as plain text."""
+    region = widget.region
+    rows = ["".join(cell[0] for cell in row) for row in screen_cells(app)]
+    return [rows[y][region.x : region.right] for y in range(region.y, region.bottom)]
 
 
 def detail_text(app: AdvisorApp) -> str:

@@ -1,8 +1,8 @@
 """The `advisor` Textual app: `run_app(options)` is what bare `advisor [common options]` calls.
 
-Layout: advisor.tcss (the Plan tab's rules; other panels and screens carry their own CSS); screens in screens/, widgets
-in widgets/, the non-UI logic (options -> facts -> plan) in session.py. Blocking work (probing, rules, starting and
-stopping processes, writing files) runs in thread workers.
+Layout: advisor.tcss (the main screen's layout; widgets and the other screens carry their own look in DEFAULT_CSS);
+screens in screens/, widgets in widgets/, the non-UI logic (options -> facts -> plan) in session.py. Blocking work
+(probing, rules, starting and stopping processes, writing files) runs in thread workers.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 from textual.app import App
 from textual.screen import Screen
 
-from advisor.collector import pause_collector, resume_collector
 from advisor.tui import keys
 from advisor.tui.commands import AdvisorCommands
 from advisor.tui.screens.main import MainScreen
@@ -41,9 +40,6 @@ class AdvisorApp(App[None]):
         self._runs_lock = threading.Lock()
         self._closing = False
         self._on_ready = on_ready
-        # The collector is off until the first screen is done (advisor.collector says why); open_app paused it
-        # already, before Textual was imported: this covers an app built directly (tests, the benchmark).
-        pause_collector()
         self.first_plan_at: float | None = None  # time.perf_counter() when the first plan was on screen
         # The first paint shows the first plan. One that probes (session.probes) is computed in a thread while Textual
         # starts (the first paint waits for it at most screens.main.FIRST_PLAN_WAIT_S); one read from a simulated
@@ -52,12 +48,8 @@ class AdvisorApp(App[None]):
         self.first_evaluation: Future[Evaluation] = Future()
         if probes(options):
             threading.Thread(target=self._evaluate_first, name="advisor-first-plan", daemon=True).start()
-            return
-        try:
+        else:
             self._evaluate_first()
-        except BaseException:  # ctrl+c: no app will run to resume the collector
-            resume_collector()
-            raise
 
     def _evaluate_first(self) -> None:
         try:
@@ -91,11 +83,7 @@ class AdvisorApp(App[None]):
             self.first_plan_at = time.perf_counter()
             if self._on_ready is not None:
                 self._on_ready(self)
-            self.call_later(self._after_first_screen)
-
-    def _after_first_screen(self) -> None:
-        self.main.mount_hidden_tabs()  # the tabs not shown yet follow the first screen
-        resume_collector()  # its first pass (over everything built so far) comes after the first screen too
+            self.call_later(self.main.mount_hidden_tabs)  # the tabs not shown yet follow the first screen
 
     # -- processes ---------------------------------------------------------------------------------------------------
     def track_run(self, run: Any) -> bool:
@@ -128,7 +116,6 @@ class AdvisorApp(App[None]):
 
     def on_unmount(self) -> None:
         # However the app ends (quit, ctrl+c, a signal, an exception, a test harness), no engine outlives it.
-        resume_collector()
         with self._runs_lock:
             self._closing = True
         self.stop_all_runs()

@@ -11,13 +11,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Container, Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Static
+from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from advisor.plan import Plan
 from advisor.sanitize import clean
@@ -28,10 +28,7 @@ from advisor.tui.session import Evaluation, apply_profile_choice
 from advisor.tui.widgets.command_bar import CommandBar
 from advisor.tui.widgets.decisions import DecisionTable
 from advisor.tui.widgets.detail import DetailPane
-from advisor.tui.widgets.key_bar import KeyBar
 from advisor.tui.widgets.plan_form import PlanForm
-from advisor.tui.widgets.tab_bar import TabBar
-from advisor.tui.widgets.title_bar import TitleBar
 
 if TYPE_CHECKING:  # imported when the hidden tabs are mounted
     from advisor.tui.widgets.layouts import LayoutsPanel
@@ -39,12 +36,11 @@ if TYPE_CHECKING:  # imported when the hidden tabs are mounted
 
 DEBOUNCE_S = 0.2
 FIRST_PLAN_WAIT_S = 0.5  # the longest the first paint waits for the first plan (on_mount)
-TABS = [("plan", "Plan"), ("layouts", "Layouts"), ("machine", "Machine")]  # (pane id, title)
 
 
 class MainScreen(Screen):
     BINDINGS = keys.MAIN
-    AUTO_FOCUS = "#decisions"  # focused as the screen starts (Textual's default, the first focus stop, is the tab bar)
+    AUTO_FOCUS = "#decisions"  # focused as the screen starts (Textual's default, the first focus stop, is the tabs)
 
     def __init__(self, options: Any, models: list[str], profiles: list[tuple[str, str]]) -> None:
         super().__init__()
@@ -59,7 +55,6 @@ class MainScreen(Screen):
         self._layouts_for: Any = None  # the options the Layouts tab shows (or is computing)
         self.layouts_busy = False
         self._hidden_tabs_mounted = False
-        self._resumed = False
 
     @property
     def current_plan(self) -> Plan | None:
@@ -67,10 +62,9 @@ class MainScreen(Screen):
         return self.evaluation.plan if self.evaluation else None
 
     def compose(self) -> ComposeResult:
-        yield TitleBar()  # Textual's Header, drawn by one widget
-        yield TabBar(TABS, active="plan", id="tabs")
-        with ContentSwitcher(initial="plan", id="panes"):
-            with Horizontal(id="plan"):
+        yield Header()
+        with TabbedContent(initial="plan", id="tabs"):
+            with TabPane("Plan", id="plan"):
                 with Vertical(id="plan-left"):
                     yield PlanForm(self.options, self._models, self._profiles, id="form")
                     yield CommandBar(id="command")
@@ -80,23 +74,15 @@ class MainScreen(Screen):
                     yield DetailPane(id="detail")
             # The hidden tabs' panels are mounted once the first plan is on screen (mount_hidden_tabs): the first
             # screen does not wait for widgets nobody sees yet.
-            yield Container(id="layouts")
-            yield Container(id="machine")
-        yield KeyBar()  # Textual's Footer, drawn by one widget
-
-    def on_screen_resume(self, event: events.ScreenResume) -> None:
-        """The first resume comes right after the screen has mounted, when every widget has just been styled: Textual
-        would style them all again (Screen._on_screen_resume, which runs after this). Later resumes (a dialog closed)
-        restyle as usual."""
-        if not self._resumed:
-            self._resumed = True
-            event.refresh_styles = False
+            yield TabPane("Layouts", id="layouts")
+            yield TabPane("Machine", id="machine")
+        yield Footer()
 
     def mount_hidden_tabs(self) -> None:
         """Mount the Layouts and Machine panels (once): after the first plan is painted, or when a tab is opened."""
         if self._hidden_tabs_mounted or not self.is_attached:
             return
-        layouts, machine = self.query_one("#layouts"), self.query_one("#machine")
+        layouts, machine = self.query_one("#layouts", TabPane), self.query_one("#machine", TabPane)
         if not (layouts.is_attached and machine.is_attached):
             return  # the app is closing (quit right after the first screen)
         self._hidden_tabs_mounted = True
@@ -183,21 +169,14 @@ class MainScreen(Screen):
     @property
     def active_tab(self) -> str:
         """The id of the tab shown: plan, layouts or machine."""
-        return self.query_one(TabBar).active
+        return self.query_one(TabbedContent).active
 
-    def on_tab_bar_activated(self, event: TabBar.Activated) -> None:
-        self.query_one(ContentSwitcher).current = event.tab
-        if event.tab != "plan":
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        tab = event.pane.id
+        if tab != "plan":
             self.mount_hidden_tabs()
-        if event.tab == "layouts":
+        if tab == "layouts":
             self.refresh_layouts()
-
-    def on_descendant_focus(self, event) -> None:
-        """A widget focused in a hidden tab (from code) brings its tab to the front, as TabbedContent did."""
-        for pane in event.widget.ancestors:
-            if pane.parent is self.query_one(ContentSwitcher):
-                self.query_one(TabBar).active = pane.id
-                return
 
     def refresh_layouts(self) -> None:
         if self._layouts_for == self.options:
@@ -263,10 +242,10 @@ class MainScreen(Screen):
 
     # -- actions -------------------------------------------------------------------------------------------------------
     def action_switch_tab(self, tab: str, target: Widget | None = None) -> None:
-        # Focus follows the tab: a widget focused in another pane brings that pane back (on_descendant_focus). Focus is
+        # Focus follows the tab: a widget focused in another pane brings that pane back (TabbedContent does). Focus is
         # set at once (Widget.focus() is deferred), so keys typed right after ("f" then tab) reach the new widget.
         self.mount_hidden_tabs()
-        self.query_one(TabBar).active = tab
+        self.query_one(TabbedContent).active = tab
         if target is None:
             targets = {"machine": self.query("MachinePanel"), "layouts": self.query("#layouts-table")}.get(
                 tab, self.query(DecisionTable)

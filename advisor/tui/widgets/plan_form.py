@@ -10,16 +10,15 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Grid
 from textual.message import Message
 from textual.suggester import SuggestFromList
-from textual.widgets import Input, Static
+from textual.widget import Widget
+from textual.widgets import Input, Label, Select, Static
 
 from advisor.rules.registry import names as engine_names
 from advisor.tui.session import FILE, LIVE, MOE_A2A_BACKENDS, profile_choice, releases_for
-from advisor.tui.widgets.choice import Choice
 
 DIGITS = r"\d*"  # the numeric fields take digits only (no validator: its -valid/-invalid classes restyle on mount)
 
@@ -30,7 +29,7 @@ def _field(value: str, **kwargs: Any) -> Input:
     return Input(value, compact=True, validate_on=(), **kwargs)
 
 
-# Each control's name in the first column, by the control's id, top to bottom (the error line has no name).
+# Each control's name in the first column, by the control's id, top to bottom.
 LABELS = {
     "model": "Model",
     "tp": "TP",
@@ -41,26 +40,44 @@ LABELS = {
     "engine": "Engine",
     "engine_version": "Release",
     "engine_args": "Args",
-    "engine_args_error": "",
     "profile": "Machine",
 }
 
 
-class PlanForm(Vertical):
-    """Two columns: the names, drawn by the form itself beneath its children (a widget per name, then one Static and
-    a container for the controls, made the first screen slower), and a compact control per option, one per line,
-    indented past the names (advisor.tcss); the focused control's name is highlighted."""
+class PlanForm(Grid):
+    """Two columns: each control's name (a Label, highlighted while its control has focus) and the compact control."""
 
-    COMPONENT_CLASSES = {"plan-form--label", "plan-form--focused"}
-
-    # The error line under the engine arguments: mounted the first time a quote is left open (so not styled by the
-    # app's stylesheet, which holds the first screen's rules), shown while one is.
+    # The error line under the engine arguments spans both columns: mounted the first time a quote is left open,
+    # shown while one is.
     DEFAULT_CSS = """
-    #engine_args_error {
-        color: $error;
-        display: none;
-        &.-shown {
-            display: block;
+    PlanForm {
+        grid-size: 2;
+        grid-columns: 8 1fr;
+        grid-rows: 1;
+        grid-gutter: 0 1;
+        height: auto;
+        & > Label {
+            color: $text-muted;
+            &.-focused {
+                color: $accent;
+                text-style: bold;
+            }
+        }
+        & > Input, & > Select {
+            width: 1fr;
+        }
+        /* Compact controls have no border, so mark the focused one clearly (single-letter keys act when no field
+           has focus). */
+        & > Input:focus, & > Select:focus > SelectCurrent {
+            background: $primary 40%;
+        }
+        & > #engine_args_error {
+            column-span: 2;
+            color: $error;
+            display: none;
+            &.-shown {
+                display: block;
+            }
         }
     }
     """
@@ -77,7 +94,6 @@ class PlanForm(Vertical):
 
     def __init__(self, options: Any, models: list[str], profiles: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._focused: str | None = None  # the id of the focused control, its name highlighted
         self._options = options
         self._models = models
         self._profiles = profiles
@@ -104,41 +120,48 @@ class PlanForm(Vertical):
             self.post_message(self.Changed(fresh))
 
     def compose(self) -> ComposeResult:
-        yield from self._controls(self._options)
+        for control in self._controls(self._options):
+            yield Label(LABELS[control.id or ""], id=f"{control.id}-label")
+            yield control
 
-    def _controls(self, o: Any) -> ComposeResult:
-        yield _field(
-            o.model or "",
-            placeholder="demo model",
-            suggester=SuggestFromList(self._models, case_sensitive=False),
-            id="model",
-            tooltip="Model id (catalog or HF cache) or a directory; → accepts a suggestion",
-        )
-        yield _field(_int_text(o.tp), placeholder="auto", restrict=DIGITS, id="tp")
-        yield _field(_int_text(o.nnodes), placeholder="1", restrict=DIGITS, id="nnodes")
-        yield Choice([("off", False), ("on", True)], value=bool(o.dp_attention), id="dp_attention")
-        yield _field(_int_text(o.dp_size), placeholder="1", restrict=DIGITS, id="dp_size")
-        yield Choice(
-            _with_current([(b, b) for b in MOE_A2A_BACKENDS], o.moe_a2a_backend),
-            value=o.moe_a2a_backend or "none",
-            id="moe_a2a_backend",
-        )
-        yield _optional_select(_with_current([(e, e) for e in engine_names()], o.engine), o.engine, "default", "engine")
-        yield _optional_select(
-            self._release_options(o.engine, o.engine_version), o.engine_version, "installed/newest", "engine_version"
-        )
-        yield _field(
-            shlex.join(o.overrides),
-            placeholder="engine args, e.g. -O0",
-            id="engine_args",
-            tooltip="The engine's own arguments, as after `--` on the command line (quoted like a shell line)",
-        )
-        yield Choice(
-            _with_current(self._machine_options(), profile_choice(o)),
-            value=profile_choice(o),
-            id="profile",
-            tooltip="Probe this machine, or explain on a simulated one (what-if)",
-        )
+    def _controls(self, o: Any) -> list[Widget]:
+        return [
+            _field(
+                o.model or "",
+                placeholder="demo model",
+                suggester=SuggestFromList(self._models, case_sensitive=False),
+                id="model",
+                tooltip="Model id (catalog or HF cache) or a directory; → accepts a suggestion",
+            ),
+            _field(_int_text(o.tp), placeholder="auto", restrict=DIGITS, id="tp"),
+            _field(_int_text(o.nnodes), placeholder="1", restrict=DIGITS, id="nnodes"),
+            _select([("off", False), ("on", True)], bool(o.dp_attention), "dp_attention"),
+            _field(_int_text(o.dp_size), placeholder="1", restrict=DIGITS, id="dp_size"),
+            _select(
+                _with_current([(b, b) for b in MOE_A2A_BACKENDS], o.moe_a2a_backend),
+                o.moe_a2a_backend or "none",
+                "moe_a2a_backend",
+            ),
+            _select(_with_current([(e, e) for e in engine_names()], o.engine), o.engine, "engine", blank="default"),
+            _select(
+                self._release_options(o.engine, o.engine_version),
+                o.engine_version,
+                "engine_version",
+                blank="installed/newest",
+            ),
+            _field(
+                shlex.join(o.overrides),
+                placeholder="engine args, e.g. -O0",
+                id="engine_args",
+                tooltip="The engine's own arguments, as after `--` on the command line (quoted like a shell line)",
+            ),
+            _select(
+                _with_current(self._machine_options(), profile_choice(o)),
+                profile_choice(o),
+                "profile",
+                tooltip="Probe this machine, or explain on a simulated one (what-if)",
+            ),
+        ]
 
     def _release_options(self, engine: str | None, current: str | None) -> list[tuple[str, str]]:
         releases = releases_for(engine or "")
@@ -153,28 +176,20 @@ class PlanForm(Vertical):
         options.extend((f"{name} (simulated)", name) for name, _ in self._profiles)
         return options
 
+    def _control_of(self, widget: Widget) -> Widget | None:
+        """The form's control that holds a widget (a Select's list is a widget inside the Select)."""
+        for node in (widget, *widget.ancestors):
+            if node.parent is self:
+                return node
+        return None
+
     def on_descendant_focus(self, event) -> None:
-        self._focused = event.widget.id
-        self.refresh()
+        control = self._control_of(event.widget)
+        for label in self.query(Label):
+            label.set_class(control is not None and label.id == f"{control.id}-label", "-focused")
 
     def on_descendant_blur(self, event) -> None:
-        if self._focused == event.widget.id:
-            self._focused = None
-            self.refresh()
-
-    def render(self) -> Text:
-        """The names, one per control's line (the controls are drawn over the rest of each line)."""
-        label_style = self.get_component_rich_style("plan-form--label")
-        focused_style = self.get_component_rich_style("plan-form--focused")
-        error_shown = bool(self.query("#engine_args_error.-shown"))
-        text = Text(no_wrap=True, overflow="crop")
-        for control, name in LABELS.items():
-            if control == "engine_args_error" and not error_shown:
-                continue
-            if len(text):
-                text.append("\n")
-            text.append(name, focused_style if control == self._focused else label_style)
-        return text
+        self.query(Label).remove_class("-focused")
 
     @property
     def model_input(self) -> Input:
@@ -215,18 +230,16 @@ class PlanForm(Vertical):
             error.update(f"✗ {str(exc).lower()}")
             error.tooltip = message
             error.add_class("-shown")
-            self.refresh()
             return
         field.remove_class("-invalid")
-        if error is not None and error.has_class("-shown"):
+        if error is not None:
             error.remove_class("-shown")
-            self.refresh()
         self._report({"overrides": words})
 
-    def on_choice_changed(self, event: Choice.Changed) -> None:
+    def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
-        key = event.choice.id
-        value = event.value
+        key = event.select.id
+        value = event.select.selection  # None for the blank choice (the advisor's default)
         if key == "profile":
             choice = value or LIVE
             if choice != self._values["profile"]:
@@ -236,8 +249,8 @@ class PlanForm(Vertical):
         if key == "engine":
             if value == self._values["engine"]:
                 return
-            releases = self.query_one("#engine_version", Choice)
-            with releases.prevent(Choice.Changed):
+            releases = self.query_one("#engine_version", Select)
+            with releases.prevent(Select.Changed):
                 releases.set_options(self._release_options(value, None))
             self._report({"engine": value, "engine_version": None})  # a release belongs to one engine
             return
@@ -245,21 +258,20 @@ class PlanForm(Vertical):
 
     # -- writing the controls (from the palette or the profile picker), without echoing Changed -------------------------
     def set_profile(self, choice: str) -> None:
-        select = self.query_one("#profile", Choice)
+        select = self.query_one("#profile", Select)
         self._values["profile"] = choice
-        with select.prevent(Choice.Changed):
+        with select.prevent(Select.Changed):
             select.value = choice
 
     def set_engine(self, engine: str, release: str | None) -> None:
-        engine_select = self.query_one("#engine", Choice)
-        release_select = self.query_one("#engine_version", Choice)
+        engine_select = self.query_one("#engine", Select)
+        release_select = self.query_one("#engine_version", Select)
         self._values.update(engine=engine, engine_version=release)
-        with engine_select.prevent(Choice.Changed), release_select.prevent(Choice.Changed):
+        with engine_select.prevent(Select.Changed), release_select.prevent(Select.Changed):
             engine_select.value = engine
             release_select.set_options(self._release_options(engine, release))  # blank: installed/newest
             if release:
                 release_select.value = release
-
 
     def set_layout(self, tp: int, nnodes: int, dp_attention: bool, dp_size: int) -> None:
         """Show a layout chosen in the Layouts tab (the screen updates its options itself)."""
@@ -268,19 +280,30 @@ class PlanForm(Vertical):
             field = self.query_one(f"#{key}", Input)
             with field.prevent(Input.Changed):
                 field.value = str(number)
-        select = self.query_one("#dp_attention", Choice)
-        with select.prevent(Choice.Changed):
+        select = self.query_one("#dp_attention", Select)
+        with select.prevent(Select.Changed):
             select.value = dp_attention
 
 
-def _optional_select(options: list[tuple[str, str]], value: str | None, default_text: str, select_id: str) -> Choice:
-    """A choice that may stay blank (shown as ``default_text``, value None): blank leaves it to the advisor's default."""
-    return Choice(options, value=value or None, prompt=default_text, id=select_id)
+def _select(
+    options: list[tuple[str, Any]], value: Any, select_id: str, *, blank: str | None = None, tooltip: str | None = None
+) -> Select:
+    """A compact Select; with ``blank`` it may stay blank (shown as ``blank``, selection None), which leaves the option
+    to the advisor's default."""
+    return Select(
+        options,
+        value=Select.NULL if value is None else value,
+        prompt=blank or "",
+        allow_blank=blank is not None,
+        compact=True,
+        id=select_id,
+        tooltip=tooltip,
+    )
 
 
 def _with_current(options: list[tuple[str, Any]], current: Any) -> list[tuple[str, Any]]:
     """Keep a value the command line gave even when it is not a known choice (the plan then shows why it is wrong):
-    a Choice refuses a value that is not among its options."""
+    a Select refuses a value that is not among its options."""
     if current is None or any(value == current for _, value in options):
         return options
     return [*options, (f"{current} (unknown)", current)]
