@@ -69,14 +69,14 @@ async def test_a_quote_left_open_is_a_message_in_the_form_and_the_plan_keeps_the
         assert error.styles.color == Color.parse(app.get_css_variables()["error"])  # the form's own CSS styles it
         assert "close the quote" in str(error.tooltip)
         assert app.main.query_one("#engine_args", Input).has_class("-invalid")
-        assert _label_rows(app)["Machine"] == app.main.query_one("#profile").region.y  # names stay beside their fields
+        assert _label_row(app, "profile") == app.main.query_one("#profile").region.y  # names stay beside their fields
         # While typing, the words before the quote were read; the open quote itself changed nothing.
         assert app.main.evaluation.plan.intent.overrides == ("--enforce-eager", "--attention-backend")
 
         await pilot.press("'")
         await settle(pilot)
         assert not error.display
-        assert _label_rows(app)["Machine"] == app.main.query_one("#profile").region.y
+        assert _label_row(app, "profile") == app.main.query_one("#profile").region.y
         plan = app.main.evaluation.plan
         assert plan.intent.overrides == ("--enforce-eager", "--attention-backend", "FLASH_ATTN")
         assert plan.decision("compilation").state == "forced-off"
@@ -91,10 +91,9 @@ async def test_engine_args_given_to_the_app_show_in_the_field():
         assert app.main.query_one("#engine_args", Input).value == "'-cc.pass_config.x=a b' -O1"
 
 
-def _label_rows(app) -> dict[str, int]:
-    """The screen row of each name in the form's first column."""
-    form = app.main.query_one("#form")  # it draws the names beneath its controls
-    return {line: form.content_region.y + i for i, line in enumerate(form.render().plain.splitlines()) if line}
+def _label_row(app, control: str) -> int:
+    """The screen row of a control's name in the form's first column."""
+    return app.main.query_one(f"#{control}-label").region.y
 
 
 async def test_a_quote_left_open_stays_marked_when_the_field_loses_focus():

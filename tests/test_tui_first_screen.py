@@ -3,7 +3,6 @@ load every simulated machine) come after it is painted, or as soon as a tab asks
 
 from __future__ import annotations
 
-import gc
 import subprocess
 import sys
 import threading
@@ -11,7 +10,6 @@ import threading
 import pytest
 from tui_helpers import command_text, settle, static_text
 
-from advisor.collector import resume_collector
 from advisor.context import Options
 from advisor.tui.app import AdvisorApp
 
@@ -60,40 +58,6 @@ async def test_a_tab_opened_at_once_mounts_its_panel(empty_hf_cache):
         assert "source: simulated b300-8" in static_text(app, "#machine-summary")
 
 
-async def test_the_collector_is_off_until_the_first_screen_is_done(empty_hf_cache):
-    seen: dict = {}
-
-    def ready(app: AdvisorApp) -> None:
-        seen["at first paint"] = gc.isenabled()
-
-    assert gc.isenabled()
-    app = AdvisorApp(Options(**B300), on_ready=ready)
-    seen["built"] = gc.isenabled()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        seen["after"] = gc.isenabled()
-    assert seen == {"built": False, "at first paint": False, "after": True}
-
-
-async def test_the_collector_comes_back_when_the_app_ends_before_its_first_plan(empty_hf_cache):
-    app = AdvisorApp(Options(**B300), on_ready=lambda app: None)
-    app.plan_shown = lambda evaluation: None  # the first plan never reaches the screen
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        assert not gc.isenabled()
-    assert gc.isenabled() and app.first_plan_at is None
-
-
-async def test_a_collector_switched_off_before_the_app_stays_off(empty_hf_cache):
-    gc.disable()
-    try:
-        async with AdvisorApp(Options(**B300)).run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-
-
 async def test_a_slow_first_plan_does_not_keep_the_screen_blank(empty_hf_cache, monkeypatch):
     # A live probe can take seconds (NVML on a driver without persistence mode): the first paint waits for the plan
     # at most FIRST_PLAN_WAIT_S, shows "evaluating…", and the plan follows when it comes.
@@ -122,28 +86,25 @@ async def test_a_slow_first_plan_does_not_keep_the_screen_blank(empty_hf_cache, 
         assert app.main.query_one("#decisions").row_count > 0
 
 
-def test_open_app_pauses_the_collector_before_the_app_is_imported_and_resumes_it_when_the_app_cannot_start():
-    # In a fresh interpreter: the app's module is made unimportable, as in a build without it; open_app must have
-    # paused the collector before importing it, and must resume it when the app cannot start.
+def test_open_app_says_so_when_the_app_cannot_start():
+    # In a fresh interpreter: the app's module is made unimportable, as in a build without it.
     code = """
-import gc, sys
+import sys
 from advisor import interactive
 from advisor.context import AdvisorError, Options
-seen = []
 class Probe:
     def find_spec(self, name, path=None, target=None):
         if name == "advisor.tui.app":
-            seen.append(gc.isenabled())
             raise ModuleNotFoundError("no app in this build", name=name)
 sys.meta_path.insert(0, Probe())
 try:
     interactive.open_app(Options())
 except AdvisorError as exc:
-    print(seen, gc.isenabled(), exc.message)
+    print(exc.message)
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("[False] True the interactive app is not available in this build"), result.stdout
+    assert result.stdout.startswith("the interactive app is not available in this build"), result.stdout
 
 
 def test_a_plan_that_probes_is_computed_in_a_thread_one_that_reads_is_computed_at_once(empty_hf_cache, tmp_path):
@@ -153,7 +114,6 @@ def test_a_plan_that_probes_is_computed_in_a_thread_one_that_reads_is_computed_a
     assert not probes(Options(profile="b300-8")) and not probes(Options(facts_file=str(facts)))
     assert probes(Options()) and probes(Options(profile="b300-8", python="/usr/bin/python3"))
     app = AdvisorApp(Options(**B300))
-    resume_collector()  # built, never run: nothing else would end the start-up's pause
     assert app.first_evaluation.done() and app.first_evaluation.result().plan is not None
     assert not [t for t in threading.enumerate() if t.name == "advisor-first-plan"]
 
@@ -165,7 +125,5 @@ def test_ctrl_c_while_the_first_plan_is_computed_before_the_app_starts_ends_the_
         raise KeyboardInterrupt
 
     monkeypatch.setattr(session.Session, "evaluate", interrupted)
-    assert gc.isenabled()
     with pytest.raises(KeyboardInterrupt):
         AdvisorApp(Options(**B300))
-    assert gc.isenabled()  # the start-up's pause ended with it

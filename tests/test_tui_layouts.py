@@ -9,7 +9,6 @@ from textual.widgets import DataTable, Select
 from tui_helpers import fusion, make_app, settle
 
 from advisor.tui.screens.diff import DiffScreen
-from advisor.tui.widgets.choice import Choice
 from advisor.tui.widgets.layouts import LayoutsPanel
 
 pytestmark = pytest.mark.anyio
@@ -86,7 +85,7 @@ async def test_choosing_a_dp_attention_layout_sets_the_form():
         await settle(pilot)
         intent = app.main.evaluation.plan.intent
         assert (intent.tp, intent.dp_attention, intent.dp_size) == (4, True, 4)
-        assert app.main.query_one("#dp_attention", Choice).value is True
+        assert app.main.query_one("#dp_attention", Select).value is True
         assert app.main.query_one("#dp_size").value == "4"
         assert not fusion(app).enabled  # DP attention blocks the fusion
 

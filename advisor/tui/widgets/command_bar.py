@@ -19,7 +19,7 @@ class CommandBar(Vertical):
     """"Command" and the Copy and Launch buttons on the first line, the command line below it, wrapped.
 
     The buttons run the screen's copy_command and launch actions (c and l anywhere on the main screen); left and right
-    move between them, as along a toolbar."""
+    move between them, as along a toolbar, and space presses one as enter does."""
 
     DEFAULT_CSS = """
     CommandBar {
@@ -43,6 +43,7 @@ class CommandBar(Vertical):
     BINDINGS = [
         Binding("left", "move(-1)", "Previous button", show=False),
         Binding("right", "move(1)", "Next button", show=False),
+        Binding("space", "press", "Press", show=False),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
@@ -66,3 +67,8 @@ class CommandBar(Vertical):
         focused = self.screen.focused
         if focused in buttons:
             buttons[(buttons.index(focused) + step) % len(buttons)].focus()
+
+    def action_press(self) -> None:
+        focused = self.screen.focused
+        if isinstance(focused, Button) and focused in self.query(Button):
+            focused.press()
