@@ -28,7 +28,7 @@ condition by condition, and launches it.
 | `m` / `d` / `t` | machine tab / decisions tab / layouts tab (`enter` on a layout puts it into the form) |
 | `v` | compare the plan with another release of its engine (what changes, and the upstream source) |
 | `ctrl+p` | command palette |
-| `tab` | move between the form, the decisions, the detail and the command's buttons (`←`/`→` choose Copy or Launch, `enter` presses) |
+| `tab` | move between the tabs, the form, the command's buttons, the decisions and the detail (`←`/`→` move between Copy and Launch, `enter` or `space` presses) |
 | `?` | this help |
 
 **Plan tab.** Change the form on the left; the decisions re-evaluate as you type. Each row is one decision the engine
