@@ -13,24 +13,19 @@ top level is what SGLang compares against its lists.
 
 from __future__ import annotations
 
-import errno
+import json
 import os
-import stat
-from _collections_abc import (
-    Mapping,  # collections.abc's home, loaded with os (collections.abc would import collections)
-)
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
 
-from advisor import jsontext
-from advisor.memo import memo
-from advisor.records import record, replace
+from advisor.json_errors import why_unreadable
+from launcher.files import read_text
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
-if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any
-
-# pathlib is imported only where a model directory or a Hugging Face cache entry exists: importing it costs `advisor
-# check` (tests/benchmarks/bench_check.py) more than resolving a catalog id takes.
+# The one config.json-adjacent file read from the HF cache: refs/main holds a 40-character commit hash.
+REF_FILE_LIMIT = 4096
 CATALOG_DIR = os.path.join(os.path.dirname(__file__), "catalog")
 DEMO_ID = "demo"
 
@@ -64,7 +59,7 @@ class ModelError(Exception):
     """A model could not be resolved; the message is one line naming the problem and the fix."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ModelSpec:
     id: str  # what the user asked for: "Qwen/Qwen3-30B-A3B" or a directory
     architecture: str  # architectures[0]
@@ -224,13 +219,9 @@ def estimate_params(spec: ModelSpec, *, tied_embeddings: bool = False) -> int | 
 
 def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None, origin: str = "directory") -> ModelSpec:
     """A ModelSpec from ``path/config.json``."""
-    from pathlib import Path
-
-    directory = Path(path).expanduser()
+    directory = _expand(Path(path))
     if not directory.is_dir():
         raise ModelError(f"{directory}: no such model directory; pass a directory holding config.json or a model id")
-    from launcher.files import read_text
-
     config_file = directory / "config.json"
     try:
         text = read_text(config_file, "config.json")
@@ -241,9 +232,9 @@ def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None
     except OSError as exc:  # launcher.files.FileRefused: not a regular file, too large, unreadable, not UTF-8
         raise ModelError(str(exc)) from None
     try:
-        config = jsontext.loads(text)
+        config = json.loads(text)
     except (ValueError, RecursionError) as exc:  # malformed; an integer of thousands of digits, deep nesting
-        malformed, why = jsontext.why_unreadable(exc)
+        malformed, why = why_unreadable(exc)
         raise ModelError(f"{config_file}: {'malformed' if malformed else 'not usable'} JSON ({why}); fix or re-download it") from None
     return spec_from_config(config, model_id=model_id or str(path), path=str(directory), origin=origin, where=str(config_file))
 
@@ -253,16 +244,24 @@ def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None
 
 def hf_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub (as huggingface_hub resolves it)."""
-    from pathlib import Path
-
     env = os.environ if environ is None else environ
     if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"]).expanduser()
+        return _expand(Path(env["HF_HUB_CACHE"]), "HF_HUB_CACHE")
     if env.get("HF_HOME"):
-        return Path(env["HF_HOME"]).expanduser() / "hub"
+        return _expand(Path(env["HF_HOME"]), "HF_HOME") / "hub"
     home = env.get("HOME")
-    base = Path(home) if home else Path.home()
+    base = Path(home) if home else _expand(Path("~"), "the home directory")
     return base / ".cache" / "huggingface" / "hub"
+
+
+def _expand(path: Path, what: str | None = None) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded; a ModelError when that home directory is unknown."""
+    try:
+        return path.expanduser()
+    except RuntimeError:  # pathlib's "Could not determine home directory"
+        user = str(path).split("/", 1)[0]
+        where = f"{what} ({path})" if what else str(path)
+        raise ModelError(f"{where}: {user} names no user with a home directory here; write the full path") from None
 
 
 def _snapshot_dir(repo_dir: Path, model_id: str) -> tuple[Path, str] | None:
@@ -272,11 +271,11 @@ def _snapshot_dir(repo_dir: Path, model_id: str) -> tuple[Path, str] | None:
     snapshots = repo_dir / "snapshots"
     ref_file = repo_dir / "refs" / "main"
     try:
-        ref = ref_file.read_text(encoding="utf-8").strip()
+        ref = read_text(ref_file, "Hugging Face cache ref", limit=REF_FILE_LIMIT).strip()
     except FileNotFoundError:
         ref = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{ref_file}: cannot read ({exc.__class__.__name__}); fix its permissions or re-download {model_id}") from None
+    except OSError as exc:  # launcher.files.FileRefused: not a regular file, too large, unreadable, not UTF-8
+        raise ModelError(f"{exc}; or re-download {model_id}") from None
     if ref:
         if "/" in ref or ref in (".", "..") or not (snapshots / ref).is_dir():
             raise ModelError(
@@ -315,40 +314,8 @@ def hf_cache_ids(environ: Mapping[str, str] | None = None) -> list[str]:
     return sorted(ids)
 
 
-def _hf_cache_text(environ: Mapping[str, str] | None) -> str | None:
-    """hf_cache_dir's directory as os.path finds it (for a look whether an entry exists), without pathlib; None where
-    a "~" does not expand (hf_cache_dir then decides, raising as pathlib does)."""
-    env = os.environ if environ is None else environ
-    hub = (".cache", "huggingface", "hub")
-    if env.get("HF_HUB_CACHE"):
-        base, tail = os.path.expanduser(env["HF_HUB_CACHE"]), ()
-    elif env.get("HF_HOME"):
-        base, tail = os.path.expanduser(env["HF_HOME"]), ("hub",)
-    elif env.get("HOME"):
-        return os.path.join(env["HOME"], *hub)  # taken as it is, as hf_cache_dir does
-    else:
-        base, tail = os.path.expanduser("~"), hub
-    return None if base.startswith("~") else os.path.join(base, *tail)
-
-
-def _is_dir(path: str) -> bool:
-    """pathlib.Path.is_dir without pathlib: False where the path is missing or not a directory, other errors raised."""
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode)
-    except OSError as exc:
-        if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
-            raise
-        return False
-    except ValueError:  # an embedded NUL
-        return False
-
-
 def _from_hf_cache(model_id: str, environ: Mapping[str, str] | None) -> ModelSpec | None:
-    entry = "models--" + model_id.replace("/", "--")
-    cache = _hf_cache_text(environ)
-    if cache is not None and not _is_dir(os.path.join(cache, entry)):
-        return None  # the common case (a catalog id), decided without pathlib
-    repo_dir = hf_cache_dir(environ) / entry
+    repo_dir = hf_cache_dir(environ) / ("models--" + model_id.replace("/", "--"))
     found = _snapshot_dir(repo_dir, model_id) if repo_dir.is_dir() else None
     if found is None:
         return None
@@ -363,12 +330,12 @@ def _from_hf_cache(model_id: str, environ: Mapping[str, str] | None) -> ModelSpe
 # -- the bundled catalog ----------------------------------------------------------------------------------------------
 
 
-@memo
+@cache
 def _catalog() -> dict[str, dict[str, Any]]:
     entries: dict[str, dict[str, Any]] = {}
     for name in sorted(n for n in os.listdir(CATALOG_DIR) if n.endswith(".json")):
         with open(os.path.join(CATALOG_DIR, name), encoding="utf-8") as file:
-            data = jsontext.loads(file.read())
+            data = json.loads(file.read())
         entries[data["id"]] = data
     return entries
 
@@ -392,12 +359,12 @@ def catalog_file(model_id: str) -> str:
 
 
 def _exact_entry(model_id: str) -> dict[str, Any] | None:
-    """The entry whose id is exactly ``model_id``, read from its own file: a plan needs one entry, and reading every one
-    costs `advisor check` more than the rest of the lookup (bench_check.py). None when that file is missing, unreadable or
-    holds another id (a case-insensitive file system); the caller then looks through the whole catalog."""
+    """The entry whose id is exactly ``model_id``, read from its own file (a plan needs one entry, not the whole catalog).
+    None when that file is missing, unreadable or holds another id (a case-insensitive file system); the caller then
+    looks through the whole catalog."""
     try:
         with open(catalog_file(model_id), encoding="utf-8") as file:
-            data = jsontext.loads(file.read())
+            data = json.loads(file.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("id") == model_id else None
@@ -426,12 +393,9 @@ def resolve_model(ref: str, *, environ: Mapping[str, str] | None = None) -> Mode
     ref = (ref or "").strip()
     if not ref:
         raise ModelError("empty model reference; pass --model ID|DIR (e.g. Qwen/Qwen3-30B-A3B, or `demo`)")
-    if ref.startswith("~") or _is_dir(ref):  # pathlib only for a "~" to expand or a directory that exists
-        from pathlib import Path
-
-        candidate = Path(ref).expanduser()
-        if candidate.is_dir():
-            return load_config_dir(candidate, model_id=ref)
+    candidate = _expand(Path(ref))
+    if candidate.is_dir():
+        return load_config_dir(candidate, model_id=ref)
     if _looks_like_path(ref):
         raise ModelError(f"{ref}: no such model directory; pass an existing directory holding config.json or a model id")
     spec = _from_hf_cache(ref, environ)
