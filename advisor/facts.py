@@ -402,6 +402,10 @@ def _contradiction(facts: Facts) -> str | None:
     for gpu in facts.gpus:
         if gpu.capability is not None and len(gpu.capability) != 2:
             return f"GPU {gpu.index} capability {list(gpu.capability)} is not [major, minor]"
+        if gpu.memory_total_mib == 0:
+            return f"GPU {gpu.index} has memory_total_mib 0 (a GPU has memory; null when it is unknown)"
+        if gpu.memory_total_mib is not None and (gpu.memory_free_mib or 0) > gpu.memory_total_mib:
+            return f"GPU {gpu.index} has more memory free ({gpu.memory_free_mib} MiB) than in all ({gpu.memory_total_mib} MiB)"
     return None
 
 

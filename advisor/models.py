@@ -133,13 +133,40 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
     return method
 
 
-def _vision(config: Mapping[str, Any]) -> tuple[int | None, int | None] | None:
+def _vision(config: Mapping[str, Any], where: str) -> tuple[int | None, int | None] | None:
     vision = config.get("vision_config")
     if not isinstance(vision, Mapping):
         return None
     # Kimi K2.5 spells them vt_*; SGLang's config class exposes them as num_hidden_layers / hidden_size.
-    return (_int(_first(vision, "num_hidden_layers", "vt_num_hidden_layers")),
-            _int(_first(vision, "hidden_size", "vt_hidden_size")))  # fmt: skip
+    where = f"{where} vision_config"
+    return (_size(vision, where, "num_hidden_layers", "vt_num_hidden_layers"),
+            _size(vision, where, "hidden_size", "vt_hidden_size"))  # fmt: skip
+
+
+# Every size a config.json gives must be a whole number from 1 to MAX_MODEL_SIZE: a zero or negative width, or one past
+# any real model, makes every memory figure meaningless (negative KV tokens that "fit", float overflow), so such a config
+# is refused rather than planned. Zero means "none" in real configs for a few keys (a dense model's expert count, a
+# disabled sliding window).
+MAX_MODEL_SIZE = 2**40
+ZERO_MEANS_NONE = frozenset({"num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
+                             "experts_per_token", "moe_topk", "sliding_window"})  # fmt: skip
+
+
+def _size(config: Mapping[str, Any], where: str, *keys: str) -> int | None:
+    """The first of ``keys`` that ``config`` sets to an integer, checked as a size (see MAX_MODEL_SIZE)."""
+    for key in keys:
+        value = _int(config.get(key))
+        if value is None:
+            continue
+        if value == 0 and key in ZERO_MEANS_NONE:
+            return None
+        if not 1 <= value <= MAX_MODEL_SIZE:
+            shown = value if abs(value) < 10**12 else f"a {len(str(abs(value)))}-digit number"
+            raise ModelError(
+                f"{where}: {key} is {shown}, not a size a model can have (1 to 2^40); fix or re-download config.json"
+            )
+        return value
+    return None
 
 
 def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:
@@ -156,15 +183,18 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
     # Text settings win when nested (VL models); top-level ones fill what text_config lacks.
     merged: dict[str, Any] = {**config, **text}
 
-    hidden = _int(merged.get("hidden_size"))
-    heads = _int(merged.get("num_attention_heads"))
-    head_dim = _int(merged.get("head_dim"))
-    nope, rope = _int(merged.get("qk_nope_head_dim")), _int(merged.get("qk_rope_head_dim"))
+    def size(*keys: str) -> int | None:
+        return _size(merged, where, *keys)
+
+    hidden = size("hidden_size")
+    heads = size("num_attention_heads")
+    head_dim = size("head_dim")
+    nope, rope = size("qk_nope_head_dim"), size("qk_rope_head_dim")
     if head_dim is None and nope is not None and rope is not None:
         head_dim = nope + rope  # MLA: the query/key head width
     if head_dim is None and hidden and heads:
-        head_dim = hidden // heads
-    kv_heads = _int(merged.get("num_key_value_heads"))
+        head_dim = hidden // heads or None  # fewer dims than heads: no head width to derive
+    kv_heads = size("num_key_value_heads")
     if kv_heads is None:
         kv_heads = heads  # no GQA declared: one kv head per attention head
     dtype = _first(text, "dtype", "torch_dtype") or _first(config, "dtype", "torch_dtype")
@@ -173,27 +203,27 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         architecture=archs[0],
         model_type=_first(config, "model_type"),
         hidden_size=hidden,
-        num_layers=_int(merged.get("num_hidden_layers")),
+        num_layers=size("num_hidden_layers"),
         num_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate_size=_int(merged.get("intermediate_size")),
-        num_experts=_int(_first(merged, "num_experts", "num_local_experts", "n_routed_experts")),
-        experts_per_token=_int(_first(merged, "num_experts_per_tok", "experts_per_token", "moe_topk")),
-        moe_intermediate_size=_int(merged.get("moe_intermediate_size")),
-        vocab_size=_int(merged.get("vocab_size")),
+        intermediate_size=size("intermediate_size"),
+        num_experts=size("num_experts", "num_local_experts", "n_routed_experts"),
+        experts_per_token=size("num_experts_per_tok", "experts_per_token", "moe_topk"),
+        moe_intermediate_size=size("moe_intermediate_size"),
+        vocab_size=size("vocab_size"),
         dtype=dtype if isinstance(dtype, str) else None,
         quantization=_quantization(config) or _quantization(text),
         path=path,
         origin=origin,
-        kv_lora_rank=_int(merged.get("kv_lora_rank")),
-        max_position_embeddings=_int(merged.get("max_position_embeddings")),
+        kv_lora_rank=size("kv_lora_rank"),
+        max_position_embeddings=size("max_position_embeddings"),
         qk_rope_head_dim=rope,
-        v_head_dim=_int(merged.get("v_head_dim")),
-        q_lora_rank=_int(merged.get("q_lora_rank")),
-        full_attention_interval=_int(merged.get("full_attention_interval")),
-        sliding_window=_int(merged.get("sliding_window")),
-        vision=_vision(config),
+        v_head_dim=size("v_head_dim"),
+        q_lora_rank=size("q_lora_rank"),
+        full_attention_interval=size("full_attention_interval"),
+        sliding_window=size("sliding_window"),
+        vision=_vision(config, where),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))
