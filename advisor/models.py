@@ -310,7 +310,7 @@ def _snapshot_dir(repo_dir: Path, model_id: str) -> tuple[Path, str] | None:
         if "/" in ref or ref in (".", "..") or not (snapshots / ref).is_dir():
             raise ModelError(
                 f"{model_id}: the Hugging Face cache's refs/main names snapshot {ref!r}, which is not in {snapshots};"
-                f" re-download it (`huggingface-cli download {model_id} config.json`)"
+                f" re-download it (`hf download {model_id} config.json`)"
             )
         return snapshots / ref, "refs/main"
     try:
@@ -437,5 +437,5 @@ def resolve_model(ref: str, *, environ: Mapping[str, str] | None = None) -> Mode
     cache = hf_cache_dir(environ)
     raise ModelError(
         f"unknown model id {ref!r} offline: not in the Hugging Face cache ({cache}) nor the bundled catalog;"
-        f" run `huggingface-cli download {ref} config.json` or pass a directory holding config.json"
+        f" run `hf download {ref} config.json` or pass a directory holding config.json"
     )

@@ -163,7 +163,7 @@ def test_unknown_id_offline_names_the_fix(tmp_path):
     with pytest.raises(ModelError) as info:
         resolve_model("nobody/no-such-model", environ={"HF_HUB_CACHE": str(tmp_path)})
     message = str(info.value)
-    assert "\n" not in message and "huggingface-cli download nobody/no-such-model" in message and str(tmp_path) in message
+    assert "\n" not in message and "hf download nobody/no-such-model" in message and str(tmp_path) in message
     with pytest.raises(ModelError, match="empty model reference"):
         resolve_model("  ")
 
