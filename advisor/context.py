@@ -3,18 +3,17 @@
 The CLI (`check`, `explain`, `probe`), the TUI and `launch` all call these functions, so defaults and error messages are
 the same everywhere. Errors are raised as :class:`AdvisorError`, a one-line message naming the fix plus the exit code the
 CLI should use (1: data that could not be read or resolved, 2: a usage error).
-
-Cheap to import: the probes, the model loader and the rules are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING
 
-from advisor.records import fields, record, replace
 from advisor.versions import is_version, parse_release
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -46,7 +45,7 @@ def usage_error(message: str) -> AdvisorError:
     return AdvisorError(message, EXIT_USAGE)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Options:
     """The common options of the TUI, `check`, `explain`, `launch`, `layouts` and `diff`: one field per option of
     advisor.options (whose flags, kinds and help live there; the defaults here are click's too), plus two set otherwise.
@@ -86,9 +85,7 @@ class Options:
 
 
 # A distribution name (PEP 508); its version is checked by advisor.versions (PEP 440: 0.6.12, 2.9.1+cu128, 1.0rc1).
-# Text, compiled by re (and cached there) on first use: only --with-package needs it, and compiling it at import time
-# would cost every `advisor check` (bench_check.py).
-PACKAGE_NAME_PATTERN = r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"
+PACKAGE_NAME_PATTERN = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
 def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
@@ -101,9 +98,7 @@ def parse_with_packages(specs: tuple[str, ...] | list[str]) -> dict[str, str]:
             raise usage_error(
                 f"--with-package expects NAME==VERSION (for example flashinfer-python==0.6.12), got {spec!r}"
             )
-        import re  # here: only --with-package needs it, and importing re costs `advisor check` (advisor.jsontext)
-
-        if not re.fullmatch(PACKAGE_NAME_PATTERN, name):
+        if not PACKAGE_NAME_PATTERN.fullmatch(name):
             raise usage_error(f"--with-package {spec!r}: {name!r} is not a package name; pass NAME==VERSION")
         if not is_version(version):
             raise usage_error(

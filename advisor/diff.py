@@ -4,8 +4,6 @@ Both plans come from the ordinary rules (advisor.plan.build_plan) with only ``en
 reported when its state, value or flags differ; problems are compared by (id, severity). For every change the report
 names the release between the two where it first happened and that release's upstream source (file, PR), found by
 planning each modelled release in between (plans are cheap: no probing, the facts and model are loaded once).
-
-Cheap to import: the rules are imported inside the functions.
 """
 
 from __future__ import annotations

@@ -4,19 +4,19 @@ Facts are frozen and JSON round-trippable. Every part keeps an ``unknown`` mappi
 field could not be learned (for example ``{"memory_total_mib": "NVML: NotSupported"}``), so a failing probe leaves one
 field empty instead of failing the whole run.
 
-This module must stay cheap to import: no torch, flashinfer or textual, and no rich.
+Nothing here needs torch, flashinfer, textual or rich: facts are read and checked on machines without a GPU stack.
 """
 
 from __future__ import annotations
 
-from advisor import jsontext
-from advisor.memo import memo
-from advisor.records import MISSING, asdict, field, fields, record, replace
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
-if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any
+from advisor.json_errors import why_unreadable
+from launcher.files import read_text
 
 SCHEMA_VERSION = 1
 
@@ -28,7 +28,7 @@ class FactsError(Exception):
     """A facts file could not be loaded; the message is one line naming the file, the problem and the fix."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Host:
     hostname: str | None = None
     os: str | None = None
@@ -37,7 +37,7 @@ class Host:
     unknown: dict[str, str] = field(default_factory=dict)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Driver:
     """The NVIDIA driver. ``available`` is False when there is no driver at all (a fact, not an error)."""
 
@@ -49,7 +49,7 @@ class Driver:
     unknown: dict[str, str] = field(default_factory=dict)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GpuProcess:
     """A process holding memory on a GPU (nvmlDeviceGetComputeRunningProcesses)."""
 
@@ -58,7 +58,7 @@ class GpuProcess:
     used_mib: int | None = None  # None when the driver does not say (NVML_VALUE_NOT_AVAILABLE)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Gpu:
     index: int  # physical (PCI order), as NVML numbers them; ignores CUDA_VISIBLE_DEVICES
     name: str | None = None
@@ -81,7 +81,7 @@ class Gpu:
         return f"{self.capability[0]}.{self.capability[1]}" if self.capability else "?"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Link:
     """How two GPUs (physical indices a < b) reach each other."""
 
@@ -103,7 +103,7 @@ class Link:
         return self.pcie or "?"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Fabric:
     """Multi-node NVLink fabric (GB200/GB300 NVL72): nvmlDeviceGetGpuFabricInfoV."""
 
@@ -113,7 +113,7 @@ class Fabric:
     unknown: dict[str, str] = field(default_factory=dict)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Topology:
     links: tuple[Link, ...] = ()
     nvswitch: bool | None = None  # an NVLink whose remote device type is NVSwitch was seen
@@ -151,7 +151,7 @@ class Topology:
         return None if unknown else True
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class System:
     """Operating-system limits and settings a multi-GPU launch depends on (/proc, /sys, resource limits).
 
@@ -168,7 +168,7 @@ class System:
 MEMLOCK_UNLIMITED = 2**63 - 1
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Package:
     """One installed distribution, learned from its dist-info and package files read as text."""
 
@@ -187,13 +187,13 @@ class Package:
         return self.version.split("+", 1)[0] if self.version else None
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ProbeError:
     probe: str  # "nvml.gpu[3].memory", "packages", "python:/usr/bin/python3.12"
     message: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Facts:
     source: str = "live"  # "live" | "simulated:<profile>" | "file:<path>"
     host: Host = field(default_factory=Host)
@@ -259,8 +259,6 @@ class Facts:
         return asdict(self)
 
     def to_json(self, indent: int | None = 2) -> str:
-        import json
-
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
 
     @classmethod
@@ -287,9 +285,9 @@ class Facts:
     @classmethod
     def from_json(cls, text: str, origin: str = "facts") -> Facts:
         try:
-            data = jsontext.loads(text, parse_constant=_refuse_constant)
+            data = json.loads(text, parse_constant=_refuse_constant)
         except (ValueError, RecursionError) as exc:  # malformed; NaN/Infinity, huge integers, deep nesting
-            malformed, why = jsontext.why_unreadable(exc)
+            malformed, why = why_unreadable(exc)
             raise FactsError(
                 f"{origin}: {'not valid' if malformed else 'not usable'} JSON ({why}); re-create it with `advisor probe -o FILE`"
             ) from None
@@ -298,10 +296,6 @@ class Facts:
     @classmethod
     def load(cls, path: str | Path) -> Facts:
         """Load a saved facts file; its source becomes ``file:<path>``."""
-        from pathlib import Path  # here, not at import: pathlib costs `advisor check` (tests/benchmarks)
-
-        from launcher.files import read_text
-
         path = Path(path)
         try:
             text = read_text(path, "facts file")
@@ -364,7 +358,7 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a facts file may hold")
 
 
-@memo  # a facts file holds hundreds of fields of a few annotations
+@cache  # a facts file holds hundreds of fields of a few annotations
 def _kinds(annotation: str) -> frozenset[str]:
     """"int | None" -> {"int", "None"}."""
     return frozenset(part.strip() for part in annotation.split("|"))
@@ -408,6 +402,10 @@ def _contradiction(facts: Facts) -> str | None:
     for gpu in facts.gpus:
         if gpu.capability is not None and len(gpu.capability) != 2:
             return f"GPU {gpu.index} capability {list(gpu.capability)} is not [major, minor]"
+        if gpu.memory_total_mib == 0:
+            return f"GPU {gpu.index} has memory_total_mib 0 (a GPU has memory; null when it is unknown)"
+        if gpu.memory_total_mib is not None and (gpu.memory_free_mib or 0) > gpu.memory_total_mib:
+            return f"GPU {gpu.index} has more memory free ({gpu.memory_free_mib} MiB) than in all ({gpu.memory_total_mib} MiB)"
     return None
 
 

@@ -3,20 +3,19 @@
 `advisor.context.resolve` checks the counts given on the command line before it probes anything
 (:func:`count_error`); `advisor.plan.build_plan` and `launcher.engines` check the whole intent (:meth:`Intent.error`).
 The limits and the messages are written once, here.
-
-Cheap to import: standard library and advisor.options only.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from advisor.options import COMMON, NUMBER
-from advisor.records import record
 
 # The counts of an intent, with the option that sets each (messages name the option): advisor.options' whole numbers.
 COUNT_OPTIONS = {o.field: o.flag for o in COMMON if o.kind == NUMBER}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Intent:
     """What the user asked for (CLI flags or the TUI form)."""
 

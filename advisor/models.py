@@ -13,24 +13,19 @@ top level is what SGLang compares against its lists.
 
 from __future__ import annotations
 
-import errno
+import json
 import os
-import stat
-from _collections_abc import (
-    Mapping,  # collections.abc's home, loaded with os (collections.abc would import collections)
-)
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
 
-from advisor import jsontext
-from advisor.memo import memo
-from advisor.records import record, replace
+from advisor.json_errors import why_unreadable
+from launcher.files import read_text
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
-if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any
-
-# pathlib is imported only where a model directory or a Hugging Face cache entry exists: importing it costs `advisor
-# check` (tests/benchmarks/bench_check.py) more than resolving a catalog id takes.
+# The one config.json-adjacent file read from the HF cache: refs/main holds a 40-character commit hash.
+REF_FILE_LIMIT = 4096
 CATALOG_DIR = os.path.join(os.path.dirname(__file__), "catalog")
 DEMO_ID = "demo"
 
@@ -64,7 +59,7 @@ class ModelError(Exception):
     """A model could not be resolved; the message is one line naming the problem and the fix."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ModelSpec:
     id: str  # what the user asked for: "Qwen/Qwen3-30B-A3B" or a directory
     architecture: str  # architectures[0]
@@ -138,13 +133,40 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
     return method
 
 
-def _vision(config: Mapping[str, Any]) -> tuple[int | None, int | None] | None:
+def _vision(config: Mapping[str, Any], where: str) -> tuple[int | None, int | None] | None:
     vision = config.get("vision_config")
     if not isinstance(vision, Mapping):
         return None
     # Kimi K2.5 spells them vt_*; SGLang's config class exposes them as num_hidden_layers / hidden_size.
-    return (_int(_first(vision, "num_hidden_layers", "vt_num_hidden_layers")),
-            _int(_first(vision, "hidden_size", "vt_hidden_size")))  # fmt: skip
+    where = f"{where} vision_config"
+    return (_size(vision, where, "num_hidden_layers", "vt_num_hidden_layers"),
+            _size(vision, where, "hidden_size", "vt_hidden_size"))  # fmt: skip
+
+
+# Every size a config.json gives must be a whole number from 1 to MAX_MODEL_SIZE: a zero or negative width, or one past
+# any real model, makes every memory figure meaningless (negative KV tokens that "fit", float overflow), so such a config
+# is refused rather than planned. Zero means "none" in real configs for a few keys (a dense model's expert count, a
+# disabled sliding window).
+MAX_MODEL_SIZE = 2**40
+ZERO_MEANS_NONE = frozenset({"num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
+                             "experts_per_token", "moe_topk", "sliding_window"})  # fmt: skip
+
+
+def _size(config: Mapping[str, Any], where: str, *keys: str) -> int | None:
+    """The first of ``keys`` that ``config`` sets to an integer, checked as a size (see MAX_MODEL_SIZE)."""
+    for key in keys:
+        value = _int(config.get(key))
+        if value is None:
+            continue
+        if value == 0 and key in ZERO_MEANS_NONE:
+            return None
+        if not 1 <= value <= MAX_MODEL_SIZE:
+            shown = value if abs(value) < 10**12 else f"a {len(str(abs(value)))}-digit number"
+            raise ModelError(
+                f"{where}: {key} is {shown}, not a size a model can have (1 to 2^40); fix or re-download config.json"
+            )
+        return value
+    return None
 
 
 def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:
@@ -161,15 +183,18 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
     # Text settings win when nested (VL models); top-level ones fill what text_config lacks.
     merged: dict[str, Any] = {**config, **text}
 
-    hidden = _int(merged.get("hidden_size"))
-    heads = _int(merged.get("num_attention_heads"))
-    head_dim = _int(merged.get("head_dim"))
-    nope, rope = _int(merged.get("qk_nope_head_dim")), _int(merged.get("qk_rope_head_dim"))
+    def size(*keys: str) -> int | None:
+        return _size(merged, where, *keys)
+
+    hidden = size("hidden_size")
+    heads = size("num_attention_heads")
+    head_dim = size("head_dim")
+    nope, rope = size("qk_nope_head_dim"), size("qk_rope_head_dim")
     if head_dim is None and nope is not None and rope is not None:
         head_dim = nope + rope  # MLA: the query/key head width
     if head_dim is None and hidden and heads:
-        head_dim = hidden // heads
-    kv_heads = _int(merged.get("num_key_value_heads"))
+        head_dim = hidden // heads or None  # fewer dims than heads: no head width to derive
+    kv_heads = size("num_key_value_heads")
     if kv_heads is None:
         kv_heads = heads  # no GQA declared: one kv head per attention head
     dtype = _first(text, "dtype", "torch_dtype") or _first(config, "dtype", "torch_dtype")
@@ -178,27 +203,27 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         architecture=archs[0],
         model_type=_first(config, "model_type"),
         hidden_size=hidden,
-        num_layers=_int(merged.get("num_hidden_layers")),
+        num_layers=size("num_hidden_layers"),
         num_heads=heads,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate_size=_int(merged.get("intermediate_size")),
-        num_experts=_int(_first(merged, "num_experts", "num_local_experts", "n_routed_experts")),
-        experts_per_token=_int(_first(merged, "num_experts_per_tok", "experts_per_token", "moe_topk")),
-        moe_intermediate_size=_int(merged.get("moe_intermediate_size")),
-        vocab_size=_int(merged.get("vocab_size")),
+        intermediate_size=size("intermediate_size"),
+        num_experts=size("num_experts", "num_local_experts", "n_routed_experts"),
+        experts_per_token=size("num_experts_per_tok", "experts_per_token", "moe_topk"),
+        moe_intermediate_size=size("moe_intermediate_size"),
+        vocab_size=size("vocab_size"),
         dtype=dtype if isinstance(dtype, str) else None,
         quantization=_quantization(config) or _quantization(text),
         path=path,
         origin=origin,
-        kv_lora_rank=_int(merged.get("kv_lora_rank")),
-        max_position_embeddings=_int(merged.get("max_position_embeddings")),
+        kv_lora_rank=size("kv_lora_rank"),
+        max_position_embeddings=size("max_position_embeddings"),
         qk_rope_head_dim=rope,
-        v_head_dim=_int(merged.get("v_head_dim")),
-        q_lora_rank=_int(merged.get("q_lora_rank")),
-        full_attention_interval=_int(merged.get("full_attention_interval")),
-        sliding_window=_int(merged.get("sliding_window")),
-        vision=_vision(config),
+        v_head_dim=size("v_head_dim"),
+        q_lora_rank=size("q_lora_rank"),
+        full_attention_interval=size("full_attention_interval"),
+        sliding_window=size("sliding_window"),
+        vision=_vision(config, where),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))
@@ -224,13 +249,9 @@ def estimate_params(spec: ModelSpec, *, tied_embeddings: bool = False) -> int | 
 
 def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None, origin: str = "directory") -> ModelSpec:
     """A ModelSpec from ``path/config.json``."""
-    from pathlib import Path
-
-    directory = Path(path).expanduser()
+    directory = _expand(Path(path))
     if not directory.is_dir():
         raise ModelError(f"{directory}: no such model directory; pass a directory holding config.json or a model id")
-    from launcher.files import read_text
-
     config_file = directory / "config.json"
     try:
         text = read_text(config_file, "config.json")
@@ -241,9 +262,9 @@ def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None
     except OSError as exc:  # launcher.files.FileRefused: not a regular file, too large, unreadable, not UTF-8
         raise ModelError(str(exc)) from None
     try:
-        config = jsontext.loads(text)
+        config = json.loads(text)
     except (ValueError, RecursionError) as exc:  # malformed; an integer of thousands of digits, deep nesting
-        malformed, why = jsontext.why_unreadable(exc)
+        malformed, why = why_unreadable(exc)
         raise ModelError(f"{config_file}: {'malformed' if malformed else 'not usable'} JSON ({why}); fix or re-download it") from None
     return spec_from_config(config, model_id=model_id or str(path), path=str(directory), origin=origin, where=str(config_file))
 
@@ -253,16 +274,24 @@ def load_config_dir(path: str | os.PathLike[str], *, model_id: str | None = None
 
 def hf_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     """HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub (as huggingface_hub resolves it)."""
-    from pathlib import Path
-
     env = os.environ if environ is None else environ
     if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"]).expanduser()
+        return _expand(Path(env["HF_HUB_CACHE"]), "HF_HUB_CACHE")
     if env.get("HF_HOME"):
-        return Path(env["HF_HOME"]).expanduser() / "hub"
+        return _expand(Path(env["HF_HOME"]), "HF_HOME") / "hub"
     home = env.get("HOME")
-    base = Path(home) if home else Path.home()
+    base = Path(home) if home else _expand(Path("~"), "the home directory")
     return base / ".cache" / "huggingface" / "hub"
+
+
+def _expand(path: Path, what: str | None = None) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded; a ModelError when that home directory is unknown."""
+    try:
+        return path.expanduser()
+    except RuntimeError:  # pathlib's "Could not determine home directory"
+        user = str(path).split("/", 1)[0]
+        where = f"{what} ({path})" if what else str(path)
+        raise ModelError(f"{where}: {user} names no user with a home directory here; write the full path") from None
 
 
 def _snapshot_dir(repo_dir: Path, model_id: str) -> tuple[Path, str] | None:
@@ -272,16 +301,16 @@ def _snapshot_dir(repo_dir: Path, model_id: str) -> tuple[Path, str] | None:
     snapshots = repo_dir / "snapshots"
     ref_file = repo_dir / "refs" / "main"
     try:
-        ref = ref_file.read_text(encoding="utf-8").strip()
+        ref = read_text(ref_file, "Hugging Face cache ref", limit=REF_FILE_LIMIT).strip()
     except FileNotFoundError:
         ref = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{ref_file}: cannot read ({exc.__class__.__name__}); fix its permissions or re-download {model_id}") from None
+    except OSError as exc:  # launcher.files.FileRefused: not a regular file, too large, unreadable, not UTF-8
+        raise ModelError(f"{exc}; or re-download {model_id}") from None
     if ref:
         if "/" in ref or ref in (".", "..") or not (snapshots / ref).is_dir():
             raise ModelError(
                 f"{model_id}: the Hugging Face cache's refs/main names snapshot {ref!r}, which is not in {snapshots};"
-                f" re-download it (`huggingface-cli download {model_id} config.json`)"
+                f" re-download it (`hf download {model_id} config.json`)"
             )
         return snapshots / ref, "refs/main"
     try:
@@ -315,40 +344,8 @@ def hf_cache_ids(environ: Mapping[str, str] | None = None) -> list[str]:
     return sorted(ids)
 
 
-def _hf_cache_text(environ: Mapping[str, str] | None) -> str | None:
-    """hf_cache_dir's directory as os.path finds it (for a look whether an entry exists), without pathlib; None where
-    a "~" does not expand (hf_cache_dir then decides, raising as pathlib does)."""
-    env = os.environ if environ is None else environ
-    hub = (".cache", "huggingface", "hub")
-    if env.get("HF_HUB_CACHE"):
-        base, tail = os.path.expanduser(env["HF_HUB_CACHE"]), ()
-    elif env.get("HF_HOME"):
-        base, tail = os.path.expanduser(env["HF_HOME"]), ("hub",)
-    elif env.get("HOME"):
-        return os.path.join(env["HOME"], *hub)  # taken as it is, as hf_cache_dir does
-    else:
-        base, tail = os.path.expanduser("~"), hub
-    return None if base.startswith("~") else os.path.join(base, *tail)
-
-
-def _is_dir(path: str) -> bool:
-    """pathlib.Path.is_dir without pathlib: False where the path is missing or not a directory, other errors raised."""
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode)
-    except OSError as exc:
-        if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
-            raise
-        return False
-    except ValueError:  # an embedded NUL
-        return False
-
-
 def _from_hf_cache(model_id: str, environ: Mapping[str, str] | None) -> ModelSpec | None:
-    entry = "models--" + model_id.replace("/", "--")
-    cache = _hf_cache_text(environ)
-    if cache is not None and not _is_dir(os.path.join(cache, entry)):
-        return None  # the common case (a catalog id), decided without pathlib
-    repo_dir = hf_cache_dir(environ) / entry
+    repo_dir = hf_cache_dir(environ) / ("models--" + model_id.replace("/", "--"))
     found = _snapshot_dir(repo_dir, model_id) if repo_dir.is_dir() else None
     if found is None:
         return None
@@ -363,12 +360,12 @@ def _from_hf_cache(model_id: str, environ: Mapping[str, str] | None) -> ModelSpe
 # -- the bundled catalog ----------------------------------------------------------------------------------------------
 
 
-@memo
+@cache
 def _catalog() -> dict[str, dict[str, Any]]:
     entries: dict[str, dict[str, Any]] = {}
     for name in sorted(n for n in os.listdir(CATALOG_DIR) if n.endswith(".json")):
         with open(os.path.join(CATALOG_DIR, name), encoding="utf-8") as file:
-            data = jsontext.loads(file.read())
+            data = json.loads(file.read())
         entries[data["id"]] = data
     return entries
 
@@ -392,12 +389,12 @@ def catalog_file(model_id: str) -> str:
 
 
 def _exact_entry(model_id: str) -> dict[str, Any] | None:
-    """The entry whose id is exactly ``model_id``, read from its own file: a plan needs one entry, and reading every one
-    costs `advisor check` more than the rest of the lookup (bench_check.py). None when that file is missing, unreadable or
-    holds another id (a case-insensitive file system); the caller then looks through the whole catalog."""
+    """The entry whose id is exactly ``model_id``, read from its own file (a plan needs one entry, not the whole catalog).
+    None when that file is missing, unreadable or holds another id (a case-insensitive file system); the caller then
+    looks through the whole catalog."""
     try:
         with open(catalog_file(model_id), encoding="utf-8") as file:
-            data = jsontext.loads(file.read())
+            data = json.loads(file.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and data.get("id") == model_id else None
@@ -426,12 +423,9 @@ def resolve_model(ref: str, *, environ: Mapping[str, str] | None = None) -> Mode
     ref = (ref or "").strip()
     if not ref:
         raise ModelError("empty model reference; pass --model ID|DIR (e.g. Qwen/Qwen3-30B-A3B, or `demo`)")
-    if ref.startswith("~") or _is_dir(ref):  # pathlib only for a "~" to expand or a directory that exists
-        from pathlib import Path
-
-        candidate = Path(ref).expanduser()
-        if candidate.is_dir():
-            return load_config_dir(candidate, model_id=ref)
+    candidate = _expand(Path(ref))
+    if candidate.is_dir():
+        return load_config_dir(candidate, model_id=ref)
     if _looks_like_path(ref):
         raise ModelError(f"{ref}: no such model directory; pass an existing directory holding config.json or a model id")
     spec = _from_hf_cache(ref, environ)
@@ -443,5 +437,5 @@ def resolve_model(ref: str, *, environ: Mapping[str, str] | None = None) -> Mode
     cache = hf_cache_dir(environ)
     raise ModelError(
         f"unknown model id {ref!r} offline: not in the Hugging Face cache ({cache}) nor the bundled catalog;"
-        f" run `huggingface-cli download {ref} config.json` or pass a directory holding config.json"
+        f" run `hf download {ref} config.json` or pass a directory holding config.json"
     )

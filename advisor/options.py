@@ -10,7 +10,7 @@ Cheap to import: no click (the fast path reads it).
 
 from __future__ import annotations
 
-from advisor.records import record
+from dataclasses import dataclass
 
 # How an option takes its value.
 TEXT = "text"  # --name VALUE
@@ -22,7 +22,7 @@ SWITCH = "switch"  # --name / --no-name
 FLAG = "flag"  # --name: True
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class OptionSpec:
     flag: str  # "--tp"
     field: str  # "tp": the Options field it sets

@@ -6,15 +6,16 @@ resolved once per plan. The plan holds every decision (each with all its conditi
 checks plus plan-level findings), the resolved engine flags, the command line, and the release matrix (the engine's
 fusion outcome of this scenario under every modelled release).
 
-Cheap to import: no torch, flashinfer or textual (the engines' rules and the checks are imported inside build_plan).
+Each engine's rules are imported when a plan for that engine is built, so a plan loads one engine's tables.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
+
 from advisor.facts import Facts
 from advisor.intent import Intent  # its home is advisor.intent; `from advisor.plan import Intent` keeps working
 from advisor.models import ModelSpec
-from advisor.records import field, record, replace
 from advisor.rules import registry
 from advisor.rules.engine import (
     Decision,
@@ -35,7 +36,7 @@ class PlanError(Exception):
     """The intent cannot be planned (tp < 1, an unknown engine version, ...); the message is one line naming the fix."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Plan:
     intent: Intent
     facts: Facts

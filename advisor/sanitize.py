@@ -2,17 +2,17 @@
 versions, environment values, model ids, error texts) must never reach the terminal as escape sequences.
 
 Used at the rendering boundary: the rich console of the CLI reports (advisor.report.make_console), the one-line `error:`
-messages (advisor.cli), the JSON output (advisor.report.dumps) and the text the TUI shows (advisor.tui). Cheap to import.
+messages (advisor.cli), the JSON output (advisor.report.dumps) and the text the TUI shows (advisor.tui).
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 
 def _unsafe(char: str) -> bool:
     """C0/C1 controls and DEL (ESC starts every terminal sequence; U+009B is a one-character CSI), and the invisible
     format characters (bidi overrides such as U+202E, which reorder what the reader sees)."""
-    import unicodedata  # here: ASCII text (the common case) never needs it, and loading it costs `advisor check`
-
     return unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn") and char not in "\n\t"
 
 
@@ -36,8 +36,6 @@ def clean(text: str, *, ascii_only: bool = False, newlines: bool = True) -> str:
         elif char in "\n\t" or _unsafe(char):
             out.append(_escape(char))
         elif ascii_only and not char.isascii():
-            import unicodedata
-
             folded = unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode("ascii")
             out.append(folded if folded and folded.isprintable() else "?")
         else:

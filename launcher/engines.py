@@ -29,12 +29,12 @@ Cheap to import: no torch; of advisor only the registry, when a command is built
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+from typing import TYPE_CHECKING
 
-from launcher import shellquote
 from launcher.runtime import contract
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     import re
     from collections.abc import Sequence
@@ -135,7 +135,7 @@ def install_command(engine: str, version: str | None = None) -> str:
     tp-advisor came from (see runtime_extra_source)."""
     if engine == "bundled":
         source, editable = runtime_extra_source()
-        return f"pip install {'-e ' if editable else ''}{shellquote.quote(f'{source}[{RUNTIME_EXTRA}]')}"
+        return f"pip install {'-e ' if editable else ''}{shlex.quote(f'{source}[{RUNTIME_EXTRA}]')}"
     return f"pip install '{engine}=={version}'" if version else f"pip install {engine}"
 
 

@@ -46,6 +46,10 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit}-byte"
+
+
 def read_text(path: str | os.PathLike[str], what: str = "file", limit: int = MAX_INPUT_BYTES) -> str:
     """The UTF-8 text of a regular file of at most ``limit`` bytes (symlinks followed).
 
@@ -64,7 +68,7 @@ def read_text(path: str | os.PathLike[str], what: str = "file", limit: int = MAX
             raise FileRefused(f"{path}: the {what} is {_kind(info.st_mode)}; pass a regular file")
         if info.st_size > limit:
             raise FileRefused(
-                f"{path}: the {what} is {info.st_size} bytes, over the {limit // (1024 * 1024)} MiB limit; pass the real file",
+                f"{path}: the {what} is {info.st_size} bytes, over the {_size(limit)} limit; pass the real file",
                 errno.EFBIG,
             )
         chunks, total = [], 0
@@ -76,7 +80,7 @@ def read_text(path: str | os.PathLike[str], what: str = "file", limit: int = MAX
             total += len(chunk)
             if total > limit:
                 raise FileRefused(
-                    f"{path}: the {what} is over the {limit // (1024 * 1024)} MiB limit; pass the real file", errno.EFBIG
+                    f"{path}: the {what} is over the {_size(limit)} limit; pass the real file", errno.EFBIG
                 )
     except FileRefused:
         raise

@@ -43,7 +43,7 @@ def _bad_inputs(tmp: Path) -> list[tuple[str, list[str], int, str]]:
         ("malformed facts file", ["check", "--facts", str(malformed_facts)], 1, "advisor probe -o"),
         ("facts of the wrong shape", ["check", "--facts", str(wrong_facts)], 1, "advisor probe -o"),
         ("profile and facts", ["check", *B300, "--facts", str(malformed_facts)], 2, "only one"),
-        ("unknown model id offline", ["check", *B300, "--model", "nobody/no-such-model"], 1, "huggingface-cli download"),
+        ("unknown model id offline", ["check", *B300, "--model", "nobody/no-such-model"], 1, "hf download"),
         ("malformed config.json", ["check", *B300, "--model", str(bad_model)], 1, "config.json"),
         ("config.json without architectures", ["check", *B300, "--model", str(no_arch)], 1, "architectures"),
         ("missing model directory", ["check", *B300, "--model", str(tmp / "gone")], 1, "directory"),

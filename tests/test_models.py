@@ -163,7 +163,7 @@ def test_unknown_id_offline_names_the_fix(tmp_path):
     with pytest.raises(ModelError) as info:
         resolve_model("nobody/no-such-model", environ={"HF_HUB_CACHE": str(tmp_path)})
     message = str(info.value)
-    assert "\n" not in message and "huggingface-cli download nobody/no-such-model" in message and str(tmp_path) in message
+    assert "\n" not in message and "hf download nobody/no-such-model" in message and str(tmp_path) in message
     with pytest.raises(ModelError, match="empty model reference"):
         resolve_model("  ")
 
@@ -194,6 +194,33 @@ def test_hf_cache_newest_snapshot_or_refs_main(tmp_path):
     refs.mkdir()
     (refs / "main").write_text("old\n")
     assert resolve_model("org/model", environ=env).architecture == "OldArch"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "huge"])
+def test_refs_main_is_read_by_the_bounded_reader(tmp_path, kind):
+    """A FIFO at refs/main must not hang, a link to /dev/zero must not eat memory, a huge file must not become a huge
+    error line: refs/main goes through launcher.files.read_text like every other file the advisor reads."""
+    hub = tmp_path / "hub"
+    make_snapshot(hub, "org/model", "r1", {"architectures": ["X"]})
+    refs = hub / "models--org--model" / "refs"
+    refs.mkdir()
+    if kind == "fifo":
+        os.mkfifo(refs / "main")
+    elif kind == "zero":
+        (refs / "main").symlink_to("/dev/zero")
+    else:
+        (refs / "main").write_text("r" * 5_000_000)
+    with pytest.raises(ModelError) as caught:
+        resolve_model("org/model", environ={"HF_HUB_CACHE": str(hub)})
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < 400 and "re-download org/model" in message
+
+
+def test_a_home_directory_of_an_unknown_user_is_one_line(tmp_path):
+    with pytest.raises(ModelError, match="names no user"):
+        resolve_model("~no-such-user-here-x/model")
+    with pytest.raises(ModelError, match="HF_HOME"):
+        resolve_model("org/model", environ={"HF_HOME": "~no-such-user-here-x/hf"})
 
 
 def test_hf_cache_location_from_environment(tmp_path):

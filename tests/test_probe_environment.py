@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from advisor.probe import probe_live
@@ -54,10 +56,26 @@ def test_by_uuid_full_and_prefix():
     assert visible_gpus(f"{uuid_of(2)},{uuid_of(2)}", GPUS)[0] == ()
 
 
+MIG_UUID = "MIG-6d4f8b2e-0000-0000-0000-000000000000"
+
+
+def test_mig_instances_on_gpus_without_mig_mode_leave_no_gpu_visible():
+    """No GPU in MIG mode: no MIG instance exists, so CUDA sees nothing (not every GPU)."""
+    plain = tuple(replace(g, mig_mode="disabled") for g in GPUS)
+    indices, note = visible_gpus(MIG_UUID, plain)
+    assert indices == () and "no GPU here is in MIG mode" in note
+
+
+def test_mig_instances_stand_on_the_mig_enabled_gpus():
+    mixed = tuple(replace(g, mig_mode="enabled" if g.index in (1, 3) else "disabled") for g in GPUS)
+    assert visible_gpus(MIG_UUID, mixed)[0] == (1,)
+    assert visible_gpus(f"{MIG_UUID},{MIG_UUID[:-1]}1", mixed)[0] == (1, 3)
+
+
 def test_mig_and_unknown_uuids_cannot_be_resolved():
-    indices, note = visible_gpus("MIG-6d4f8b2e-0000-0000-0000-000000000000", GPUS)
+    unknown_mode = tuple(replace(g, mig_mode=None) for g in GPUS)
+    indices, note = visible_gpus(MIG_UUID, unknown_mode)
     assert indices is None and "MIG" in note
-    from dataclasses import replace
 
     blind = (replace(GPUS[0], uuid=None), *GPUS[1:])
     indices, note = visible_gpus("GPU-ffff", blind)

@@ -196,8 +196,16 @@ def write_program(tmp_path: Path, body: str, mode: int = 0o755) -> Path:
         ("echo 'TP_ADVISOR_PACKAGES {not json'\n", "not a working Python"),
         ("echo oops >&2; exit 3\n", "exit status 3, said: oops"),
         ("echo 'TP_ADVISOR_PACKAGES {\"packages\": 5}'\n", "unexpected answer"),
+        ("echo 'TP_ADVISOR_PACKAGES {\"python\": 3, \"executable\": \"/x\", \"packages\": []}'\n", "unexpected answer"),
+        ("echo 'TP_ADVISOR_PACKAGES {\"python\": \"3.11\", \"executable\": \"/x\", \"packages\": [[1]]}'\n",
+         "unexpected answer"),
+        ("echo 'TP_ADVISOR_PACKAGES {\"python\": \"3.11\", \"executable\": \"/x\", \"packages\": "
+         "[{\"name\": \"torch\", \"version\": 2}]}'\n", "unexpected answer"),
+        ("echo 'TP_ADVISOR_PACKAGES {\"python\": \"3.11\", \"executable\": \"/x\", \"packages\": "
+         "[{\"name\": \"torch\", \"unknown\": [1]}]}'\n", "unexpected answer"),
     ],
-    ids=["garbage", "bad-json", "fails", "wrong-shape"],
+    ids=["garbage", "bad-json", "fails", "wrong-shape", "python-not-text", "package-not-object", "version-not-text",
+         "unknown-not-object"],
 )
 def test_probe_python_against_a_program_that_is_not_python(tmp_path, body, words):
     program = write_program(tmp_path, body)
@@ -231,6 +239,16 @@ def test_a_bare_name_is_looked_up_on_path(tmp_path, monkeypatch):
     assert version == platform.python_version()
     with pytest.raises(PythonProbeError, match="not found on PATH"):
         probe_python("python-that-does-not-exist")
+
+
+def test_a_relative_path_is_taken_from_the_callers_directory(tmp_path, monkeypatch):
+    """The probe runs the interpreter from the interpreter's own directory; a relative --python names a file from ours."""
+    link = tmp_path / "venv" / "bin" / "python"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path)
+    version, _, _ = python_facts(os.path.join("venv", "bin", "python"))
+    assert version == platform.python_version()
 
 
 def test_probe_live_with_a_bad_python_raises_the_one_line_error(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import pytest
 
@@ -13,7 +13,6 @@ from advisor.facts import Facts, normalize_name
 from advisor.models import resolve_model
 from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import list_profiles, load_profile
-from advisor.records import asdict
 from advisor.render_facts import (
     ABSENT,
     MISMATCH,

@@ -1,32 +1,25 @@
 """Probe a machine into Facts: NVML (GPUs, driver, topology), installed packages, host and environment.
 
-Cheap to import: nothing here imports torch, flashinfer, textual or even pynvml until probe_live() runs. The host,
-package and environment probes are imported there too, so `advisor check --profile NAME` (which only needs
-advisor.probe.profiles) does not pay for subprocess, platform and the package scanner.
+Nothing here imports torch, flashinfer or textual; the NVML binding (pynvml) is imported when probe_live() runs, so a
+machine without it still gets every other fact.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 from advisor.facts import Driver, Facts, Package, ProbeError, Topology
-from advisor.records import replace
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
+from advisor.probe.environment import filter_environment, visible_gpus
+from advisor.probe.host import probe_host
+from advisor.probe.nvml import probe_nvml
+from advisor.probe.packages import PythonProbeError, probe_packages, python_facts
+from advisor.probe.system import probe_system
 
 __all__ = ["probe_live", "PythonProbeError"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "PythonProbeError":  # re-exported lazily, like the probes themselves
-        from advisor.probe.packages import PythonProbeError
-
-        return PythonProbeError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def probe_live(python: str | None = None, environ: Mapping[str, str] | None = None, nvml: Any = None,
@@ -38,10 +31,6 @@ def probe_live(python: str | None = None, environ: Mapping[str, str] | None = No
     binding (default: `pynvml` from nvidia-ml-py, imported here); tests pass a fake. ``sys_root``, ``proc_root``,
     ``shm_path``: where /sys, /proc and /dev/shm are read (tests pass a fake tree).
     """
-    from advisor.probe.environment import filter_environment, visible_gpus
-    from advisor.probe.host import probe_host
-    from advisor.probe.packages import python_facts
-
     environ = os.environ if environ is None else environ
     errors: list[ProbeError] = []
     host = probe_host()
@@ -53,8 +42,6 @@ def probe_live(python: str | None = None, environ: Mapping[str, str] | None = No
         executable = sys.executable
         packages = _guarded_packages(errors)
         own_packages = packages
-
-    from advisor.probe.nvml import probe_nvml  # ctypes only; kept out of the import of advisor.probe
 
     nvml_error = None
     if nvml is None:
@@ -70,8 +57,6 @@ def probe_live(python: str | None = None, environ: Mapping[str, str] | None = No
         result = probe_nvml(nvml, library)
         driver, gpus, topology = result.driver, result.gpus, result.topology
         errors.extend(result.errors)
-
-    from advisor.probe.system import probe_system
 
     gpus, system, system_errors = probe_system(gpus, sys_root, proc_root, shm_path)
     errors.extend(system_errors)
@@ -93,8 +78,6 @@ def probe_live(python: str | None = None, environ: Mapping[str, str] | None = No
 
 
 def _guarded_packages(errors: list[ProbeError]) -> tuple[Package, ...]:
-    from advisor.probe.packages import probe_packages
-
     try:
         return probe_packages()
     except Exception as exc:  # noqa: BLE001 - a package scan failure must not hide the GPU facts

@@ -41,7 +41,7 @@ def visible_gpus(value: str | None, gpus: Iterable[Gpu]) -> tuple[tuple[int, ...
     if not text:
         return (), "CUDA_VISIBLE_DEVICES is empty, so no GPU is visible; unset it to use all GPUs"
     if text.startswith("MIG-"):
-        return None, f"CUDA_VISIBLE_DEVICES={value!r} names MIG instances, which this advisor does not resolve"
+        return _mig_instances(value, gpus)
     by_uuid = text.startswith("GPU-")
     if by_uuid and any(g.uuid is None for g in gpus):
         return None, f"CUDA_VISIBLE_DEVICES={value!r} uses UUIDs, but the UUID of some GPU is unknown"
@@ -59,6 +59,23 @@ def visible_gpus(value: str | None, gpus: Iterable[Gpu]) -> tuple[tuple[int, ...
             return (), f"CUDA_VISIBLE_DEVICES={value!r} lists GPU {index} twice, which makes CUDA see no GPU at all"
         chosen.append(index)
     return tuple(chosen), None
+
+
+def _mig_instances(value: str, gpus: list[Gpu]) -> tuple[tuple[int, ...] | None, str]:
+    """CUDA_VISIBLE_DEVICES naming MIG instances. Instances exist only on GPUs in MIG mode: with none, CUDA sees no
+    GPU; otherwise each entry is one instance on one of them (which one is not resolved here: NVML's instance UUIDs are
+    not probed), so the MIG-enabled GPUs, at most one per entry, stand for them."""
+    modes = [g.mig_mode for g in gpus]
+    if gpus and all(mode is not None for mode in modes) and "enabled" not in modes:
+        return (), (f"CUDA_VISIBLE_DEVICES={value!r} names MIG instances, but no GPU here is in MIG mode, so CUDA sees no"
+                    " GPU; unset it or list GPU indices")  # fmt: skip
+    mig = [g.index for g in gpus if g.mig_mode == "enabled"]
+    if not mig:
+        return None, f"CUDA_VISIBLE_DEVICES={value!r} names MIG instances, and the GPUs' MIG mode is unknown here"
+    entries = [e for e in value.split(",") if e.strip()]
+    chosen = tuple(mig[: len(entries)])
+    return chosen, (f"CUDA_VISIBLE_DEVICES={value!r} names MIG instances: taken as instances of the MIG-enabled GPU(s)"
+                    f" {', '.join(map(str, chosen))} (instance UUIDs are not resolved here)")  # fmt: skip
 
 
 def _by_index(entry: str, gpus: list[Gpu]) -> tuple[int | None, str]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from advisor.facts import Package
 from advisor.probe import package_scan
@@ -37,8 +39,6 @@ def python_facts(executable: str, timeout: float = 20) -> tuple[str, str, tuple[
     fix = "pass --python the path of a Python >= 3.8 interpreter, e.g. /opt/venv/bin/python"
     exe = os.path.expanduser(executable)
     if os.sep not in exe and not (os.altsep and os.altsep in exe):
-        import shutil
-
         found = shutil.which(exe)  # a bare name such as "python3.12" is looked up on PATH, as a shell would
         if found is None:
             raise PythonProbeError(f"--python {executable}: not found on PATH; {fix}")
@@ -47,6 +47,7 @@ def python_facts(executable: str, timeout: float = 20) -> tuple[str, str, tuple[
         raise PythonProbeError(f"--python {executable}: no such file; {fix}")
     if os.path.isdir(exe):
         raise PythonProbeError(f"--python {executable}: is a directory; {fix}")
+    exe = os.path.abspath(exe)  # it runs from its own directory: a path relative to ours would name nothing there
     source = SCAN_SOURCE.read_text(encoding="utf-8") + "\nmain()\n"
     try:
         # Its own session, so a timeout can kill whatever it started too (a child holding the pipes would hang us).
@@ -75,8 +76,8 @@ def python_facts(executable: str, timeout: float = 20) -> tuple[str, str, tuple[
         raise PythonProbeError(f"--python {executable}: not a working Python ({status}, said: {said}); {fix}")
     try:
         packages = tuple(_package(item) for item in payload["packages"])
-        return str(payload["python"]), str(payload["executable"]), packages
-    except (KeyError, TypeError, ValueError) as exc:
+        return _text(payload, "python", required=True), _text(payload, "executable", required=True), packages
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise PythonProbeError(f"--python {executable}: unexpected answer ({exc}); {fix}") from None
 
 
@@ -99,14 +100,28 @@ def _payload(stdout: str) -> dict | None:
     return None
 
 
-def _package(item: dict) -> Package:
+def _text(item: dict[str, Any], key: str, required: bool = False) -> Any:
+    """``item[key]`` when it is a string (or missing/None where that is allowed); a ValueError naming it otherwise:
+    another interpreter's answer is data, and a wrong type must not reach the rules."""
+    value = item[key] if required else item.get(key)
+    if value is None and not required or isinstance(value, str):
+        return value
+    raise ValueError(f"{key} is {type(value).__name__}, not text")
+
+
+def _package(item: dict[str, Any]) -> Package:
+    if not isinstance(item, dict):
+        raise ValueError(f"a package is {type(item).__name__}, not an object")
+    installed, unknown = item.get("installed", True), item.get("unknown") or {}
+    if not isinstance(installed, bool) or not isinstance(unknown, dict):
+        raise ValueError(f"package {item.get('name')!r}: installed/unknown of the wrong type")
     return Package(
-        name=str(item["name"]),
-        installed=bool(item.get("installed", True)),
-        version=item.get("version"),
-        local_label=item.get("local_label"),
-        location=item.get("location"),
-        module_version=item.get("module_version"),
-        cuda=item.get("cuda"),
-        unknown={str(k): str(v) for k, v in (item.get("unknown") or {}).items()},
+        name=_text(item, "name", required=True),
+        installed=installed,
+        version=_text(item, "version"),
+        local_label=_text(item, "local_label"),
+        location=_text(item, "location"),
+        module_version=_text(item, "module_version"),
+        cuda=_text(item, "cuda"),
+        unknown={str(k): str(v) for k, v in unknown.items()},
     )

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from advisor.facts import PCIE_LEVELS, Facts, FactsError
-from advisor.records import replace
 
-# A str, not a pathlib.Path: importing pathlib costs `advisor check` more than the profile takes to read.
 PROFILES_DIR = os.path.join(os.path.dirname(__file__), "profiles")
 
 

@@ -10,6 +10,8 @@ checks_machine (launch pitfalls of the machine itself); checks_context holds wha
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from advisor.facts import Facts
 from advisor.models import ModelSpec
 from advisor.rules import flashinfer as fi
@@ -35,7 +37,6 @@ from advisor.rules.checks_platform import (
 )
 from advisor.rules.engine import Problem
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:  # advisor.plan imports this module
     from collections.abc import Callable
 

@@ -5,14 +5,15 @@ checks_memory, checks_platform, checks_machine). advisor/rules/checks.py runs th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from advisor.facts import Facts, Gpu
 from advisor.models import ModelSpec, dtype_bytes
-from advisor.records import record
 from advisor.rules import flashinfer as fi
 from advisor.rules.engine import Forcing, Problem
 from launcher.runtime.contract import FUSION_MAJORS_BEFORE_SM12
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     from advisor.intent import Intent
 
@@ -23,7 +24,7 @@ MIB = 1024**2
 FUSION = "flashinfer_allreduce_fusion"  # the decision id whose forcing flags the fusion estimate reads
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _Context:
     facts: Facts
     model: ModelSpec | None

@@ -9,12 +9,13 @@ Facts files written before these fields existed load with them as None, which re
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from advisor.facts import MEMLOCK_UNLIMITED, Gpu, Link
 from advisor.models import weight_bytes_per_param
 from advisor.rules.engine import Problem, Scenario, flag_value, has_flag
 from advisor.rules.sglang import DISABLE_CUSTOM_AR  # the same flag in vLLM
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 

@@ -6,12 +6,13 @@ condition is evaluated, never short-circuited, so the user sees every blocker at
 
 from __future__ import annotations
 
-from advisor.memo import once
-from advisor.records import field, record
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
 from advisor.rules.problem import Problem  # noqa: F401  (re-exported: the rules import it from here)
 from advisor.versions import parse_cuda, parse_release, release_text  # noqa: F401  (the rules import them from here)
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
@@ -25,7 +26,7 @@ UNAVAILABLE = "unavailable"
 STATES = (AUTO_ENABLED, NOT_ENABLED, FORCED_ON, FORCED_OFF, UNAVAILABLE)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Source:
     """Where a rule comes from: the release it models, the file, and the PR or issue that explains it."""
 
@@ -37,7 +38,7 @@ class Source:
         return f"{self.release}, {self.file}" + (f" ({self.ref})" if self.ref else "")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ConditionResult:
     """One evaluated condition. ``ok`` is None when the facts needed to decide are unknown."""
 
@@ -50,7 +51,7 @@ class ConditionResult:
     fix: str  # how to change the outcome
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Setting:
     """A server argument a decision resolves alongside its value (page_size with the attention backend, ep_size with
     the MoE runner); why it has that value is one of the decision's notes."""
@@ -59,7 +60,7 @@ class Setting:
     value: Any  # None when the facts needed are unknown
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Decision:
     id: str  # "flashinfer_allreduce_fusion"
     title: str
@@ -81,7 +82,7 @@ class Decision:
         return tuple(c for c in self.conditions if c.ok is None)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ReleaseOutcome:
     """One row of the release matrix: the fusion decision under one modelled release."""
 
@@ -159,7 +160,7 @@ def _is_number(token: str) -> bool:
     return True
 
 
-@record
+@dataclass(frozen=True)  # no slots: cached_property keeps its values in the instance's __dict__
 class Scenario:
     """What a rule looks at: the machine, the model and the user's intent (advisor.plan.Intent), plus derived facts."""
 
@@ -204,12 +205,12 @@ class Scenario:
         """True when the facts say there is no GPU at all (no driver, no GPUs): a fact, not an unknown."""
         return not self.facts.engine_gpus and not self.facts.driver.available
 
-    @once  # every GPU condition asks; the facts and intent never change under a scenario
+    @cached_property  # every GPU condition asks; the facts and intent never change under a scenario
     def gpus(self) -> tuple[Any, ...]:
         """The GPUs of one node the engine will use (CUDA order), at most tp / nnodes of them."""
         return tuple(self.facts.engine_gpus[: self.gpus_per_node])
 
-    @once
+    @cached_property
     def flashinfer(self) -> Any:
         """What ``import flashinfer`` will do (advisor.rules.flashinfer.ImportPrediction), predicted once per scenario."""
         from advisor.rules.flashinfer import predict_import  # that module imports this one
@@ -258,7 +259,7 @@ if TYPE_CHECKING:
     Check = Callable[[Scenario], tuple]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Condition:
     """A named condition: a small predicate plus the words that explain it."""
 
@@ -385,7 +386,7 @@ def release_outcome(release: str, enabled: bool, results: Sequence[ConditionResu
 # -- an engine: what the registry (advisor.rules.registry) holds for each one ------------------------------------------
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Release:
     """The engine release one plan models, resolved once (``Engine.resolve``): the version asked for or installed, and
     the modelled release whose rules apply (the same but for a version outside the modelled range)."""
@@ -403,7 +404,7 @@ class ReleaseError(ValueError):
     """An engine version the engine's tables cannot model; the message is one line naming the fix."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Forcing:
     """The engine arguments (after `--`) that force one decision on or off whatever its conditions say."""
 
@@ -424,7 +425,7 @@ class Forcing:
         return token.rsplit("=", 1)[1].strip().lower() in ("true", "1")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Engine:
     """One serving engine as the advisor models it; each package under advisor/rules/ exports one as ``ENGINE`` from
     its engine.py, and advisor.rules.registry lists them.

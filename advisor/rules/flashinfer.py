@@ -17,8 +17,10 @@ Also modelled: releases whose import fails on a CPU-only torch (a module-level C
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from advisor.facts import Facts, Package
-from advisor.records import record
 from advisor.rules.problem import Problem
 from advisor.versions import at_least, is_version, parse_cuda
 from launcher.runtime.contract import (
@@ -33,6 +35,7 @@ PYTHON = "flashinfer-python"
 CUBIN = "flashinfer-cubin"
 JIT_CACHE = "flashinfer-jit-cache"
 PROVIDER_PREFIX = JIT_CACHE + "-sm"  # 0.7.x per-arch provider wheels: flashinfer-jit-cache-sm100a, ...
+_PROVIDER = re.compile(re.escape(PROVIDER_PREFIX) + r"\d{2,3}[af]?")
 UNKNOWN_SOURCE_VERSION = "0.0.0+unknown"
 BYPASS_VAR = "FLASHINFER_DISABLE_VERSION_CHECK"
 CUBIN_DIR_VAR = "FLASHINFER_CUBIN_DIR"
@@ -52,7 +55,7 @@ CPU_IMPORT_FAILS = frozenset({"0.6.8.post1", "0.6.16.post4", "0.6.17", "0.6.18.p
 
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ImportPrediction:
     installed: bool
     version: str | None  # flashinfer-python's version as flashinfer sees it (module __version__ where known)
@@ -203,7 +206,7 @@ def predict_import(facts: Facts) -> ImportPrediction:
     )
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _Mismatch:
     package: str  # distribution name
     found: str
@@ -258,15 +261,8 @@ def _mismatches(
 
 
 def is_provider(name: str) -> bool:
-    r"""A 0.7.x per-arch provider wheel: PROVIDER_PREFIX then an arch, 2 or 3 digits and an optional a or f (the regex
-    PROVIDER_PREFIX + r"\d{2,3}[af]?" spelled with str methods: importing re costs `advisor check` (advisor.jsontext),
-    and the simulated machines have such wheels)."""
-    if not name.startswith(PROVIDER_PREFIX):
-        return False
-    arch = name[len(PROVIDER_PREFIX) :]
-    if arch[-1:] in ("a", "f"):
-        arch = arch[:-1]
-    return 2 <= len(arch) <= 3 and arch.isdecimal()  # isdecimal: what \d matches in a str pattern
+    """A 0.7.x per-arch provider wheel: PROVIDER_PREFIX then an arch, 2 or 3 digits and an optional a or f."""
+    return _PROVIDER.fullmatch(name) is not None
 
 
 def _provider_mismatches(facts: Facts, release: str | None) -> list[_Mismatch]:

@@ -4,10 +4,10 @@ without importing each other."""
 
 from __future__ import annotations
 
-from advisor.records import record
+from dataclasses import dataclass
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Problem:
     id: str  # "flashinfer_version_mismatch"
     severity: str  # "error" | "warning" | "info"

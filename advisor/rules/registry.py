@@ -11,7 +11,9 @@ engine's module is imported the first time it is asked for.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing, which costs `advisor check` (bench_check.py)
+import importlib
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from advisor.rules.engine import Engine
 
@@ -39,9 +41,7 @@ def get(name: str) -> Engine:
     """The engine called ``name``; :class:`UnknownEngine` (one line naming the choices) when none is."""
     if name not in ENGINES:
         raise UnknownEngine(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
-    # __import__ with a fromlist returns the named submodule itself, as importlib.import_module does; importing the
-    # importlib package (and warnings with it) would cost `advisor check` more than it takes (bench_check.py).
-    engine = __import__(ENGINES[name], fromlist=["ENGINE"]).ENGINE
+    engine = importlib.import_module(ENGINES[name]).ENGINE
     if engine.name != name:
         raise UnknownEngine(f"{ENGINES[name]} exports engine {engine.name!r}, registered as {name!r}")
     return engine

@@ -207,7 +207,7 @@ def model_problems(s: Scenario) -> list[Problem]:
         "bundled_weights_missing", "error" if live else "info",
         f"the weights of {model.id} are not on disk {'here' if live else '(the plan knows only its catalog facts)'}:"
         " the bundled runtime reads a local directory (config.json, *.safetensors, tokenizer.json)",
-        f"`huggingface-cli download {model.id}` (found in the Hugging Face cache afterwards) or pass --model DIR",
+        f"`hf download {model.id}` (found in the Hugging Face cache afterwards) or pass --model DIR",
         source,
     ))  # fmt: skip
     return problems

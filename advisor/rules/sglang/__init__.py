@@ -9,7 +9,8 @@ re-exports every name, so ``from advisor.rules import sglang; sglang.X`` keeps w
 
 from __future__ import annotations
 
-from advisor.records import replace
+from dataclasses import replace
+
 from advisor.rules import flashinfer as fi  # noqa: F401
 from advisor.rules.engine import (  # noqa: F401  (the names the single module offered before the split)
     AUTO_ENABLED,

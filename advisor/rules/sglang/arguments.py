@@ -9,10 +9,10 @@ sglang-args`), so the advisor reports such a command line as an error instead of
 
 from __future__ import annotations
 
+import json
 import os
+from functools import cache
 
-from advisor import jsontext
-from advisor.memo import memo
 from advisor.rules.engine import Problem, Scenario, flag_values
 from advisor.rules.sglang.common import SERVER_ARGS
 
@@ -21,11 +21,11 @@ ARGUMENTS_FILE = os.path.join(os.path.dirname(__file__), "cli_args.json")
 ERROR_ID = "sglang_argument_rejected"
 
 
-@memo
+@cache
 def _releases() -> dict[str, dict[str, list[str] | str | dict]]:
     """cli_args.json's releases, read once."""
     with open(ARGUMENTS_FILE) as file:  # the locale encoding, as Path.read_text() read it
-        return jsontext.loads(file.read())["releases"]
+        return json.loads(file.read())["releases"]
 
 
 def declared(release: str) -> dict[str, list[str] | str | dict]:

@@ -3,7 +3,8 @@ the KV-cache page_size resolved with it."""
 
 from __future__ import annotations
 
-from advisor.records import record
+from dataclasses import dataclass
+
 from advisor.rules.engine import (
     NOT_ENABLED,
     Condition,
@@ -145,7 +146,7 @@ PAGE_SIZE = "--page-size"
 DEFAULT_PAGE_SIZE = 1  # _handle_page_size: a page_size still unset at the end is 1 (on CUDA)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class PageRule:
     """An attention backend that takes only some page sizes (releases first..last): any other becomes ``forced``.
     sglang server_args.py _handle_attention_backend_compatibility, from v0.5.15 arg_groups/overrides.py

@@ -7,7 +7,8 @@ architecture is one name in a row's ``added``.
 
 from __future__ import annotations
 
-from advisor.records import record
+from dataclasses import dataclass
+
 from advisor.rules import flashinfer as fi
 from advisor.rules.engine import (
     AUTO_ENABLED,
@@ -246,7 +247,7 @@ OFF_V0510 = (ENFORCE_DISABLE,)
 OFF_V0512 = (ENFORCE_DISABLE, DETERMINISTIC)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FusionRow:
     """FlashInfer allreduce fusion under releases first..last."""
 
@@ -350,7 +351,7 @@ def rules_release(version: str) -> str:
 # -- FlashInfer allreduce fusion ---------------------------------------------------------------------------------------
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class _Verdict:
     """What fusion_decision decides for one release before it words its notes: all the release matrix needs."""
 

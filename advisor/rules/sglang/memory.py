@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from advisor.records import record
+from dataclasses import dataclass
+
 from advisor.rules.engine import (
     NOT_ENABLED,
     Condition,
@@ -22,7 +23,7 @@ from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
 from advisor.rules.sglang.prefill_graph import deepep_prefill_graph_sizes, prefill_graph_settings, prefill_graph_sizes
 
 
-@record  # not a typing.NamedTuple: importing typing costs `advisor check`
+@dataclass(frozen=True, slots=True)
 class MemoryTier:
     """One GPU-memory tier of _handle_gpu_memory_settings: GPUs with less than ``below_gib`` get these defaults."""
 
@@ -260,7 +261,7 @@ MAX_RUNNING_FLAG = "--max-running-requests"
 SPECULATIVE_ALIASES = {"NEXTN": "EAGLE"}
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DraftReserve:
     """The draft-model reserve _handle_gpu_memory_settings adds above the 10 GiB floor, MiB, from release ``first``."""
 
@@ -345,7 +346,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     }
     for key, raw in explicit.items():
         if raw:
-            try:  # not contextlib.suppress: importing contextlib costs `advisor check` (bench_check.py)
+            try:
                 value[key] = float(raw) if key == "mem_fraction_static" else int(raw)
             except ValueError:
                 continue  # not a number: the estimate stands

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from advisor.records import record
+from dataclasses import dataclass
+
 from advisor.rules.engine import (
     AUTO_ENABLED,
     FORCED_ON,
@@ -30,7 +31,7 @@ _QWEN_FAMILY = frozenset({
 })  # fmt: skip
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class MoeRunnerRow:
     """One family's FlashInfer MoE default under releases first..last (_handle_model_specific_adjustments)."""
 
