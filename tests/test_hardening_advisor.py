@@ -254,7 +254,7 @@ async def test_escape_sequences_in_facts_never_reach_the_tui(tmp_path, env):
     from textual.widgets import DataTable, Static
     from tui_helpers import make_app, settle
 
-    from advisor.tui.widgets.decisions import DecisionTable
+    from advisor.tui.widgets.decision_table import DecisionTable
 
     path = saved_facts(tmp_path, env, hostname=HOSTILE, gpu0_name=HOSTILE)
     app = make_app(facts_file=str(path), engine="bundled")

@@ -19,7 +19,7 @@ from textual.widgets._select import SelectOverlay
 from tui_helpers import command_button, detail_text, fusion, make_app, settle, shown_text, static_text
 
 from advisor.tui.session import releases_for
-from advisor.tui.widgets.decisions import DecisionTable
+from advisor.tui.widgets.decision_table import DecisionTable
 
 QWEN3_VL = "Qwen/Qwen3-VL-235B-A22B-Instruct"
 
@@ -437,7 +437,7 @@ def test_the_release_matrix_is_laid_out_as_a_rich_table(width):
 async def test_the_title_column_is_fitted_to_the_width_and_after_a_resize(sizes):
     """The decision titles get what the value column leaves, and again when the terminal changes size; the value
     column stays whole at the right edge."""
-    from advisor.tui.widgets.decisions import VALUE_WIDTH
+    from advisor.tui.widgets.decision_table import VALUE_WIDTH
 
     first, then = sizes
     async with qwen3_vl_on_b300(first) as pilot:

@@ -26,7 +26,7 @@ from advisor.tui.messages import PlanEvaluated
 from advisor.tui.render import source_label
 from advisor.tui.session import Evaluation, apply_profile_choice
 from advisor.tui.widgets.command_bar import CommandBar
-from advisor.tui.widgets.decisions import DecisionTable
+from advisor.tui.widgets.decision_table import DecisionTable
 from advisor.tui.widgets.detail import DetailPane
 from advisor.tui.widgets.plan_form import PlanForm
 
