@@ -5,21 +5,28 @@ unchanged (so `advisor launch --mode generate -- --json | jq` works); other rank
 
 Exit codes: the engine's (0 when it finished cleanly; non-zero with "error: rank N failed ..." when it did not), 1 when the
 plan has errors and --force is not given or the engine is not installed, 2 for usage errors, 130/143/129 when stopped by
-SIGINT/SIGTERM/SIGHUP (a closed terminal: the engine gets SIGTERM, its clean teardown). Top-level imports stay at
-click + stdlib; the rest is imported when the command runs.
+SIGINT/SIGTERM/SIGHUP (a closed terminal: the engine gets SIGTERM, its clean teardown).
 """
 
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
+import textwrap
+from collections.abc import Sequence
 from dataclasses import replace
 
 import click
 
 from advisor.cli import common_options, options_from_context
+from advisor.context import AdvisorError, make_plan
+from advisor.launch_prep import NO_COMMAND, PLAN_ERRORS, prepare_launch
+from advisor.report import output_width
+from advisor.rules import registry
 from advisor.sanitize import clean
-from launcher.engines import RUNTIME_MODES
+from launcher import spawn
+from launcher.engines import RUNTIME_MODES, ReadySignal
 
 EXIT_ERRORS = 1
 STATE_MARK = {
@@ -50,9 +57,6 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
     Exit codes: the engine's; 1 plan errors (without --force) or engine not installed; 2 usage error; 130 on Ctrl-C,
     143 on SIGTERM, 129 on SIGHUP (the terminal closed). If this process is killed, the engine's tree goes too.
     """
-    from advisor.context import AdvisorError, make_plan
-    from advisor.launching import NO_COMMAND, PLAN_ERRORS, prepare_launch
-
     if dist_init_addr is not None and not _is_host_port(dist_init_addr):
         raise AdvisorError(f"--dist-init-addr expects HOST:PORT (for example 10.0.0.1:29500), got {dist_init_addr!r}", 2)
     options = options_from_context(ctx)
@@ -88,21 +92,21 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
         echo(f"multi-node: run on each node the command for its rank (this one starts node {node_rank}):")
         for rank, argv in enumerate(commands):
             echo(f"  node {rank}: " + clean(shlex.join(argv), newlines=False))
-    ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=plan.intent.engine, engine=plan.intent.engine))
+    engine = registry.get(plan.intent.engine)
+    ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=engine.name, ready=engine.ready))
 
 
-def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run", engine: str | None = None) -> int:
+def run_engine(
+    argv: list[str], *, run_dir: str | None = None, label: str = "run", ready: Sequence[ReadySignal] = ()
+) -> int:
     """Start ``argv`` through launcher.spawn, stream its lines, forward SIGINT/SIGTERM/SIGHUP; the exit code to use.
-    ``engine``: whose ready line to wait for (None: any engine's)."""
-    from launcher import spawn
-    from launcher.engines import ready_signals
-
+    ``ready``: the engine's ready lines to wait for (empty: any engine's)."""
     path = run_dir or spawn.default_run_dir(label)
     _err("command: " + clean(shlex.join(argv), newlines=False))
     _err(f"logs: {path}")
     printer = _Printer(mute_agent_teardown=spawn.is_torchrun(argv))
     with spawn.forward_signals() as forwarder:  # in place before the child exists: no signal slips through
-        run = spawn.start(argv, run_dir=path, on_line=printer, ready=ready_signals(engine))
+        run = spawn.start(argv, run_dir=path, on_line=printer, ready=tuple(ready) or None)
         forwarder.attach(run)
         code = run.wait()
     try:
@@ -112,10 +116,6 @@ def run_engine(argv: list[str], *, run_dir: str | None = None, label: str = "run
 
 
 def _exit_code(run, code: int | None, received: list[int]) -> int:
-    import signal
-
-    from launcher import spawn
-
     if run.state == spawn.STOPPED:
         return 128 + int(received[0] if received else signal.SIGTERM)
     if run.state == spawn.FAILED:
@@ -126,10 +126,6 @@ def _exit_code(run, code: int | None, received: list[int]) -> int:
 
 
 def _report_end(run, code: int | None, received: list[int]) -> int:
-    import signal
-
-    from launcher import spawn
-
     if run.survivors:
         _err(click.style(f"error: processes {run.survivors} could not be stopped; kill them by pid", fg="red"))
     if run.state == spawn.STOPPED:
@@ -145,14 +141,12 @@ def summary_lines(plan, width: int | None = None) -> list[str]:
     """What will run, each decision (on/off and why), and the problems: a few lines, not the full `check` report,
     wrapped to ``width`` (default: stderr's, see advisor.report.output_width) with hanging indents."""
     if width is None:
-        from advisor.report import output_width
-
         width = output_width(sys.stderr)
     intent = plan.intent
-    engine = plan.engine or {}
-    name = {"bundled": "bundled runtime"}.get(intent.engine, intent.engine)
-    version = engine.get("version")
-    rules = engine.get("rules")
+    spec = registry.get(intent.engine)
+    name = spec.title or spec.name
+    version = (plan.engine or {}).get("version")
+    rules = (plan.engine or {}).get("rules")
     release = f" {version}" if version else ""
     if rules and rules != version:
         release += f" (rules of v{rules})"
@@ -165,7 +159,7 @@ def summary_lines(plan, width: int | None = None) -> list[str]:
     gpus = len(plan.facts.engine_gpus)
     where = (f"{gpus} GPU(s)" + (" per node" if intent.nnodes > 1 else "")) if gpus else "CPU"
     nodes = f", {intent.nnodes} nodes" if intent.nnodes > 1 else ""
-    mode = f", mode {intent.mode}" if intent.engine == "bundled" else ""
+    mode = f", mode {intent.mode}" if spec.modes else ""
     lines = _wrap("", f"{name}{release}: {model}, tp {intent.tp}{nodes} on {where}{mode}", width, bold=True)
     for decision in plan.decisions:
         mark = STATE_MARK.get(decision.state, "   ")
@@ -181,8 +175,6 @@ def summary_lines(plan, width: int | None = None) -> list[str]:
 def _wrap(head: str, body: str, width: int, **style) -> list[str]:
     """``head`` (styled, without its padding) then ``body`` wrapped to ``width``, continuation lines indented under the
     body's start. Words are never broken: a path or flag longer than the line stays whole."""
-    import textwrap
-
     indent = len(head)
     chunks = textwrap.wrap(clean(body, newlines=False), max(20, width - indent), break_long_words=False, break_on_hyphens=False) or [""]
     if style.get("bold"):

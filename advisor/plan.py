@@ -20,6 +20,7 @@ from advisor.rules import registry
 from advisor.rules.engine import (
     Decision,
     Engine,
+    EngineCommandError,
     Problem,
     Release,
     ReleaseError,
@@ -130,17 +131,15 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
         flags=_merge_flags(decisions),
         release_matrix=engine.release_matrix(scenario),
     )
-    return _with_argv(plan)
+    return _with_argv(plan, engine)
 
 
-def _with_argv(plan: Plan) -> Plan:
-    """The command line as the engine spells it (its builder, through launcher.engines.command_for); when it cannot be
-    built, an empty argv and a problem saying why."""
-    from launcher.engines import EngineCommandError, command_for
-
+def _with_argv(plan: Plan, engine: Engine) -> Plan:
+    """The command line as the engine spells it (its builder, through Engine.command_line); when it cannot be built, an
+    empty argv and a problem saying why."""
     try:
-        return replace(plan, argv=tuple(command_for(plan)))
+        return replace(plan, argv=tuple(engine.command_line(plan)))
     except EngineCommandError as exc:
         problem = Problem("no_command", "error", f"cannot build the {plan.intent.engine} command: {exc}", str(exc),
-                          "launcher/engines.py (command_for)")  # fmt: skip
+                          f"advisor/rules/{engine.name}/command.py")  # fmt: skip
         return replace(plan, problems=plan.problems + (problem,))

@@ -30,7 +30,7 @@ launcher's own lines, ``line.text`` the text without prefix, ``line.stream`` "st
 display form). ``on_state(Run)`` is called
 from a watcher thread on every state change. In a Textual app, hop to the UI thread with ``app.call_from_thread``.
 
-States: ``starting`` -> ``ready`` (the engine's ready line was seen, ``start(ready=launcher.engines.ready_signals(engine))``:
+States: ``starting`` -> ``ready`` (the engine's ready line was seen, ``start(ready=...)``, the engine's own signals:
 the bundled runtime's ``ready: http://...``, SGLang's and vLLM's uvicorn ``Uvicorn running on http://...``; ``Run.url``) -> one of ``exited`` (code 0),
 ``failed`` (non-zero; ``Run.failure`` names the first failing rank and its error) or ``stopped`` (``stop()`` was asked).
 ``Run.returncode`` is the child's exit code (negative: killed by that signal).
@@ -70,11 +70,11 @@ from pathlib import Path
 
 import psutil
 
-from launcher.diagnosis import Failure, LogLine, _last_error_line, diagnose, parse_line, starts_teardown
-from launcher.engines import ReadySignal, ready_signals
+from launcher.diagnosis import Failure, LogLine, diagnose, parse_line, starts_teardown
+from launcher.engines import READY_SIGNALS, ReadySignal
 from launcher.lifeline import DONE as LIFELINE_DONE
 
-__all__ = ["Failure", "LogLine", "Run", "_last_error_line", "forward_signals", "start"]  # the first two: diagnosis.py
+__all__ = ["Failure", "LogLine", "Run", "forward_signals", "start"]  # the first two: diagnosis.py
 
 STARTING, READY, EXITED, FAILED, STOPPED = "starting", "ready", "exited", "failed", "stopped"
 FINAL_STATES = (EXITED, FAILED, STOPPED)
@@ -125,7 +125,7 @@ class Run:
     def __init__(self, argv: list[str], run_dir: Path, on_line, on_state,
                  ready: Sequence[ReadySignal] | None = None) -> None:  # fmt: skip
         self.argv = argv
-        self._ready_signals = tuple(ready) if ready is not None else ready_signals()
+        self._ready_signals = tuple(ready) if ready is not None else READY_SIGNALS
         self.run_dir = run_dir
         self.log_path = run_dir / "launcher.log"
         self.torchrun = is_torchrun(argv)
@@ -409,7 +409,8 @@ def start(
     ready: Sequence[ReadySignal] | None = None,
 ) -> Run:
     """Start ``argv`` in its own session and watch it; see the module docstring. ``ready``: how the engine says it
-    accepts requests (``launcher.engines.ready_signals(engine)``); default: any engine's signal."""
+    accepts requests (the engine's ``ready``, advisor.rules.engine.Engine); default: any engine's signal
+    (launcher.engines.READY_SIGNALS)."""
     argv = [str(a) for a in argv]
     if not argv:
         raise ValueError("empty command")

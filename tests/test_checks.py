@@ -292,7 +292,8 @@ def test_engine_not_installed():
 
 def test_torch_missing_without_gpus_installs_the_cpu_build_first():
     """`pip install tp-advisor[runtime]` alone fetches the multi-GB CUDA torch: without GPUs the CPU build comes first."""
-    from launcher.engines import CPU_TORCH_INSTALL, install_command
+    from advisor.rules.command import install_command
+    from launcher.engines import CPU_TORCH_INSTALL
 
     no_torch = Package(name="torch", installed=False)
     no_gpus = replace(Facts(), packages=(no_torch,))

@@ -151,9 +151,9 @@ def test_adding_a_release_is_one_row(register):
 
 def test_the_engine_builds_its_own_command_line_everywhere(register):
     """The registered engine's command builder is the one every face uses (the plan's argv, `advisor launch`, the app):
-    launcher.engines checks the node rank and fills in the rendezvous address, then calls it."""
-    from advisor.launching import prepare_launch
-    from launcher.engines import EngineCommandError, command_for
+    Engine.command_line checks the node rank and fills in the rendezvous address, then calls it."""
+    from advisor.launch_prep import prepare_launch
+    from advisor.rules.command import EngineCommandError, command_for
 
     register("tpfake", [("1.0.0", False), ("1.1.0", True)])
     intent = Intent(model="Qwen/Qwen3-8B", tp=8, nnodes=2, engine="tpfake", engine_version="1.1.0")

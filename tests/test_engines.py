@@ -1,4 +1,4 @@
-"""launcher.engines: the exact argv per engine, built from hand-made plans (the rules' own flags are tested in test_launch)."""
+"""advisor/rules/<engine>/command.py: the exact argv per engine, built from hand-made plans (the rules' own flags are tested in test_launch)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from advisor.facts import Facts, Gpu, Host
+from advisor.launch_prep import commands_for_nodes
 from advisor.models import ModelSpec
 from advisor.plan import Intent, Plan
+from advisor.rules.command import EngineCommandError, command_for, install_command, without_flag
 from advisor.rules.engine import Decision, flag_value
 from launcher import engines
-from launcher.engines import EngineCommandError, command_for, commands_for_nodes, without_flag
 
 CPU = Facts(host=Host(hostname="box"))
 GPUS = Facts(host=Host(hostname="gpu-node-0"), gpus=(Gpu(index=0), Gpu(index=1)))
@@ -177,17 +178,19 @@ def test_bundled_reads_the_decision_values_not_the_flags():
 
 
 def test_each_engine_supplies_its_ready_line():
-    from launcher.engines import ready_signals
+    from advisor.rules import registry
+    from launcher.engines import READY_SIGNALS
     from launcher.runtime.contract import READY_PREFIX
 
     def url(engine, text, rank):
-        return next((u for s in ready_signals(engine) if (u := s.url(text, rank)) is not None), None)
+        return next((u for s in registry.get(engine).ready if (u := s.url(text, rank)) is not None), None)
 
     assert url("bundled", READY_PREFIX + "http://127.0.0.1:8000", 0) == "http://127.0.0.1:8000"
     assert url("sglang", "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)", None) == "http://0.0.0.0:30000"
     assert url("sglang", "ready: http://127.0.0.1:8000", None) is None  # not SGLang's line
     assert url("vllm", "Uvicorn running on http://0.0.0.0:8000", 3) is None  # only the main process's counts
-    assert set(ready_signals()) == set(ready_signals("bundled") + ready_signals("vllm"))  # unknown engine: any
+    # A run whose caller names no engine waits for any engine's line.
+    assert set(READY_SIGNALS) == set(registry.get("bundled").ready + registry.get("vllm").ready)
 
 
 def _installed_from(tmp_path, monkeypatch, direct_url: str | None) -> None:
@@ -216,6 +219,6 @@ def _installed_from(tmp_path, monkeypatch, direct_url: str | None) -> None:
 def test_runtime_extra_installs_from_where_the_advisor_came_from(tmp_path, monkeypatch, direct_url, command):
     """A clone's `pip install -e .` gets its own directory back (the index's tp-advisor may be another release)."""
     _installed_from(tmp_path, monkeypatch, direct_url)
-    assert engines.install_command("bundled") == command
+    assert install_command("bundled") == command
     assert engines.runtime_install_commands(Facts(), torch_missing=True) == [engines.CPU_TORCH_INSTALL, command]
     assert engines.runtime_install_commands(Facts(), torch_missing=False) == [command]

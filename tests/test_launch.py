@@ -160,7 +160,7 @@ def test_sglang_not_installed_gives_the_install_hint():
 
 
 def test_check_and_launch_name_the_same_install_command():
-    from launcher.engines import install_command
+    from advisor.rules.command import install_command
 
     result = invoke("--engine", "sglang", "--model", MODEL)
     check = CliRunner().invoke(main, ["check", "--json", "--engine", "sglang", "--model", MODEL])

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from launcher import spawn
+from launcher import diagnosis, spawn
 
 # A stand-in for the runtime: real gloo collectives under real torchrun, with the failure modes we must handle.
 WORKER = textwrap.dedent(
@@ -124,7 +124,7 @@ def test_failure_reads_like_a_sentence():
     ],
 )
 def test_a_routine_log_line_is_never_taken_for_the_error(lines, error):
-    assert spawn._last_error_line(lines) == error
+    assert diagnosis._last_error_line(lines) == error
 
 
 def test_a_process_killed_by_a_signal_without_an_error_line_says_so(tmp_path: Path):

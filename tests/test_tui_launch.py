@@ -126,6 +126,7 @@ async def test_leaving_the_screen_while_starting_stops_the_engine():
 
 async def test_without_the_runtime_extra_enter_names_the_install_and_starts_nothing(monkeypatch):
     # This venv has the runtime; the light install (tests/test_packaging.py) checks the real absence through the CLI.
+    from advisor.rules.command import install_command
     from launcher import engines
 
     monkeypatch.setattr(engines, "missing_runtime_modules", lambda mode=None: ["torch"])
@@ -136,5 +137,5 @@ async def test_without_the_runtime_extra_enter_names_the_install_and_starts_noth
         await pilot.pause()
         assert screen.run is None and screen.state == "not started"
         messages = [n.message for n in app._notifications]
-        assert any(engines.install_command("bundled") in m for m in messages), messages
+        assert any(install_command("bundled") in m for m in messages), messages
     assert new_children(before) == []

@@ -10,13 +10,21 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from advisor.rules.problem import Problem  # noqa: F401  (re-exported: the rules import it from here)
+from advisor.rules.problem import (
+    EngineCommandError,
+    Problem,  # noqa: F401  (re-exported: the rules import it from here)
+)
 from advisor.versions import parse_cuda, parse_release, release_text  # noqa: F401  (the rules import them from here)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
+    from launcher.engines import ReadySignal
+
+# Where a multi-node engine's nodes meet when the launch names no address: node 0's host at torch.distributed's default
+# rendezvous port.
+DEFAULT_RDZV_PORT = 29500
 # Decision states (docs/architecture.md, "Contracts").
 AUTO_ENABLED = "auto-enabled"
 NOT_ENABLED = "not-enabled"
@@ -442,15 +450,48 @@ class Engine:
     decide: Callable[[Scenario, Release], tuple[list[Decision], list[Problem]]]
     # The what-if view: the FlashInfer fusion outcome of a scenario under every modelled release.
     release_matrix: Callable[[Scenario], tuple[ReleaseOutcome, ...]]
-    # Builds its argv: (plan, *, mode, extra, python, node_rank, dist_init_addr) -> list[str]. launcher.engines.command_for
-    # checks the node rank and fills in the rendezvous address first; it raises launcher.engines.EngineCommandError
-    # (one line naming the fix) for a plan it cannot start.
+    # Builds its argv: (plan, *, mode, extra, python, node_rank, dist_init_addr) -> list[str]. command_line checks the
+    # node rank and fills in the rendezvous address first; it raises EngineCommandError (one line naming the fix) for a
+    # plan it cannot start.
     command: Callable[..., list[str]]
     install_hint: Callable[[str | None], str]  # (version) -> the pip command that installs it
     dtypes: tuple[str, ...] = ("auto",)  # the --dtype values it accepts
     decision_ids: tuple[str, ...] = ()  # the ids of the decisions it makes (`advisor explain RULE` completes them)
     forcing: dict[str, Forcing] = field(default_factory=dict)  # decision id -> the arguments that force it
 
+    # -- how it is launched (advisor.launch_prep, `advisor launch`, the app's launch screen) --------------------------
+    # It runs in this interpreter (it ships with tp-advisor), whatever --python names for the other engines.
+    in_this_interpreter: bool = False
+    # Its ranks are known before it starts (one per GPU of the node), so the app opens their log tabs up front; an
+    # engine's own ranks otherwise appear as they log.
+    ranks_known_up_front: bool = False
+    modes: tuple[str, ...] = ()  # the --mode values it takes (the bundled runtime's serve, generate, bench)
+    # The environment variables naming directories it writes, checked before a launch (the runtime's model cache).
+    directories: tuple[str, ...] = ()
+    ready: tuple[ReadySignal, ...] = ()  # the lines it prints once it accepts requests; (): any engine's
+    # (plan, python, mode) -> why it cannot start here, naming the fix, or None. Unset: the probed ``package`` decides.
+    not_installed: Callable[[Any, str | None, str], str | None] | None = None
+    title: str = ""  # how `advisor launch` names it ("bundled runtime"); "": its name
+
     @property
     def newest(self) -> str | None:
         return self.releases[-1] if self.releases else None
+
+    def command_line(
+        self,
+        plan: Any,
+        *,
+        mode: str | None = None,
+        extra: Sequence[str] = (),
+        python: str | None = None,
+        node_rank: int = 0,
+        dist_init_addr: str | None = None,
+    ) -> list[str]:
+        """The argv that starts ``plan`` (an advisor.plan.Plan, which imports this module) on node ``node_rank`` (0
+        for single-node plans): the checks every engine shares, then its own ``command``. The rendezvous address
+        defaults to node 0's host name at torch's default port."""
+        nnodes = max(1, plan.intent.nnodes)
+        if not 0 <= node_rank < nnodes:
+            raise EngineCommandError(f"node rank {node_rank} is outside 0..{nnodes - 1}; pass a rank below --nnodes")
+        addr = dist_init_addr or f"{plan.facts.host.hostname or 'NODE0_HOST'}:{DEFAULT_RDZV_PORT}"
+        return self.command(plan, mode=mode, extra=extra, python=python, node_rank=node_rank, dist_init_addr=addr)

@@ -17,3 +17,8 @@ class Problem:
     # The normalised distribution names the problem is about ("flashinfer-python", "torch"), set by the check that
     # raises it; the package table marks these and only these. Empty for problems about the machine, layout or model.
     packages: tuple[str, ...] = ()
+
+
+class EngineCommandError(ValueError):
+    """The plan cannot be turned into the engine's command line; the message is one line naming the fix. Here, beside
+    Problem, because advisor.plan turns it into one and the command builders (which import advisor.plan) raise it."""

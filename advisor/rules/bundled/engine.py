@@ -4,12 +4,11 @@ It ships with tp-advisor, so it has no releases to model: its version is the adv
 
 from __future__ import annotations
 
-from functools import partial
-
 from advisor import __version__
 from advisor.rules import bundled
+from advisor.rules.bundled import command
 from advisor.rules.engine import Decision, Engine, Problem, Release, ReleaseOutcome, Scenario
-from launcher.engines import ENGINE_DTYPES, bundled_command, install_command
+from launcher.engines import RUNTIME_MODES, RUNTIME_READY
 
 NAME = "bundled"
 
@@ -37,8 +36,15 @@ ENGINE = Engine(
     resolve=resolve,
     decide=decide,
     release_matrix=release_matrix,
-    command=bundled_command,
-    install_hint=partial(install_command, NAME),
-    dtypes=ENGINE_DTYPES[NAME],
+    command=command.command,
+    install_hint=command.install_command,
+    dtypes=command.DTYPES,
     decision_ids=("flashinfer_allreduce_fusion", "device"),
+    in_this_interpreter=True,
+    ranks_known_up_front=True,  # torchrun starts one per GPU of the node
+    modes=RUNTIME_MODES,
+    directories=("TP_ADVISOR_CACHE",),  # where it keeps the demo model (launcher/runtime)
+    ready=(RUNTIME_READY,),
+    not_installed=command.not_installed,
+    title="bundled runtime",
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from advisor.rules import sglang
 from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError
-from launcher.engines import ENGINE_DTYPES, install_command, sglang_command
+from advisor.rules.sglang import command
+from launcher.engines import UVICORN_READY
 
 
 def resolve(version: str | None) -> tuple[str, list[Problem]]:
@@ -32,13 +33,14 @@ ENGINE = Engine(
     resolve=resolve,
     decide=sglang.decide,
     release_matrix=sglang.release_matrix,  # fusion_decision's verdicts under every release (advisor.rules.sglang.fusion)
-    command=sglang_command,
-    install_hint=lambda version=None: install_command(sglang.ENGINE, version),
-    dtypes=ENGINE_DTYPES[sglang.ENGINE],
+    command=command.command,
+    install_hint=command.install_command,
+    dtypes=command.DTYPES,
     decision_ids=("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend",
                   "memory_defaults"),  # fmt: skip
     forcing={
         "flashinfer_allreduce_fusion": Forcing(on=(sglang.BOOL_FLAG, sglang.BACKEND_FLAG), off=(sglang.ENFORCE_DISABLE,)),
         "custom_allreduce": Forcing(off=(sglang.DISABLE_CUSTOM_AR,)),
     },
+    ready=(UVICORN_READY,),
 )

@@ -6,7 +6,8 @@ from functools import partial
 
 from advisor.rules import vllm
 from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError, fusion_outcomes
-from launcher.engines import ENGINE_DTYPES, install_command, vllm_command
+from advisor.rules.vllm import command
+from launcher.engines import UVICORN_READY
 
 
 def resolve(version: str | None) -> tuple[str, list[Problem]]:
@@ -24,9 +25,9 @@ ENGINE = Engine(
     resolve=resolve,
     decide=vllm.decide,
     release_matrix=partial(fusion_outcomes, vllm.fusion_decision, tuple(vllm.RELEASES)),
-    command=vllm_command,
-    install_hint=partial(install_command, vllm.ENGINE),
-    dtypes=ENGINE_DTYPES[vllm.ENGINE],
+    command=command.command,
+    install_hint=command.install_command,
+    dtypes=command.DTYPES,
     decision_ids=("flashinfer_allreduce_fusion", "custom_allreduce", "compilation", "attention_backend",
                   "memory_defaults", "chunked_prefill", "prefix_caching", "async_scheduling"),  # fmt: skip
     forcing={
@@ -34,4 +35,5 @@ ENGINE = Engine(
         "flashinfer_allreduce_fusion": Forcing(off=(vllm.ENFORCE_EAGER,), field=vllm.FUSE_FLAG.rsplit(".", 1)[1]),
         "custom_allreduce": Forcing(off=(vllm.DISABLE_CUSTOM_AR,)),
     },
+    ready=(UVICORN_READY,),
 )

@@ -19,11 +19,12 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, Log, Select, Static, TabbedContent, TabPane
 
-from advisor.launching import NO_COMMAND, OTHER_MACHINE, PLAN_ERRORS
+from advisor.launch_prep import NO_COMMAND, OTHER_MACHINE, PLAN_ERRORS, prepare_launch
 from advisor.plan import Plan
+from advisor.rules import registry
 from advisor.sanitize import clean
 from advisor.tui import keys
-from launcher.engines import RUNTIME_MODES
+from launcher import spawn
 
 FLUSH_S = 0.1
 MAX_LOG_LINES = 5000
@@ -58,7 +59,8 @@ class LaunchScreen(Screen):
     def __init__(self, plan: Plan) -> None:
         super().__init__()
         self.plan = plan
-        self.mode = plan.intent.mode if plan.intent.mode in RUNTIME_MODES else "serve"
+        self.engine = registry.get(plan.intent.engine)
+        self.mode = plan.intent.mode if plan.intent.mode in self.engine.modes else "serve"
         self.run: Any = None  # launcher.spawn.Run once started
         self.state = "not started"
         self._lines: deque = deque()
@@ -71,10 +73,10 @@ class LaunchScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Vertical(id="launch-top"):
-            if self.plan.intent.engine == "bundled":
+            if self.engine.modes:
                 with Horizontal(id="mode-row"):
                     yield Label("Mode ")
-                    yield Select([(m, m) for m in RUNTIME_MODES], value=self.mode, allow_blank=False, id="mode", compact=True)
+                    yield Select([(m, m) for m in self.engine.modes], value=self.mode, allow_blank=False, id="mode", compact=True)
             yield Static("", id="launch-command")
             yield Static("", id="launch-state")
         with TabbedContent(id="logs"), TabPane("all", id="log-all"):
@@ -82,8 +84,8 @@ class LaunchScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = f"launch {self.plan.intent.engine}"
-        if self.plan.intent.engine == "bundled":  # torchrun ranks are known up front; others appear as they log
+        self.sub_title = f"launch {self.engine.name}"
+        if self.engine.ranks_known_up_front:  # one log tab per rank now; an engine's own ranks appear as they log
             for rank in range(self.plan.intent.gpus_per_node):
                 self._rank_log(rank)
         self._show_command()
@@ -93,8 +95,6 @@ class LaunchScreen(Screen):
 
     def prepared(self) -> tuple[list[list[str]], list[Any]]:
         """The commands (one per node) and the refusals, exactly as `advisor launch` prepares them."""
-        from advisor.launching import prepare_launch
-
         return prepare_launch(self.plan, mode=self.mode)
 
     def argv(self) -> list[str]:
@@ -179,11 +179,8 @@ class LaunchScreen(Screen):
 
     @work(thread=True, exclusive=True, group="launch")
     def _start(self, argv: list[str]) -> None:
-        from launcher import spawn
-        from launcher.engines import ready_signals
-
         try:
-            run = spawn.start(argv, on_line=self._on_line, ready=ready_signals(self.plan.intent.engine))
+            run = spawn.start(argv, on_line=self._on_line, ready=self.engine.ready or None)
         except (OSError, ValueError) as exc:
             self.app.call_from_thread(self._start_failed, str(exc))
             return

@@ -9,7 +9,10 @@ in the order `advisor launch` reports them, every reason not to start; each face
 override: `advisor launch --force` and a second enter in the TUI start despite PLAN_ERRORS, and the TUI starts a
 simulated machine's plan here (OTHER_MACHINE) after saying so on screen, since that is how it demonstrates a profile.
 
-Cheap to import: standard library only; the launcher's modules are imported when a launch is prepared.
+    commands_for_nodes(plan, *, mode=None, extra=(), python=None, dist_init_addr=None) -> list[list[str]]
+
+What the engine answers (advisor.rules.engine.Engine) decides the differences: whether it runs in this interpreter or
+the one --python names, which directories it writes, and how a missing install is told.
 """
 
 from __future__ import annotations
@@ -17,10 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from advisor.plan import Plan
+from advisor.context import EXIT_ERRORS, EXIT_USAGE
+from advisor.rules import registry
+from advisor.rules.command import EngineCommandError, command_for
+from launcher.files import FileRefused, check_directory, check_directory_variable
 
-EXIT_ERRORS, EXIT_USAGE = 1, 2  # advisor.context's exit codes (not imported: this module stays stdlib-only)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from advisor.plan import Plan
+    from advisor.rules.engine import Engine
+
 
 NO_COMMAND = "no_command"  # the plan cannot become a command line (usage)
 PLAN_ERRORS = "plan_errors"  # the plan has errors (or warnings under --strict)
@@ -50,8 +60,9 @@ def prepare_launch(
     ``mode``: the bundled runtime's mode (default: the intent's). ``python``: the interpreter that has SGLang or vLLM
     (the bundled runtime always runs in this one). ``strict``: warnings refuse too, as in `advisor check --strict`."""
     mode = mode or plan.intent.mode
+    engine = registry.get(plan.intent.engine)
     refusals: list[Refusal] = []
-    commands = _commands(plan, mode, python, dist_init_addr, refusals)
+    commands = _commands(plan, engine, mode, python, dist_init_addr, refusals)
     errors = sum(p.severity == "error" for p in plan.problems)
     warnings = sum(p.severity == "warning" for p in plan.problems)
     if errors or (strict and warnings):
@@ -62,16 +73,31 @@ def prepare_launch(
         refusals.append(Refusal(OTHER_MACHINE, f"the facts describe another machine ({plan.facts.source}); add"
                                 " --dry-run to see the command, or drop --profile/--facts to launch on this one",
                                 EXIT_USAGE))  # fmt: skip
-    refusals += _directory_refusals(run_dir, plan.intent.engine)
-    refusals += _install_refusals(plan, python, mode)
+    refusals += _directory_refusals(run_dir, engine)
+    refusals += _install_refusals(plan, engine, python, mode)
     return commands, refusals
 
 
-def _commands(plan: Plan, mode: str, python: str | None, dist_init_addr: str | None, refusals: list[Refusal]):
-    from launcher.engines import EngineCommandError, commands_for_nodes
+def commands_for_nodes(
+    plan: Plan,
+    *,
+    mode: str | None = None,
+    extra: Sequence[str] = (),
+    python: str | None = None,
+    dist_init_addr: str | None = None,
+) -> list[list[str]]:
+    """One argv per node (node 0 first); a single-node plan gives a list of one."""
+    return [
+        command_for(plan, mode=mode, extra=extra, python=python, node_rank=rank, dist_init_addr=dist_init_addr)
+        for rank in range(max(1, plan.intent.nnodes))
+    ]
 
-    # The bundled runtime runs in this interpreter (it ships with tp-advisor); --python picks SGLang's or vLLM's.
-    engine_python = python if plan.intent.engine != "bundled" else None
+
+def _commands(
+    plan: Plan, engine: Engine, mode: str, python: str | None, dist_init_addr: str | None, refusals: list[Refusal]
+) -> list[list[str]]:
+    # An engine that runs in this interpreter (the bundled runtime) ignores --python, which picks SGLang's or vLLM's.
+    engine_python = None if engine.in_this_interpreter else python
     try:
         return commands_for_nodes(plan, mode=mode, python=engine_python, dist_init_addr=dist_init_addr)
     except EngineCommandError as exc:
@@ -79,38 +105,28 @@ def _commands(plan: Plan, mode: str, python: str | None, dist_init_addr: str | N
         return []
 
 
-def _directory_refusals(run_dir: str | None, engine: str) -> list[Refusal]:
-    """The run directory and the bundled runtime's cache must be directories (or creatable); nothing is created."""
-    from launcher.files import FileRefused, check_directory, check_directory_variable
-
+def _directory_refusals(run_dir: str | None, engine: Engine) -> list[Refusal]:
+    """The run directory and the directories the engine writes must be directories (or creatable); nothing is
+    created."""
     try:
         if run_dir:
             check_directory(run_dir, "--run-dir")
         else:
             check_directory_variable("TP_ADVISOR_RUNS")
-        if engine == "bundled":
-            check_directory_variable("TP_ADVISOR_CACHE")
+        for variable in engine.directories:
+            check_directory_variable(variable)
     except FileRefused as exc:
         return [Refusal(BAD_DIRECTORY, str(exc), EXIT_ERRORS)]
     return []
 
 
-def _install_refusals(plan: Plan, python: str | None, mode: str) -> list[Refusal]:
-    from advisor.rules import registry
-    from launcher import engines
-
-    engine = plan.intent.engine
-    spec = registry.get(engine)  # its package and install hint
-    if engine == "bundled":  # it runs in this interpreter, whatever --python says
-        missing = engines.missing_runtime_modules(mode)
-        if not missing:
-            return []
-        install = " then ".join(engines.runtime_install_commands(plan.facts, torch_missing="torch" in missing))
-        return [Refusal(NOT_INSTALLED, f"the bundled runtime needs {', '.join(missing)}, not installed in this Python"
-                        f" environment: {install}", EXIT_ERRORS)]  # fmt: skip
-    if plan.facts.package(spec.package).installed:
+def _install_refusals(plan: Plan, engine: Engine, python: str | None, mode: str) -> list[Refusal]:
+    if engine.not_installed is not None:  # the engine knows what it needs where it runs
+        message = engine.not_installed(plan, python, mode)
+        return [Refusal(NOT_INSTALLED, message, EXIT_ERRORS)] if message else []
+    if plan.facts.package(engine.package).installed:
         return []
     where = f"the interpreter {python}" if python else "this Python environment"
-    return [Refusal(NOT_INSTALLED, f"{engine} is not installed in {where}:"
-                    f" {spec.install_hint(plan.intent.engine_version)}; or pass --python PATH of an"
+    return [Refusal(NOT_INSTALLED, f"{engine.name} is not installed in {where}:"
+                    f" {engine.install_hint(plan.intent.engine_version)}; or pass --python PATH of an"
                     " environment that has it, or --engine bundled", EXIT_ERRORS)]  # fmt: skip

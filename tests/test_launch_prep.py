@@ -1,4 +1,4 @@
-"""advisor/launching.prepare_launch (the one preparation of `advisor launch` and the TUI) and advisor/intent.py."""
+"""advisor/launch_prep.prepare_launch (the one preparation of `advisor launch` and the TUI) and advisor/intent.py."""
 
 from __future__ import annotations
 
@@ -6,10 +6,17 @@ import pytest
 
 from advisor.context import Options, make_plan
 from advisor.intent import Intent, count_error
-from advisor.launching import BAD_DIRECTORY, NO_COMMAND, NOT_INSTALLED, OTHER_MACHINE, PLAN_ERRORS, prepare_launch
+from advisor.launch_prep import (
+    BAD_DIRECTORY,
+    NO_COMMAND,
+    NOT_INSTALLED,
+    OTHER_MACHINE,
+    PLAN_ERRORS,
+    commands_for_nodes,
+    prepare_launch,
+)
 from advisor.plan import Intent as PlanIntent
 from advisor.plan import Plan
-from launcher.engines import commands_for_nodes
 
 
 def kinds(refusals) -> list[str]:

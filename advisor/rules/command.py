@@ -1,0 +1,102 @@
+"""Plan -> argv: what every engine's command builder (advisor/rules/<engine>/command.py) shares.
+
+    command_for(plan, *, mode=None, extra=(), python=None, node_rank=0, dist_init_addr=None) -> list[str]
+
+Each engine's command is built by its own builder (the ``command`` of its Engine, advisor.rules.engine);
+``Engine.command_line`` applies what every engine shares (the node rank, the rendezvous address) and calls it. One argv
+per node is advisor.launch_prep's loop.
+
+Order of the tail, for every engine: the plan's resolved flags, then the user's explicit overrides
+(``plan.intent.overrides``), then ``extra`` (per-launch arguments such as ``--prompt``), so a later flag wins in engines
+whose parsers let the last occurrence win.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from advisor.rules import registry
+from advisor.rules.problem import EngineCommandError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from advisor.plan import Plan
+
+DEMO_MODEL = "demo"
+
+
+def command_for(
+    plan: Plan,
+    *,
+    mode: str | None = None,
+    extra: Sequence[str] = (),
+    python: str | None = None,
+    node_rank: int = 0,
+    dist_init_addr: str | None = None,
+) -> list[str]:
+    """The argv that starts ``plan.intent.engine`` on node ``node_rank`` (0 for single-node plans), built by the engine
+    the registry names; :class:`EngineCommandError` when the engine is not registered or the plan cannot start."""
+    try:
+        engine = registry.get(plan.intent.engine)
+    except registry.UnknownEngine as exc:
+        raise EngineCommandError(str(exc)) from None
+    return engine.command_line(plan, mode=mode, extra=extra, python=python, node_rank=node_rank,
+                               dist_init_addr=dist_init_addr)  # fmt: skip
+
+
+def install_command(engine: str, version: str | None = None) -> str:
+    """The pip command that installs the registered engine ``engine``, pinned to ``version`` when given."""
+    return registry.get(engine).install_hint(version)
+
+
+def pip_install(package: str, version: str | None = None) -> str:
+    """``pip install PACKAGE`` (pinned when ``version`` is given): SGLang's and vLLM's install pages
+    (docs/get_started/install.md in each repository) install the plain package name."""
+    return f"pip install '{package}=={version}'" if version else f"pip install {package}"
+
+
+def without_flag(flags: Sequence[str], name: str) -> list[str]:
+    """``flags`` minus every ``--name VALUE`` / ``--name=VALUE``."""
+    out: list[str] = []
+    skip = False
+    for i, item in enumerate(flags):
+        if skip:
+            skip = False
+            continue
+        if item == name and i + 1 < len(flags):
+            skip = True
+            continue
+        if item.startswith(name + "="):
+            continue
+        out.append(item)
+    return out
+
+
+def tail(plan: Plan, flags: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """What follows every engine's own arguments, in the order the module docstring gives: the plan's flags, then the
+    user's overrides, then this launch's extra arguments (a later flag wins)."""
+    return [*flags, *plan.intent.overrides, *extra]
+
+
+def served_model(plan: Plan, engine_name: str) -> str:
+    """The model as the user named it (an id the engine resolves itself, or a directory)."""
+    model = plan.intent.model or (plan.model.id if plan.model is not None else None)
+    if not model or model == DEMO_MODEL:
+        raise EngineCommandError(f"{engine_name} needs a real model; pass --model ID|DIR (the demo model is bundled-only)")
+    return model
+
+
+def engine_python(plan: Plan, python: str | None) -> str:
+    """The interpreter that has the engine installed: the explicit one, else the one whose packages were probed live."""
+    if python:
+        return python
+    if probed_live_python(plan):
+        return plan.facts.python_executable
+    return sys.executable
+
+
+def probed_live_python(plan: Plan) -> bool:
+    """Whether the plan's facts name this machine's probed interpreter (not a plan made for another machine)."""
+    return bool(plan.facts.python_executable and plan.facts.source == "live")
