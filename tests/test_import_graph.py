@@ -1,14 +1,15 @@
-"""No import cycle between the project's modules, counting imports inside functions (lazy imports) too.
+"""No import cycle between the project's modules, counting imports inside functions (lazy imports) and under
+``if TYPE_CHECKING:`` too; and the launcher below the advisor: nothing under launcher/ imports an advisor module.
 
 The graph: one node per module of the project's packages (advisor, launcher, conformance; a package is its __init__).
 An edge A -> B for every ``import B`` / ``from B import x`` / ``from P import B`` (B a module) anywhere in A: at module
-level, in functions, in try blocks. So a package's __init__ importing a submodule that imports the package back is a
-cycle; a submodule must import its siblings, not names re-exported by its own package's __init__.
+level, in functions, in try blocks, under ``if TYPE_CHECKING:`` (an annotation naming another module's type ties the
+two modules together as much as a call does). So a package's __init__ importing a submodule that imports the package
+back is a cycle; a submodule must import its siblings, not names re-exported by its own package's __init__.
 
 Not edges, by this rule:
 - the implicit import of parent packages (importing ``advisor.rules.sglang.engine`` runs ``advisor/rules/sglang/__init__``
   first; counting it would make every package with submodules a cycle);
-- imports under ``if TYPE_CHECKING:``: they never run (annotations only, with ``from __future__ import annotations``);
 - modules named by a string (advisor.rules.registry's engine table, advisor.cli's LAZY_COMMANDS): plug-in tables that
   name what they load, as entry points do.
 """
@@ -33,26 +34,11 @@ def project_modules() -> dict[str, tuple[Path, bool]]:
     return modules
 
 
-def _type_checking_only(tree: ast.Module) -> set[int]:
-    """ids of the nodes inside ``if TYPE_CHECKING:`` blocks."""
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            test = node.test
-            name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else None
-            if name == "TYPE_CHECKING":
-                skipped.update(id(inner) for statement in node.body for inner in ast.walk(statement))
-    return skipped
-
-
 def imports_of(name: str, path: Path, is_package: bool, modules: dict) -> set[str]:
     """The project modules ``name`` imports, anywhere in its code (module level and inside functions)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    skipped = _type_checking_only(tree)
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name in modules)
         elif isinstance(node, ast.ImportFrom):
@@ -105,8 +91,19 @@ def test_the_project_import_graph_is_acyclic():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-def test_lazy_and_relative_imports_are_edges(tmp_path):
-    """The parser sees function-level imports and resolves relative ones; the cycle finder reports a cycle."""
+def test_the_launcher_imports_nothing_of_the_advisor():
+    """launcher/ knows processes, environments, files and signals and takes an argv: turning a Plan into one is the
+    advisor's (advisor/rules/<engine>/command.py), so no launcher module imports an advisor one, type-checking included."""
+    graph = import_graph()
+    upward = {name: sorted(t for t in targets if t.split(".")[0] == "advisor")
+              for name, targets in graph.items() if name.split(".")[0] == "launcher"}  # fmt: skip
+    assert len(upward) > 10, "the graph must see the launcher's modules"
+    assert {name: targets for name, targets in upward.items() if targets} == {}
+
+
+def test_lazy_relative_and_type_checking_imports_are_edges(tmp_path):
+    """The parser sees function-level and TYPE_CHECKING imports and resolves relative ones; the cycle finder reports a
+    cycle."""
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("from pkg.a import A\n")
@@ -115,6 +112,6 @@ def test_lazy_and_relative_imports_are_edges(tmp_path):
     (package / "c.py").write_text("def g():\n    from .b import x\n")
     modules = {"pkg": (package / "__init__.py", True), **{f"pkg.{m}": (package / f"{m}.py", False) for m in "abc"}}
     graph = {name: imports_of(name, path, is_pkg, modules) for name, (path, is_pkg) in modules.items()}
-    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}, "pkg.c": {"pkg.b"}}
+    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a", "pkg.c"}, "pkg.c": {"pkg.b"}}
     assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.a"]
     assert find_cycle({"x": {"y"}, "y": set()}) is None
