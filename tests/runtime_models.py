@@ -95,18 +95,18 @@ PROMPTS = [[5, 17, 42, 99, 3, 8, 250 % 251, 11], [7, 7, 123, 45]]
 def open_runtime(
     model_dir: Path, max_batch_size: int = 4, max_model_len: int = 64, allreduce: str = "torch", cuda_graphs: bool = False
 ):
-    """Engine for a checkpoint in this process (world of one unless a process group is up), as the worker builds it."""
+    """An InferenceEngine for a checkpoint in this process (world of one unless a process group is up), as the worker builds it."""
     from launcher.runtime.communicator import Communicator
     from launcher.runtime.config import load_config
     from launcher.runtime.dist import init_parallel
-    from launcher.runtime.engine import Engine
+    from launcher.runtime.engine import InferenceEngine
     from launcher.runtime.loader import load_model
 
     config = load_config(model_dir)
     comm = Communicator(init_parallel(torch.device("cpu")), allreduce)
     comm.setup(max_batch_size * max_model_len, config.hidden_size, torch.float32)
     model = load_model(model_dir, config, comm, torch.float32, max_model_len)
-    return Engine(model, max_batch_size, max_model_len, config.eos_token_ids, cuda_graphs=cuda_graphs)
+    return InferenceEngine(model, max_batch_size, max_model_len, config.eos_token_ids, cuda_graphs=cuda_graphs)
 
 
 def runtime_logits(engine, prompts: list[list[int]]) -> list[torch.Tensor]:

@@ -1,4 +1,4 @@
-"""The Engine contract (slots, requests, steps, stop tokens, sampling), the demo model, the tokenizer, bench mode."""
+"""The InferenceEngine contract (slots, requests, steps, stop tokens, sampling), the demo model, the tokenizer, bench mode."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 from runtime_models import PROMPTS, open_runtime, runtime_logits, save_tiny_model
 
 from launcher.runtime import demo
-from launcher.runtime.engine import Engine, SamplingParams, TokenEvent
+from launcher.runtime.engine import InferenceEngine, SamplingParams, TokenEvent
 from launcher.runtime.tokenizer import Tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,7 +25,7 @@ def qwen3_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def engine(qwen3_dir) -> Engine:
+def engine(qwen3_dir) -> InferenceEngine:
     return open_runtime(qwen3_dir, max_batch_size=3, max_model_len=40)
 
 
@@ -93,7 +93,7 @@ def test_stop_tokens_finish_with_stop_and_are_left_out(engine):
 def test_eos_from_the_model_stops_unless_ignored(qwen3_dir):
     probe = open_runtime(qwen3_dir)
     first = probe.generate([PROMPTS[0]], greedy(1))[0][0]
-    eng = Engine(probe.model, 2, 64, eos_token_ids=(first,))
+    eng = InferenceEngine(probe.model, 2, 64, eos_token_ids=(first,))
     assert eng.generate([PROMPTS[0]], SamplingParams(max_tokens=4)) == [[]]
     assert len(eng.generate([PROMPTS[0]], greedy(4))[0]) == 4
 

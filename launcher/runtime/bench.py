@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from launcher.runtime.contract import ALLREDUCE_FUSION, ALLREDUCE_TORCH
-from launcher.runtime.engine import Engine, SamplingParams
+from launcher.runtime.engine import InferenceEngine, SamplingParams
 from launcher.runtime.errors import RuntimeUsageError
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def strategy(comm: Communicator, name: str) -> Iterator[None]:
         comm.fusion, comm.fused_norm_tp1 = saved
 
 
-def measure(engine: Engine, prompts: list[list[int]], output_len: int) -> dict:
+def measure(engine: InferenceEngine, prompts: list[list[int]], output_len: int) -> dict:
     """One batch: time of the prefill step, then of the decode steps; allreduce time over both."""
     comm, device = engine.model.comm, engine.device
     params = SamplingParams(max_tokens=output_len, ignore_eos=True)
@@ -74,14 +74,14 @@ def measure(engine: Engine, prompts: list[list[int]], output_len: int) -> dict:
     }
 
 
-def prefill_logits(engine: Engine, prompts: list[list[int]]) -> torch.Tensor:
+def prefill_logits(engine: InferenceEngine, prompts: list[list[int]]) -> torch.Tensor:
     ids = torch.tensor(prompts, device=engine.device)
     positions = torch.arange(ids.shape[1], device=engine.device).expand_as(ids)
     slots = torch.arange(len(prompts), device=engine.device)
     return engine.model.logits(engine.model(ids, positions, slots))
 
 
-def run_bench(engine: Engine, args: argparse.Namespace, ctx: ParallelContext) -> int:
+def run_bench(engine: InferenceEngine, args: argparse.Namespace, ctx: ParallelContext) -> int:
     if args.input_len + args.output_len > engine.max_model_len:
         raise RuntimeUsageError(
             f"--input-len {args.input_len} + --output-len {args.output_len} exceed --max-model-len "

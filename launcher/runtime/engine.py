@@ -2,7 +2,7 @@
 
 CONTRACT (used by `--mode generate|bench` and by the server): SamplingParams and TokenEvent as defined below, and
 
-    class Engine:
+    class InferenceEngine:
         max_batch_size: int
         max_model_len: int
         def free_slots(self) -> int
@@ -72,7 +72,7 @@ class Sequence:
         return len(self.prompt) + len(self.output)
 
 
-class Engine:
+class InferenceEngine:
     def __init__(
         self,
         model: CausalLM,

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from launcher.runtime.engine import Engine, SamplingParams
+from launcher.runtime.engine import InferenceEngine, SamplingParams
 from launcher.runtime.errors import RuntimeUsageError
 from launcher.runtime.tokenizer import Tokenizer
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 DEFAULT_PROMPT = "Tensor parallelism splits every layer across GPUs"
 
 
-def run_generate(engine: Engine, tokenizer: Tokenizer, args: argparse.Namespace, ctx: ParallelContext) -> int:
+def run_generate(engine: InferenceEngine, tokenizer: Tokenizer, args: argparse.Namespace, ctx: ParallelContext) -> int:
     if args.max_tokens < 1:
         raise RuntimeUsageError("--max-tokens must be at least 1")
     texts = args.prompt or [DEFAULT_PROMPT]

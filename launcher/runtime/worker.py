@@ -166,7 +166,7 @@ def _run_mode(args, ctx) -> int:
     from launcher.runtime.communicator import Communicator
     from launcher.runtime.cuda_graph import cuda_graph_off_reason
     from launcher.runtime.demo import ensure_demo_model
-    from launcher.runtime.engine import Engine
+    from launcher.runtime.engine import InferenceEngine
     from launcher.runtime.loader import load_model
     from launcher.runtime.modeldir import check_model_dir
     from launcher.runtime.tokenizer import Tokenizer
@@ -195,7 +195,7 @@ def _run_mode(args, ctx) -> int:
             graphs_off = cuda_graph_off_reason(ctx.device, args.disable_cuda_graph)
             if ctx.is_first:
                 log.info("cuda graphs for decode: %s", "on" if graphs_off is None else f"off ({graphs_off})")
-            engine = Engine(model, batch, max_len, tokenizer.eos_token_ids, seed=args.seed, cuda_graphs=graphs_off is None)
+            engine = InferenceEngine(model, batch, max_len, tokenizer.eos_token_ids, seed=args.seed, cuda_graphs=graphs_off is None)
         except (MemoryError, RuntimeError) as err:  # torch.OutOfMemoryError is a RuntimeError
             if not isinstance(err, MemoryError | torch.OutOfMemoryError) and "allocate" not in str(err):
                 raise

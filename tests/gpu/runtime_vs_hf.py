@@ -91,14 +91,14 @@ def open_engine(model_dir: Path, device: torch.device, dtype: torch.dtype, max_b
     from launcher.runtime.communicator import Communicator
     from launcher.runtime.config import load_config
     from launcher.runtime.dist import init_parallel
-    from launcher.runtime.engine import Engine
+    from launcher.runtime.engine import InferenceEngine
     from launcher.runtime.loader import load_model
 
     config = load_config(model_dir)
     comm = Communicator(init_parallel(device), "torch")
     comm.setup(max_batch * max_len, config.hidden_size, dtype)
     model = load_model(model_dir, config, comm, dtype, max_len)
-    return Engine(model, max_batch, max_len, config.eos_token_ids, cuda_graphs=True)
+    return InferenceEngine(model, max_batch, max_len, config.eos_token_ids, cuda_graphs=True)
 
 
 def hf_greedy(model, prompts: list[list[int]], new_tokens: int, device: torch.device) -> list[list[int]]:

@@ -24,14 +24,14 @@ def open_cuda_engine(model_dir: Path, dtype: torch.dtype, allreduce: str = "torc
     from launcher.runtime.communicator import Communicator
     from launcher.runtime.config import load_config
     from launcher.runtime.dist import init_parallel
-    from launcher.runtime.engine import Engine
+    from launcher.runtime.engine import InferenceEngine
     from launcher.runtime.loader import load_model
 
     config = load_config(model_dir)
     comm = Communicator(init_parallel(torch.device("cuda")), allreduce)
     comm.setup(4 * 64, config.hidden_size, dtype)
     model = load_model(model_dir, config, comm, dtype, 64)
-    return Engine(model, 4, 64, config.eos_token_ids, cuda_graphs=cuda_graphs)
+    return InferenceEngine(model, 4, 64, config.eos_token_ids, cuda_graphs=cuda_graphs)
 
 
 def test_probe_fields_equal_nvidia_smi(tmp_path):
