@@ -1,7 +1,7 @@
 """What the user asked for (CLI flags or the TUI form), and the one check of its numbers.
 
 `advisor.context.resolve` checks the counts given on the command line before it probes anything
-(:func:`count_error`); `advisor.plan.build_plan` and `launcher.engines` check the whole intent (:meth:`Intent.error`).
+(:func:`count_error`); `advisor.plan.build_plan` and the bundled command builder check the whole intent (:meth:`Intent.error`).
 The limits and the messages are written once, here.
 """
 

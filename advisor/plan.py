@@ -17,6 +17,7 @@ from advisor.facts import Facts
 from advisor.intent import Intent  # its home is advisor.intent; `from advisor.plan import Intent` keeps working
 from advisor.models import ModelSpec
 from advisor.rules import registry
+from advisor.rules.checks import run_checks
 from advisor.rules.engine import (
     Decision,
     Engine,
@@ -114,9 +115,6 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     version = version or rules
     decisions, found = engine.decide(scenario, Release(version, rules))
     problems += found
-
-    from advisor.rules.checks import run_checks
-
     fusion = next((d.enabled for d in decisions if d.id == "flashinfer_allreduce_fusion"), None)
     custom_ar = next((d.enabled for d in decisions if d.id == "custom_allreduce"), None)
     problems = list(run_checks(facts, model, intent, fusion=fusion, prediction=scenario.flashinfer,

@@ -115,6 +115,6 @@ def runtime_extra_source() -> tuple[str, bool]:
 def missing_runtime_modules(mode: str | None = None) -> list[str]:
     """The bundled runtime's modules that this interpreter (the one it runs in) cannot import; [] when it can start.
 
-    find_spec only locates them: importing torch here would cost `advisor launch` seconds before the engine starts."""
+    find_spec only locates them: the runtime imports them in its own processes."""
     wanted = RUNTIME_MODULES + (SERVE_MODULES if (mode or "serve") == "serve" else ())
     return [name for name in wanted if importlib.util.find_spec(name) is None]

@@ -1,11 +1,11 @@
 """The bundled runtime's contract, in one place: what `python -m launcher.runtime` accepts and what it picks.
 
-The advisor's rules for the bundled engine (advisor/rules/bundled), the command builder (launcher/engines.py) and the
+The advisor's rules for the bundled engine (advisor/rules/bundled), its command builder (advisor/rules/bundled/command.py) and the
 runtime itself (worker.py, dist.py, fusion.py, communicator.py) all read these names, so a choice, a default or a limit
 cannot drift between what `advisor check` predicts and what the runtime does.
 
-Torch-free and imports nothing from the project: the advisor imports it at no cost, and the runtime never imports
-`advisor`.
+Torch-free and imports nothing from the project: the advisor reads it without the runtime's dependencies, and the
+runtime never imports `advisor`.
 """
 
 from __future__ import annotations

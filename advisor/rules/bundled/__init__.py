@@ -146,7 +146,7 @@ def fusion_decision(s: Scenario) -> Decision:
     if not enabled:
         notes.append(f"torch.distributed allreduce ({group_backend}) followed by residual add + RMSNorm")
     title = "FlashInfer fused allreduce + residual + RMSNorm (bundled runtime)"
-    flags = (ALLREDUCE_FLAG, FUSED if enabled else PLAIN)  # launcher.engines places it from the value
+    flags = (ALLREDUCE_FLAG, FUSED if enabled else PLAIN)  # its command builder places it from the value
     source = Source(SOURCE_RELEASE, COMMUNICATOR, "flashinfer trtllm backend limits")
     return decided("flashinfer_allreduce_fusion", title, state, results, source, value=value, flags=flags, notes=notes)
 
@@ -167,7 +167,7 @@ def device_decision(s: Scenario) -> Decision:
     if not s.intent.dtype and s.model is not None and s.model.dtype and s.model.dtype != chosen_dtype:
         notes.append(f"the {s.model.dtype} checkpoint runs in {chosen_dtype} (--dtype auto); pass --dtype to choose")
     value = {"device": dev, "dtype": chosen_dtype, "backend": group_backend}
-    # No flags: launcher.engines passes --device (this value) and --dtype (auto) itself.
+    # No flags: its command builder (command.py) passes --device (this value) and --dtype (auto) itself.
     return decided("device", "Device, dtype and process-group backend", AUTO_ENABLED, results,
                    Source(SOURCE_RELEASE, "launcher/runtime/dist.py"), value=value, notes=notes)  # fmt: skip
 
