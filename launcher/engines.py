@@ -7,7 +7,6 @@ launcher takes that argv and an environment (launcher.spawn).
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 import re
@@ -102,6 +101,8 @@ def runtime_extra_source() -> tuple[str, bool]:
     """(what pip installs the extra from, whether editable): the source directory this tp-advisor was installed from
     (a clone's `pip install -e .`, recorded in its direct_url.json, PEP 610), since the package index's tp-advisor may
     be another release or absent; else the distribution's name."""
+    import importlib.metadata  # genuinely heavy (email, zipfile, csv: ~60 ms): only when an install command is shown
+
     try:
         record = json.loads(importlib.metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "{}")
     except (importlib.metadata.PackageNotFoundError, ValueError, OSError):
