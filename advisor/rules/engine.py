@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # Where a multi-node engine's nodes meet when the launch names no address: node 0's host at torch.distributed's default
 # rendezvous port.
 DEFAULT_RDZV_PORT = 29500
+
 # Decision states (docs/architecture.md, "Contracts").
 AUTO_ENABLED = "auto-enabled"
 NOT_ENABLED = "not-enabled"
