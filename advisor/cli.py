@@ -211,7 +211,7 @@ class AdvisorGroup(click.Group):
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name == module_name:
-                return None  # not written yet (or removed): the command is simply absent
+                return None  # a build without that module: the command is absent
             raise
         return getattr(module, attr, None)
 
