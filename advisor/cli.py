@@ -1,4 +1,4 @@
-"""The `advisor` command line. Imports stay lazy: `advisor check --json` must not pay for rich, torch or textual.
+"""The `advisor` command line: one click group, its commands, and how every failure is reported.
 
 Exit codes (docs/architecture.md, "Contracts"): 0 no errors, 1 errors found (or warnings with --strict) or an input that could
 not be read, 2 usage error. Every error is one line on stderr, `error: ...`, never a traceback.
@@ -6,45 +6,61 @@ not be read, 2 usage error. Every error is one line on stderr, `error: ...`, nev
 
 from __future__ import annotations
 
+import errno
+import importlib
+import os
 import sys
+from dataclasses import replace
 
 import click
+from click.core import ParameterSource
+from click.shell_completion import CompletionItem
 
 from advisor import __version__, interactive
+from advisor import options as kinds
+from advisor.context import AdvisorError, Options, exit_code_for, load_facts, make_plan
+from advisor.models import catalog_ids
 from advisor.options import BY_FLAG, COMMON
+from advisor.probe.profiles import list_profiles, profile_summary
+from advisor.report import (
+    decision_dict,
+    dumps,
+    facts_to_dict,
+    plan_to_dict,
+    problem_dict,
+    problems_named_by,
+    release_dict,
+)
+from advisor.rules import registry
+from advisor.sanitize import clean
+from launcher.files import FileRefused, output_target
 
-# -- shell completion of option values (imports happen only when completing) -------------------------------------------
+# The human-readable reports are drawn with rich, which a --json run does without: the commands import the renderers
+# (advisor.report.render) only when they draw.
+
+# -- shell completion of option values (a completion must never print a traceback into the user's shell) ---------------
 
 
 def _complete_profiles(ctx, param, incomplete):
     try:
-        from advisor.probe.profiles import list_profiles
-
         return [name for name in list_profiles() if name.startswith(incomplete)]
-    except Exception:  # completion must never print a traceback into the user's shell
+    except Exception:
         return []
 
 
 def _complete_models(ctx, param, incomplete):
-    from click.shell_completion import CompletionItem
-
-    items = [CompletionItem(incomplete, type="dir")]
     try:
-        from advisor.models import catalog_ids
-
-        items += [CompletionItem(m) for m in catalog_ids() if m.startswith(incomplete)]
+        ids = catalog_ids()
     except Exception:
-        pass
-    return items
+        ids = ()
+    return [CompletionItem(incomplete, type="dir"), *(CompletionItem(m) for m in ids if m.startswith(incomplete))]
 
 
 def _complete_engine_versions(ctx, param, incomplete):
     """The modelled releases of the chosen engine (SGLang's when none is chosen yet)."""
     try:
-        from advisor.rules.registry import modelled_releases
-
         engine = ctx.params.get("engine") or "sglang"
-        return [r for r in reversed(modelled_releases(engine)) if r.startswith(incomplete)]
+        return [r for r in reversed(registry.modelled_releases(engine)) if r.startswith(incomplete)]
     except Exception:
         return []
 
@@ -53,8 +69,6 @@ def _complete_rules(ctx, param, incomplete):
     """The decision ids of the chosen engine, else of every registered engine; `advisor explain` also accepts any other
     id the plan has."""
     try:
-        from advisor.rules import registry
-
         chosen = ctx.params.get("engine")
         engines = [registry.get(chosen)] if chosen in registry.names() else registry.engines()
         ids = dict.fromkeys(i for engine in engines for i in engine.decision_ids)
@@ -64,17 +78,15 @@ def _complete_rules(ctx, param, incomplete):
 
 
 class EngineChoice(click.Choice):
-    """`--engine`: one of the registered engines (advisor.rules.registry, which imports no rules: --help stays fast),
-    read when the option is used."""
+    """`--engine`: one of the registered engines (advisor.rules.registry is the one list), read when the option is
+    used."""
 
     def __init__(self) -> None:
         super().__init__(())
 
     @property
     def choices(self):
-        from advisor.rules.registry import names
-
-        return names()
+        return registry.names()
 
     @choices.setter
     def choices(self, _value) -> None:
@@ -106,9 +118,6 @@ _COMPLETIONS = {"models": _complete_models, "profiles": _complete_profiles, "eng
 
 def click_option(spec, help_text: str | None = None):
     """The click option of one common option (advisor.options), its default the one advisor.context.Options gives."""
-    from advisor import options as kinds
-    from advisor.context import Options
-
     settings: dict = {"help": help_text or spec.help, "default": getattr(Options(), spec.field)}
     if spec.metavar:
         settings["metavar"] = spec.metavar
@@ -153,10 +162,6 @@ def common_options(func):
 def options_from_context(ctx: click.Context):
     """The context's common options as an :class:`advisor.context.Options`; options given before the subcommand
     (`advisor --profile b300-8 check`) apply unless the subcommand sets them itself."""
-    from click.core import ParameterSource
-
-    from advisor.context import Options
-
     params: dict = {}
     chain = []
     node: click.Context | None = ctx
@@ -172,19 +177,18 @@ def options_from_context(ctx: click.Context):
 
 def with_engine_args(options, engine_args: tuple[str, ...]):
     """The options with the engine arguments given after `--` added to the overrides the plan evaluates."""
-    from dataclasses import replace
-
     return replace(options, overrides=tuple(options.overrides) + tuple(engine_args)) if engine_args else options
 
 
 # -- the group ---------------------------------------------------------------------------------------------------------
 
-# Subcommands owned by other modules, imported only when used (keeps `advisor check --json` fast).
+# Subcommands defined in other modules, loaded when named: those modules build on this one (the common options, the
+# group that completions are generated from), so this one cannot import them.
 LAZY_COMMANDS = {
     "launch": ("advisor.launch", "launch"),
     "layouts": ("advisor.cli_compare", "layouts"),
     "diff": ("advisor.cli_compare", "diff"),
-    "completions": ("advisor.completions", "completions"),  # that module imports this one (the app it completes)
+    "completions": ("advisor.completions", "completions"),
 }
 
 
@@ -202,22 +206,18 @@ class AdvisorGroup(click.Group):
     def _lazy(self, name: str) -> click.Command | None:
         if name not in LAZY_COMMANDS:
             return None
-        import importlib
-
         module_name, attr = LAZY_COMMANDS[name]
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name == module_name:
-                return None  # not written yet (or removed): the command is simply absent
+                return None  # a build without that module: the command is absent
             raise
         return getattr(module, attr, None)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        from advisor.context import AdvisorError
-
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
             sys.stdout.flush()  # a full device or a closed pipe must fail here, not in the interpreter's final flush
@@ -235,10 +235,28 @@ class AdvisorGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-# One home for the error reporting of both paths (advisor.fastpath runs `advisor check` without click).
-from advisor.errors import fail as _fail  # noqa: E402
-from advisor.errors import one_line as _one_line  # noqa: E402
-from advisor.errors import output_failed as _output_failed  # noqa: E402
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
+
+
+def _fail(message: str, code: int) -> None:
+    """``error: MESSAGE`` on stderr (one line, control characters escaped: file names and texts may hold them); exit."""
+    sys.stderr.write(f"error: {clean(_one_line(message), newlines=False)}\n")
+    sys.stderr.flush()
+    sys.exit(code)
+
+
+def _output_failed(exc: OSError) -> None:
+    """An OSError that reached the top. From writing stdout (`advisor check | head`: the reader left; `> /dev/full`:
+    no space): say nothing for a closed pipe, one line otherwise, and point stdout at /dev/null so that Python's final
+    flush stays quiet. Anything else: one line naming it."""
+    writing = exc.filename is None and exc.errno in (errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+    if not writing:
+        _fail(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), 1)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if exc.errno == errno.EPIPE:
+        sys.exit(1)
+    _fail(f"cannot write the output ({exc.strerror or exc}); free some space or write it elsewhere", 1)
 
 
 @click.group(
@@ -289,12 +307,8 @@ def check(ctx: click.Context, as_json: bool, engine_args: tuple[str, ...], **_pa
 
 def _check_report(options, as_json: bool) -> int:
     """Print `advisor check`'s report (or its JSON object); the exit code."""
-    from advisor.context import exit_code_for, make_plan
-
     plan = make_plan(options)
     if as_json:
-        from advisor.report import dumps, plan_to_dict
-
         click.echo(dumps(plan_to_dict(plan)))
     else:
         from advisor.report import make_console, print_plan
@@ -318,8 +332,6 @@ def explain(ctx: click.Context, rule: str, as_json: bool, engine_args: tuple[str
 
     RULE is a decision id, e.g. flashinfer_allreduce_fusion, custom_allreduce, attention_backend, moe_runner_backend,
     memory_defaults; the vLLM ones are listed in the README. Arguments after `--` are the engine's own, as for check."""
-    from advisor.context import AdvisorError, make_plan
-
     options = with_engine_args(options_from_context(ctx), engine_args)
     plan = make_plan(options)
     decision = plan.decision(rule)
@@ -329,12 +341,8 @@ def explain(ctx: click.Context, rule: str, as_json: bool, engine_args: tuple[str
             f"no rule {rule!r} for engine {plan.intent.engine}; valid ids: {valid}", exit_code=2
         )
     matrix = plan.release_matrix if rule == "flashinfer_allreduce_fusion" else ()
-    from advisor.report import problems_named_by
-
     named = problems_named_by(decision, plan.problems)  # so a note's "see problem X" is answered here too
     if as_json:
-        from advisor.report import decision_dict, dumps, problem_dict, release_dict
-
         data = {"engine": dict(plan.engine), "decision": decision_dict(decision)}
         data["release_matrix"] = [release_dict(r) for r in matrix]
         data["problems"] = [problem_dict(p) for p in named]
@@ -369,9 +377,6 @@ def explain(ctx: click.Context, rule: str, as_json: bool, engine_args: tuple[str
 @click.pass_context
 def probe(ctx: click.Context, as_json: bool, output: str | None, **_params) -> None:
     """Probe this machine (GPUs, topology, driver, packages, environment) and show or save the facts."""
-    from advisor.context import AdvisorError, Options, load_facts
-    from launcher.files import FileRefused, output_target
-
     given = options_from_context(ctx)  # also takes --python/--profile/--with-package given before `probe`
     if output:
         try:
@@ -387,8 +392,6 @@ def probe(ctx: click.Context, as_json: bool, output: str | None, **_params) -> N
         except OSError as exc:
             raise AdvisorError(f"cannot write {output}: {exc.strerror or exc}; choose a writable path") from None
     if as_json:
-        from advisor.report import dumps, facts_to_dict
-
         click.echo(dumps(facts_to_dict(facts)))
         return
     if output:
@@ -406,12 +409,8 @@ def probe(ctx: click.Context, as_json: bool, output: str | None, **_params) -> N
 @click.option("--json", "as_json", is_flag=True, help="Print {name: summary} as JSON.")
 def profiles(as_json: bool) -> None:
     """List the simulated machines usable with `--profile NAME`."""
-    from advisor.probe.profiles import list_profiles, profile_summary
-
     rows = {name: profile_summary(name) for name in list_profiles()}
     if as_json:
-        from advisor.report import dumps
-
         click.echo(dumps(rows))
         return
     width = max((len(n) for n in rows), default=0)

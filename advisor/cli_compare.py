@@ -1,6 +1,6 @@
 """`advisor layouts` and `advisor diff`: the candidate layouts of a model on this machine, and what a release changes.
 
-Loaded lazily by advisor.cli (LAZY_COMMANDS); the logic lives in advisor.layouts and advisor.diff.
+advisor.cli loads them when named (LAZY_COMMANDS); the logic lives in advisor.layouts and advisor.diff.
 Exit codes: 0 (an answer was printed, whatever it says), 1 an input could not be read, 2 usage error.
 """
 
@@ -9,6 +9,9 @@ from __future__ import annotations
 import click
 
 from advisor.cli import POSITIVE, _complete_engine_versions, common_options, options_from_context
+from advisor.diff import diff_dict, diff_for, diff_lines
+from advisor.layouts import layouts_for, print_layouts, report_dict
+from advisor.report import dumps
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
@@ -31,17 +34,11 @@ def layouts(ctx: click.Context, context_len: int | None, as_json: bool, **_param
     (dp size = tp). --tp, --dp-attention and --dp-size are what varies, so they are not used.
 
     Exit codes: 0 the table was printed, 1 an input could not be read, 2 usage error."""
-    from advisor.layouts import layouts_for
-
     report = layouts_for(options_from_context(ctx), context_len)
     if as_json:
-        from advisor.layouts import report_dict
-        from advisor.report import dumps
-
         click.echo(dumps(report_dict(report)))
         return
-    from advisor.layouts import print_layouts
-    from advisor.report import make_console
+    from advisor.report import make_console  # rich: only for the table
 
     print_layouts(report, make_console())
 
@@ -72,17 +69,11 @@ def diff(ctx: click.Context, release_from: str | None, release_to: str | None, a
 
     Exit codes: 0 the comparison was printed, 1 an input could not be read, 2 usage error (unknown release, bundled
     engine)."""
-    from advisor.diff import diff_for
-
     result = diff_for(options_from_context(ctx), release_from, release_to)
     if as_json:
-        from advisor.diff import diff_dict
-        from advisor.report import dumps
-
         click.echo(dumps(diff_dict(result)))
         return
-    from advisor.diff import diff_lines
-    from advisor.report import make_console, marks
+    from advisor.report import make_console, marks  # rich: only for the text
 
     console = make_console()
     for line in diff_lines(result, marks(console)):

@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 
 import click
+from click.shell_completion import get_completion_class
+
+from advisor.cli import main
+from launcher.files import write_text_atomic
 
 PROG_NAME = "advisor"
 COMPLETE_VAR = "_ADVISOR_COMPLETE"
@@ -25,10 +29,6 @@ INSTALL = {
 
 def script(shell: str) -> str:
     """The completion script for ``shell`` (bash, zsh or fish), with a header saying where to install it."""
-    from click.shell_completion import get_completion_class
-
-    from advisor.cli import main
-
     cls = get_completion_class(shell)
     if cls is None or shell not in FILES:
         raise ValueError(f"no completion for shell {shell!r}; choose one of {', '.join(FILES)}")
@@ -44,8 +44,6 @@ def script(shell: str) -> str:
 
 
 def write_all(directory: Path) -> list[Path]:
-    from launcher.files import write_text_atomic
-
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for shell, name in FILES.items():

@@ -171,7 +171,7 @@ def _load_file(path: str) -> Facts:
 
 
 def _probe_live(python: str | None) -> Facts:
-    from advisor.probe import probe_live
+    from advisor.probe.live import probe_live
     from advisor.probe.packages import PythonProbeError
 
     try:

@@ -1,12 +1,11 @@
-"""Bare `advisor` opens the interactive app when it runs on a terminal. One home for that check and for starting the
-app, shared by the click CLI (advisor.cli) and its click-free entry (advisor.fastpath); neither imports click."""
+"""Bare `advisor` opens the interactive app when it runs on a terminal: the check for that, and starting the app."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from advisor.collector import pause_collector, resume_collector
+from advisor.context import AdvisorError, Options
 
 
 def interactive_terminal() -> bool:
@@ -15,22 +14,16 @@ def interactive_terminal() -> bool:
     return sys.stdout.isatty() and sys.stdin.isatty() and os.environ.get("TERM") != "dumb"
 
 
-def open_app(options: object) -> None:  # an advisor.context.Options (typing stays unimported: bench_check.py)
+def open_app(options: Options) -> None:
     """Run the app until it ends. A build without the app, or without textual, is an AdvisorError (exit 1)."""
-    from advisor.context import AdvisorError
-
-    pause_collector()
     try:
-        try:
-            from advisor.tui.app import run_app
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("advisor.tui"):
-                raise AdvisorError(
-                    "the interactive app is not available in this build; use `advisor check` (or `advisor --help`)"
-                ) from None
-            if exc.name == "textual":
-                raise AdvisorError("the interactive app needs textual: pip install textual") from None
-            raise
-        run_app(options)
-    finally:
-        resume_collector()  # the app resumes it after its first screen; this covers an app that never got that far
+        from advisor.tui.app import run_app  # textual: only when the app opens
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("advisor.tui"):
+            raise AdvisorError(
+                "the interactive app is not available in this build; use `advisor check` (or `advisor --help`)"
+            ) from None
+        if exc.name == "textual":
+            raise AdvisorError("the interactive app needs textual: pip install textual") from None
+        raise
+    run_app(options)

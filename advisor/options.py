@@ -1,11 +1,8 @@
 """The common options (bare `advisor`, `check`, `explain`, `launch`, `layouts`, `diff`), each declared once.
 
-From this table: the click options (advisor.cli.COMMON_OPTIONS), the click-free parser of `advisor check`
-(advisor.fastpath), and the fields of :class:`advisor.context.Options` they fill (``field``; the defaults are Options',
-and the Intent a plan is made of takes the fields of the same names, advisor.context.resolve). tests/test_options.py
-checks that the three agree.
-
-Cheap to import: no click (the fast path reads it).
+From this table: the click options (advisor.cli.COMMON_OPTIONS) and the fields of :class:`advisor.context.Options` they
+fill (``field``; the defaults are Options', and the Intent a plan is made of takes the fields of the same names,
+advisor.context.resolve). tests/test_options.py checks that they agree.
 """
 
 from __future__ import annotations

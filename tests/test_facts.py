@@ -23,7 +23,7 @@ def test_every_profile_round_trips_through_json(name, tmp_path):
 
 
 def test_live_facts_round_trip(fake_nvml):
-    from advisor.probe import probe_live
+    from advisor.probe.live import probe_live
 
     facts = probe_live(environ={"CUDA_VISIBLE_DEVICES": "1,0"}, nvml=fake_nvml("gb200-nvl72-tray"))
     assert Facts.from_json(facts.to_json()) == facts

@@ -1,5 +1,5 @@
-"""The common options are declared once (advisor.options): click's options, the fast path's tables, Options and the
-Intent it resolves to agree with that table."""
+"""The common options are declared once (advisor.options): click's options, Options and the Intent it resolves to agree
+with that table."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from dataclasses import fields
 
 import click
 
-from advisor import cli, fastpath, options
+from advisor import cli, options
 from advisor.context import Options
 from advisor.intent import COUNT_OPTIONS, Intent
+from advisor.rules import registry
 
 
 def test_options_has_one_field_per_declared_option():
@@ -38,9 +39,18 @@ def test_every_command_with_the_common_options_has_click_options_built_from_the_
             assert param.is_flag == (spec.kind in (options.FLAG, options.SWITCH))
 
 
-def test_the_fast_path_and_the_count_checks_read_the_table():
-    assert fastpath.NUMBER_OPTIONS == {"--tp": "tp", "--nnodes": "nnodes", "--dp-size": "dp_size"}
+def test_each_kind_of_option_takes_its_values_as_declared():
+    """How `check` reads each option: whole numbers >= 1, files that are not directories, a registered engine."""
+    params = {p.name: p for p in cli.check.params if isinstance(p, click.Option)}
+    for spec in options.COMMON:
+        param = params[spec.field]
+        assert isinstance(param.type, cli.PositiveInt) == (spec.kind == options.NUMBER), spec.flag
+        assert isinstance(param.type, click.Path) == (spec.kind == options.PATH), spec.flag
+        if spec.kind == options.ENGINE:
+            assert tuple(param.type.choices) == registry.names()
+    assert {n for p in params.values() for n in p.opts + p.secondary_opts} - {"-h", "--help"} == {
+        flag for spec in options.COMMON for flag in spec.flags} | {"--json"}  # fmt: skip
+
+
+def test_the_count_checks_read_the_table():
     assert COUNT_OPTIONS == {"tp": "--tp", "nnodes": "--nnodes", "dp_size": "--dp-size"}
-    assert fastpath.FLAGS["--no-dp-attention"] == ("dp_attention", False)
-    assert set(fastpath.TEXT_OPTIONS) | set(fastpath.NUMBER_OPTIONS) | set(fastpath.REPEATED_OPTIONS) | set(
-        fastpath.FLAGS) == {flag for spec in options.COMMON for flag in spec.flags} | {"--json"}  # fmt: skip

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from advisor.probe import probe_live
 from advisor.probe.environment import filter_environment, visible_gpus
+from advisor.probe.live import probe_live
 from advisor.probe.profiles import load_profile
 
 GPUS = load_profile("l40s-4").gpus  # four GPUs, indices 0-3

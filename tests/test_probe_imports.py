@@ -8,9 +8,9 @@ import sys
 
 SCRIPT = """
 import json, sys
-import advisor.facts, advisor.probe, advisor.probe.profiles, advisor.probe.packages, advisor.probe.environment
+import advisor.facts, advisor.probe.live, advisor.probe.profiles, advisor.probe.packages, advisor.probe.environment
 advisor.probe.profiles.load_profile("b300-8")
-facts = advisor.probe.probe_live()
+facts = advisor.probe.live.probe_live()
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "flashinfer", "textual", "rich", "triton", "transformers"))
 print(json.dumps({"heavy": heavy, "packages": [p.name for p in facts.packages], "driver": facts.driver.available}))
 """

@@ -13,7 +13,7 @@ from fakes.fake_nvml import ERROR_CLASSES, FakeNvml
 from fakes.fake_sys import make_tree
 
 from advisor.facts import Facts
-from advisor.probe import probe_live
+from advisor.probe.live import probe_live
 from advisor.probe.nvml import normalize_bus_id, probe_nvml
 from advisor.probe.profiles import list_profiles, load_profile
 

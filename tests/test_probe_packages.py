@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.probe import probe_live
+from advisor.probe.live import probe_live
 from advisor.probe.packages import PythonProbeError, probe_packages, probe_python, python_facts
 
 BUILD_META = '"""Build metadata."""\n__version__ = "{}"\n__git_commit__ = "abc"\n'

@@ -10,7 +10,7 @@ from fakes.fake_nvml import FakeNvml
 from fakes.fake_sys import config_space, make_tree
 
 from advisor.facts import MEMLOCK_UNLIMITED, Facts
-from advisor.probe import probe_live
+from advisor.probe.live import probe_live
 from advisor.probe.profiles import load_profile
 from advisor.probe.system import acs_control, parse_size, probe_system
 

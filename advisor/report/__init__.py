@@ -1,7 +1,5 @@
 """A Plan as the stable JSON object of `advisor check --json` (advisor/report/data.py) and as rich renderables for people
-(advisor/report/render.py). The names below are the package's interface: `from advisor.report import ...` as before.
-
-Cheap to import: rich is imported inside the rendering functions, so `advisor check --json` stays fast.
+(advisor/report/render.py). The names below are the package's interface: `from advisor.report import ...`.
 """
 
 from advisor.report.data import (
@@ -19,8 +17,8 @@ from advisor.report.data import (
     summary,
 )
 
-# The renderers' names are read from advisor.report.render on first use (PEP 562): `advisor check --json` needs only
-# advisor.report.data, and importing the renderers as well would cost it (tests/benchmarks/bench_check.py).
+# The renderers draw with rich, which a --json run never needs: their names are looked up in advisor.report.render when
+# first asked for (PEP 562), so that module and rich are loaded only by what draws.
 RENDER_NAMES = frozenset({
     "FALLBACK_WIDTH", "SEVERITY_STYLES", "STATE_STYLES", "STATUS_STYLES", "command_renderable", "command_text",
     "decision_renderable", "decisions_renderable", "emit", "machine_renderable", "make_console", "marks", "next_steps",

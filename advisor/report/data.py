@@ -11,6 +11,8 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from advisor.sanitize import clean_json
+
 if TYPE_CHECKING:
     from advisor.facts import Facts
     from advisor.plan import Plan
@@ -114,6 +116,4 @@ def facts_to_dict(facts: Facts) -> dict[str, Any]:
 
 def dumps(data: dict[str, Any]) -> str:
     """``json.dumps(data, indent=2, ensure_ascii=False)``, then :func:`advisor.sanitize.clean_json`."""
-    from advisor.sanitize import clean_json
-
     return clean_json(json.dumps(data, indent=2, ensure_ascii=False))

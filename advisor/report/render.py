@@ -1,22 +1,38 @@
 """A Plan (and the machine's facts) as rich renderables for people: the `check`, `explain` and `probe` reports.
 
-rich is imported inside the rendering functions, so importing this module stays cheap; the JSON object is
-advisor/report/data.py.
+The JSON object is advisor/report/data.py; advisor.report loads this module only when something is drawn, so a --json
+run does without rich.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Any
 
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.rule import Rule
+from rich.segment import Segment
+from rich.table import Table
+from rich.text import Text
+
+from advisor.render_facts import (
+    GPU_COLUMNS,
+    gpu_overview,
+    gpu_rows,
+    machine_summary,
+    package_rows,
+    topology_legend,
+    topology_matrix,
+)
 from advisor.report.data import SEVERITIES, jsonable, summary
+from advisor.sanitize import clean
+from launcher.engines import missing_runtime_modules, runtime_install_commands
 
 if TYPE_CHECKING:
-    from typing import Any
-
-    from rich.console import Console, RenderableType
-
     from advisor.facts import Facts
     from advisor.plan import Plan
     from advisor.rules.engine import Decision, Problem, ReleaseOutcome
@@ -50,9 +66,6 @@ def output_width(stream: Any) -> int:
 
 
 def _wanted_width(stream: Any) -> int:
-    import os
-    import sys
-
     columns = os.environ.get("COLUMNS", "").strip()
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
@@ -70,14 +83,10 @@ def _wanted_width(stream: Any) -> int:
 def make_console(file: Any = None, stderr: bool = False) -> Console:
     """A console that honours NO_COLOR and, off a terminal, writes plain text (no colours, ASCII marks) as wide as
     :func:`output_width` says."""
-    import os
-    import sys
-
-
     stream = file or (sys.stderr if stderr else sys.stdout)
     width = output_width(stream)  # on a terminal too: rich would take a COLUMNS of any size as it is
     # markup and emoji off: values such as PCI bus ids ("00000000:AB:00.0") and "[ids]" must print as they are
-    return _clean_console_class()(
+    return CleanConsole(
         file=stream,
         width=width,
         no_color=bool(os.environ.get("NO_COLOR")) or None,
@@ -87,24 +96,17 @@ def make_console(file: Any = None, stderr: bool = False) -> Console:
     )
 
 
-def _clean_console_class() -> type[Console]:
+class CleanConsole(Console):
     """A rich Console whose every rendered text segment goes through advisor.sanitize.clean (ASCII-only off a
     terminal), so what a machine, a file or a package says never reaches the terminal as escape sequences."""
-    from rich.console import Console
-    from rich.segment import Segment
 
-    from advisor.sanitize import clean
-
-    class CleanConsole(Console):
-        def render(self, renderable, options=None):
-            ascii_only = not self.is_terminal
-            for segment in super().render(renderable, options):
-                if segment.control or not segment.text:
-                    yield segment
-                else:
-                    yield Segment(clean(segment.text, ascii_only=ascii_only), segment.style, segment.control)
-
-    return CleanConsole
+    def render(self, renderable, options=None):
+        ascii_only = not self.is_terminal
+        for segment in super().render(renderable, options):
+            if segment.control or not segment.text:
+                yield segment
+            else:
+                yield Segment(clean(segment.text, ascii_only=ascii_only), segment.style, segment.control)
 
 
 def marks(console: Console) -> dict[object, str]:
@@ -115,16 +117,10 @@ def marks(console: Console) -> dict[object, str]:
 
 
 def _box(console: Console):
-    from rich import box
-
     return box.ROUNDED if _fancy(console) else box.ASCII
 
 
 def machine_renderable(facts: Facts, console: Console) -> RenderableType:
-    from rich.table import Table
-
-    from advisor.render_facts import GPU_COLUMNS, gpu_rows, machine_summary
-
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
@@ -142,7 +138,6 @@ def machine_renderable(facts: Facts, console: Console) -> RenderableType:
         table.add_column(col, no_wrap=col in ("GPU", "PCI bus"))  # a bus id cut to "00000000…" says nothing
     for row in rows:
         table.add_row(*row)
-    from rich.console import Group
 
     return _section("Machine", Group(grid, table), console)
 
@@ -151,11 +146,7 @@ def topology_renderable(facts: Facts, console: Console) -> RenderableType | None
     """The GPU x GPU matrix as `nvidia-smi topo -m` lays it out, with the legend of the codes it shows."""
     if not facts.gpus:
         return None
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
 
-    from advisor.render_facts import topology_legend, topology_matrix
 
     header, rows = topology_matrix(facts)
     table = Table(box=None, pad_edge=False, padding=(0, 2), show_edge=False)
@@ -172,18 +163,11 @@ def topology_renderable(facts: Facts, console: Console) -> RenderableType | None
 
 
 def _topology_cell(cell: str) -> Any:
-    from rich.text import Text
-
     style = "green" if cell.startswith("NV") else "dim" if cell == "X" else "yellow" if cell == "?" else None
     return Text(cell, style=style or "")
 
 
 def packages_renderable(facts: Facts, problems: tuple[Problem, ...], console: Console) -> RenderableType:
-    from rich.table import Table
-    from rich.text import Text
-
-    from advisor.render_facts import package_rows
-
     rows = package_rows(facts, problems)
     if not rows:
         return _section("Packages", Text("none of the watched packages is installed", style="yellow"), console)
@@ -198,10 +182,6 @@ def packages_renderable(facts: Facts, problems: tuple[Problem, ...], console: Co
 
 def scenario_renderable(plan: Plan, console: Console, machine: bool = False) -> RenderableType:
     """Engine, model and layout (and, with ``machine``, the one-line machine: for views without the Machine section)."""
-    from rich.table import Table
-
-    from advisor.render_facts import gpu_overview
-
     intent, model = plan.intent, plan.model
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
@@ -244,9 +224,6 @@ def decision_renderable(
 ) -> RenderableType:
     """A decision as a checklist: each condition with observed vs expected; why and how to change it for failed or
     undecided conditions (for every condition when ``full``)."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
 
     mark = marks(console)
     head = Text()
@@ -306,9 +283,6 @@ def decision_renderable(
 
 
 def decisions_renderable(plan: Plan, console: Console) -> RenderableType:
-    from rich.console import Group
-    from rich.text import Text
-
     parts: list[Any] = []
     for i, decision in enumerate(plan.decisions):
         if i:
@@ -320,10 +294,6 @@ def decisions_renderable(plan: Plan, console: Console) -> RenderableType:
 
 
 def problems_renderable(problems: tuple[Problem, ...], console: Console) -> RenderableType:
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
     if not problems:
         return _section("Problems", Text("none", style="green"), console)
     grid = Table.grid(padding=(0, 1))
@@ -340,8 +310,6 @@ def problems_renderable(problems: tuple[Problem, ...], console: Console) -> Rend
 
 
 def command_renderable(plan: Plan, console: Console) -> RenderableType:
-    from rich.text import Text
-
     return _section("Command", Text(command_text(plan), style="bold"), console)
 
 
@@ -351,15 +319,12 @@ def command_text(plan: Plan) -> str:
 
 def print_command(plan: Plan, console: Console) -> None:
     """The command as one unbroken line (soft wrap), so it can be copied into a shell."""
-    from rich.text import Text
 
     emit(console, _section("Command", Text(""), console).renderables[0])
     console.print(Text(command_text(plan), style="bold"), soft_wrap=True)
 
 
 def summary_text(plan: Plan, strict: bool = False) -> Any:
-    from rich.text import Text
-
     counts = summary(plan)
     text = Text()
     style = "bold red" if counts["errors"] or (strict and counts["warnings"]) else "bold green"
@@ -414,7 +379,6 @@ def next_steps(plan: Plan) -> list[tuple[str, list[str]]]:
     facts = plan.facts
     if facts.source != "live" or facts.gpus:
         return []
-    from launcher.engines import missing_runtime_modules, runtime_install_commands
 
     engine = plan.intent.engine if plan.intent.engine != "bundled" else "sglang"
     model = plan.intent.model or EXAMPLE_MODEL
@@ -434,7 +398,6 @@ def next_steps(plan: Plan) -> list[tuple[str, list[str]]]:
 
 def print_next_steps(steps: list[tuple[str, list[str]]], console: Console) -> None:
     """Each step's sentence, then its commands one per line, unbroken (soft wrap) so they can be copied."""
-    from rich.text import Text
 
     emit(console, _section("Next steps (no GPU here)", Text(""), console).renderables[0])
     for what, commands in steps:
@@ -456,9 +419,6 @@ def print_facts(facts: Facts, console: Console) -> None:
 
 
 def _section(title: str, body: Any, console: Console) -> RenderableType:
-    from rich.console import Group
-    from rich.rule import Rule
-
     characters = "─" if _fancy(console) else "-"
     return Group(Rule(title, align="left", style="dim", characters=characters), body)
 

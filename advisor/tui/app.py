@@ -19,8 +19,10 @@ from typing import Any
 from textual.app import App
 from textual.screen import Screen
 
+from advisor.probe.profiles import list_profiles
 from advisor.tui import keys
 from advisor.tui.commands import AdvisorCommands
+from advisor.tui.screens.help import HelpScreen
 from advisor.tui.screens.main import MainScreen
 from advisor.tui.session import Evaluation, Session, model_suggestions, probes, profile_names
 
@@ -67,8 +69,6 @@ class AdvisorApp(App[None]):
         return profile_names()
 
     def get_default_screen(self) -> Screen:
-        from advisor.probe.profiles import list_profiles
-
         # The form lists the names only; the summaries follow with self.profiles.
         self.main = MainScreen(self.options, self.models, [(name, "") for name in list_profiles()])
         return self.main
@@ -138,8 +138,6 @@ class AdvisorApp(App[None]):
         self.call_from_thread(self.exit)
 
     def action_help(self) -> None:
-        from advisor.tui.screens.help import HelpScreen
-
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

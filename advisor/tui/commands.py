@@ -8,13 +8,12 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from advisor.rules.registry import names as engine_names
+from advisor.tui.screens.main import MainScreen
 from advisor.tui.session import LIVE, releases_for
 
 
 class AdvisorCommands(Provider):
     def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
-        from advisor.tui.screens.main import MainScreen
-
         screen = self.screen if isinstance(self.screen, MainScreen) else None
         if screen is None:
             return []

@@ -14,6 +14,8 @@ from rich.text import Text
 
 from advisor.facts import Facts
 from advisor.plan import Plan
+from advisor.render_facts import topology_legend as facts_topology_legend
+from advisor.render_facts import topology_matrix
 from advisor.rules.engine import (
     AUTO_ENABLED,
     FORCED_OFF,
@@ -236,8 +238,6 @@ def problems_list(problems: tuple[Problem, ...]) -> RenderableType:
 
 def topology_table(facts: Facts) -> RenderableType:
     """The `nvidia-smi topo -m` matrix (render_facts gives the cells; colour them: NVLink green, PCIe yellow)."""
-    from advisor.render_facts import topology_matrix
-
     header, rows = topology_matrix(facts)
     if not rows:
         return Text("no GPUs", style="dim")
@@ -252,9 +252,6 @@ def topology_table(facts: Facts) -> RenderableType:
 
 def topology_legend(facts: Facts) -> str:
     """NVSwitch and fabric state, then the meaning of each code the matrix shows."""
-    from advisor.render_facts import topology_legend as legend
-    from advisor.render_facts import topology_matrix
-
     bits = []
     topo = facts.topology
     if topo.nvswitch is not None:
@@ -263,7 +260,7 @@ def topology_legend(facts: Facts) -> str:
     if fabric.state and fabric.state != "not supported":
         bits.append(f"fabric {fabric.state}" + (f", clique {fabric.clique_id}" if fabric.clique_id is not None else ""))
     _, rows = topology_matrix(facts)
-    bits.extend(f"{code}: {meaning}" for code, meaning in legend(rows) if code != "X")
+    bits.extend(f"{code}: {meaning}" for code, meaning in facts_topology_legend(rows) if code != "X")
     return clean(" · ".join(bits))
 
 

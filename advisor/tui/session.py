@@ -11,8 +11,16 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
+from advisor import context
+from advisor.context import AdvisorError, Options, load_facts
+from advisor.diff import build_diff, diff_lines
 from advisor.facts import Facts
+from advisor.layouts import build_layouts
+from advisor.models import catalog_ids, hf_cache_ids
 from advisor.plan import Plan
+from advisor.probe.profiles import list_profiles, profile_summary
+from advisor.rules.registry import modelled_releases
+from advisor.sanitize import clean
 from launcher.engines import MOE_A2A_BACKENDS  # noqa: F401  (the form imports it from here)
 
 LIVE = "live"  # the profile selector's value for "this machine"
@@ -24,21 +32,21 @@ FILE = "file"  # the profile selector's value for "the --facts file given on the
 class Evaluation:
     """One run of the rules for one set of options. Exactly one of ``plan`` and ``error`` is set."""
 
-    options: Any  # advisor.context.Options
+    options: Options
     facts: Facts | None
     plan: Plan | None
     error: str | None
     generation: int = 0
 
 
-def probes(options: Any) -> bool:
+def probes(options: Options) -> bool:
     """True when loading the facts for ``options`` runs something that may be slow: a probe of this machine (NVML on a
     driver without persistence mode can take seconds) or of another Python's packages (``--python``). A simulated
     machine or a facts file alone is read and computed in a few tens of milliseconds."""
     return options.python is not None or not (options.profile or options.facts_file)
 
 
-def facts_key(options: Any) -> tuple:
+def facts_key(options: Options) -> tuple:
     """Everything that changes which facts are loaded (not the rules' inputs)."""
     return (options.profile, options.facts_file, options.python, tuple(options.with_package or ()))
 
@@ -55,9 +63,7 @@ class Session:
         with self._lock:
             self._facts.clear()
 
-    def facts_for(self, options: Any) -> Facts:
-        from advisor.context import load_facts
-
+    def facts_for(self, options: Options) -> Facts:
         key = facts_key(options)
         with self._lock:
             cached = self._facts.get(key)
@@ -68,10 +74,8 @@ class Session:
             self._facts[key] = facts
         return facts
 
-    def evaluate(self, options: Any, generation: int = 0) -> Evaluation:
+    def evaluate(self, options: Options, generation: int = 0) -> Evaluation:
         """Never raises: a bad option or a failing module becomes ``error``, a one-line message the panel shows."""
-        from advisor.context import AdvisorError
-
         facts = None
         try:
             facts = self.facts_for(options)
@@ -82,42 +86,34 @@ class Session:
             return Evaluation(options, facts, None, f"{type(exc).__name__}: {exc}", generation)
         return Evaluation(options, plan.facts, plan, None, generation)
 
-    def layouts(self, options: Any) -> tuple[Any, str | None]:
+    def layouts(self, options: Options) -> tuple[Any, str | None]:
         """(the `advisor layouts` report for these options, None) or (None, a one-line error); never raises."""
-        from advisor import context
-        from advisor.layouts import build_layouts
-
         try:
             facts, model, intent = context.resolve(options, facts=self.facts_for(options))
             return build_layouts(facts, model, intent), None
-        except context.AdvisorError as exc:
+        except AdvisorError as exc:
             return None, str(exc)
         except Exception as exc:
             return None, f"{type(exc).__name__}: {exc}"
 
-    def diff_lines(self, options: Any, release_from: str, release_to: str) -> list[str]:
+    def diff_lines(self, options: Options, release_from: str, release_to: str) -> list[str]:
         """What `advisor diff --from --to` prints for these options; an error is one line."""
-        from advisor import context
-        from advisor.diff import build_diff, diff_lines
-
         try:
             facts, model, intent = context.resolve(options, facts=self.facts_for(options))
             return diff_lines(build_diff(facts, model, intent, release_from, release_to),
                               {True: "✓", False: "✗", None: "?"})  # fmt: skip
-        except context.AdvisorError as exc:
+        except AdvisorError as exc:
             return [f"✗ {exc}"]
         except Exception as exc:
             return [f"✗ {type(exc).__name__}: {exc}"]
 
-    def _plan(self, options: Any, facts: Facts) -> Plan:
+    def _plan(self, options: Options, facts: Facts) -> Plan:
         """The CLI's own path (context.resolve + plan_for), with the facts already loaded."""
-        from advisor import context
-
         facts, model, intent = context.resolve(options, facts=facts)
         return context.plan_for(facts, model, intent)
 
 
-def profile_choice(options: Any) -> str:
+def profile_choice(options: Options) -> str:
     """The profile selector's value for these options."""
     if options.profile:
         return options.profile
@@ -126,7 +122,7 @@ def profile_choice(options: Any) -> str:
     return LIVE
 
 
-def apply_profile_choice(options: Any, choice: str, original: Any) -> Any:
+def apply_profile_choice(options: Options, choice: str, original: Options) -> Options:
     """Options for a profile selector value; FILE goes back to the facts file the app was started with."""
     if choice == LIVE:
         return replace(options, profile=None, facts_file=None)
@@ -137,16 +133,11 @@ def apply_profile_choice(options: Any, choice: str, original: Any) -> Any:
 
 def releases_for(engine: str) -> list[str]:
     """Modelled releases of an engine, oldest first (none for the bundled runtime)."""
-    from advisor.rules.registry import modelled_releases
-
     return list(modelled_releases(engine))
 
 
 def model_suggestions() -> list[str]:
     """Model ids to complete in the form: the bundled catalog, then the local Hugging Face cache."""
-    from advisor.models import catalog_ids, hf_cache_ids
-    from advisor.sanitize import clean
-
     ids: list[str] = []
     for source in (catalog_ids, hf_cache_ids):
         try:  # a cache directory named with control characters is no id to suggest (nor to show)
@@ -158,8 +149,6 @@ def model_suggestions() -> list[str]:
 
 def profile_names() -> list[tuple[str, str]]:
     """(name, one-line summary) for every simulated machine."""
-    from advisor.probe.profiles import list_profiles, profile_summary
-
     out = []
     for name in list_profiles():
         try:

@@ -4,7 +4,7 @@
 
 Three figures, each the median of N interleaved runs (so machine noise hits all alike):
 - `python -c pass`: a bare interpreter;
-- a fresh process that imports advisor.probe and runs probe_live() (what `advisor probe` pays);
+- a fresh process that imports advisor.probe.live and runs probe_live() (what `advisor probe` pays);
 - probe_live() alone inside a warm process (the probe's own cost: NVML, the package scan, host, environment).
 On a machine without an NVIDIA driver NVML answers at once with LibraryNotFound; on a GPU machine the NVML calls count.
 """
@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-PROBE = "from advisor.probe import probe_live; probe_live()"
+PROBE = "from advisor.probe.live import probe_live; probe_live()"
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # keep .pyc files, as an install has
 
 
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15, help="runs per measurement (median reported)")
     args = parser.parse_args()
 
-    from advisor.probe import probe_live
+    from advisor.probe.live import probe_live
 
     commands = {"python -c pass": [sys.executable, "-c", "pass"], "python -c '<probe_live()>'": [sys.executable, "-c", PROBE]}
     for argv in commands.values():  # warm the page cache and .pyc files

@@ -11,7 +11,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label
 
 from advisor.plan import Plan
+from advisor.report import dumps, plan_to_dict
 from advisor.tui.screens.dialog import Dialog
+from launcher.files import FileRefused, write_text_atomic
 
 DEFAULT_NAME = "advisor-plan.json"
 
@@ -19,9 +21,6 @@ DEFAULT_NAME = "advisor-plan.json"
 def write_plan_json(plan: Plan, path: str | Path) -> Path:
     """Write atomically (a temporary file renamed into place), so a failed write leaves no half file; a path that is
     not a regular file is refused (launcher.files.FileRefused, an OSError), a symlink written through to its target."""
-    from advisor.report import dumps, plan_to_dict
-    from launcher.files import write_text_atomic
-
     path = Path(path).expanduser()
     write_text_atomic(path, dumps(plan_to_dict(plan)) + "\n", "plan")
     return path
@@ -63,8 +62,6 @@ class ExportScreen(Dialog[Path | None]):
 
     @work(thread=True, exclusive=True)
     def _write(self, raw: str) -> None:
-        from launcher.files import FileRefused
-
         try:
             path = write_plan_json(self._plan, raw)
         except OSError as exc:

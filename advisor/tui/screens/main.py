@@ -6,9 +6,10 @@ Every form change re-runs the rules in a thread worker after a short debounce; r
 
 from __future__ import annotations
 
+import shlex
 from concurrent.futures import wait
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -20,19 +21,23 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
 from advisor.plan import Plan
+from advisor.rules.registry import modelled_releases
 from advisor.sanitize import clean
 from advisor.tui import keys
 from advisor.tui.messages import PlanEvaluated
 from advisor.tui.render import source_label
+from advisor.tui.screens.decision import DecisionScreen
+from advisor.tui.screens.diff import DiffScreen
+from advisor.tui.screens.export import ExportScreen
+from advisor.tui.screens.launch import LaunchScreen
+from advisor.tui.screens.profile import ProfileScreen
 from advisor.tui.session import Evaluation, apply_profile_choice
 from advisor.tui.widgets.command_bar import CommandBar
 from advisor.tui.widgets.decision_table import DecisionTable
 from advisor.tui.widgets.detail import DetailPane
+from advisor.tui.widgets.layouts import LayoutsPanel
+from advisor.tui.widgets.machine import MachinePanel
 from advisor.tui.widgets.plan_form import PlanForm
-
-if TYPE_CHECKING:  # imported when the hidden tabs are mounted
-    from advisor.tui.widgets.layouts import LayoutsPanel
-    from advisor.tui.widgets.machine import MachinePanel
 
 DEBOUNCE_S = 0.2
 FIRST_PLAN_WAIT_S = 0.5  # the longest the first paint waits for the first plan (on_mount)
@@ -86,9 +91,6 @@ class MainScreen(Screen):
         if not (layouts.is_attached and machine.is_attached):
             return  # the app is closing (quit right after the first screen)
         self._hidden_tabs_mounted = True
-        from advisor.tui.widgets.layouts import LayoutsPanel
-        from advisor.tui.widgets.machine import MachinePanel
-
         layouts.mount(LayoutsPanel(id="layouts-panel"))
         machine.mount(MachinePanel(self.app.profiles, id="machine-panel"))
 
@@ -234,8 +236,6 @@ class MainScreen(Screen):
 
     @on(DecisionTable.Opened)
     def _open_decision(self, message: DecisionTable.Opened) -> None:
-        from advisor.tui.screens.decision import DecisionScreen
-
         plan = self.current_plan
         if plan is not None:
             self.app.push_screen(DecisionScreen(message.item, plan))
@@ -273,8 +273,6 @@ class MainScreen(Screen):
         self.start_evaluation()
 
     def action_copy_command(self) -> None:
-        import shlex
-
         plan = self.current_plan
         if plan is None or not plan.argv:
             self.notify("No command to copy: the plan has errors.", severity="warning")
@@ -283,8 +281,6 @@ class MainScreen(Screen):
         self.notify("Command copied to the clipboard.", timeout=2)
 
     def action_launch(self) -> None:
-        from advisor.tui.screens.launch import LaunchScreen
-
         plan = self.current_plan
         if plan is None:
             self.notify("Nothing to launch: fix the plan first.", severity="error")
@@ -292,8 +288,6 @@ class MainScreen(Screen):
         self.app.push_screen(LaunchScreen(plan))
 
     def action_export(self) -> None:
-        from advisor.tui.screens.export import ExportScreen
-
         plan = self.current_plan
         if plan is None:
             self.notify("Nothing to export: the plan could not be built.", severity="error")
@@ -302,9 +296,6 @@ class MainScreen(Screen):
 
     def action_diff(self) -> None:
         """The plan against another modelled release of its engine."""
-        from advisor.rules.registry import modelled_releases
-        from advisor.tui.screens.diff import DiffScreen
-
         plan = self.current_plan
         if plan is None:
             self.notify("Nothing to compare: the plan could not be built.", severity="error")
@@ -320,8 +311,6 @@ class MainScreen(Screen):
         self.app.push_screen(DiffScreen(options, current, releases, other))
 
     def action_pick_profile(self) -> None:
-        from advisor.tui.screens.profile import ProfileScreen
-
         def chosen(name: str | None) -> None:
             if name:
                 self.set_profile(name)
