@@ -82,14 +82,15 @@ class ControlChannel:
 
 
 def apply_commands(engine: Any, commands: Commands) -> list[tuple[int, Exception]]:
-    """Aborts first (they free slots), then admissions. Returns the admissions the engine refused."""
+    """Aborts first (they free slots), then admissions. Returns the admissions the engine refused: whatever one
+    request's add_request raises refuses that request alone (every rank refuses it the same way)."""
     for seq_id in commands.abort:
         engine.abort(seq_id)
     refused = []
     for seq_id, prompt_ids, params in commands.add:
         try:
             engine.add_request(seq_id, prompt_ids, params)
-        except (ValueError, RuntimeError) as exc:
+        except Exception as exc:
             refused.append((seq_id, exc))
     return refused
 
@@ -243,8 +244,20 @@ class Scheduler:
         job.last_token = now
 
     def _deliver(self, job: _Job, event: Any) -> None:
-        with contextlib.suppress(RuntimeError):  # the handler's event loop is closed (server shutting down)
+        """Hand one event to its handler. A failure here concerns that request alone: it is withdrawn from the engine
+        (at the next step, on every rank) and told once, if it can still be told; the loop carries on."""
+        try:
             job.deliver(event)
+        except RuntimeError:  # the handler's event loop is closed (server shutting down)
+            pass
+        except Exception as exc:
+            print(f"error: request {job.seq_id} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            if job.seq_id in self._running:
+                with self._cv:
+                    self._aborts.append(job.seq_id)
+            if not isinstance(event, Failed):
+                with contextlib.suppress(Exception):
+                    job.deliver(Failed(500, f"request failed: {type(exc).__name__}: {exc}"))
 
     def _fail_all(self, status: int, message: str) -> None:
         with self._cv:

@@ -1,0 +1,139 @@
+"""Issue 30, the bundled server's classes: no valid request kills the engine loop (numerically safe sampling, one
+request's failure stays its own), prompts are refused by a cheap bound before they cost memory, client input never
+gets a 500, shutdown answers JSON, /health notices a loop that stopped making progress, and the HTTP layer answers
+a huge Content-Length with a JSON 413 and drops clients that send their headers too slowly.
+
+In this process on the demo model (tp 1) with the real app and scheduler, through Starlette's TestClient with
+raise_server_exceptions=True, so an exception that would reach uvicorn fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from runtime_models import open_runtime
+from starlette.testclient import TestClient
+
+from launcher.runtime import demo
+from launcher.runtime.engine import SamplingParams, TokenEvent
+from launcher.runtime.sampling import make_generator, sample, sample_one
+from launcher.runtime.serve.app import ServeState, build_app
+from launcher.runtime.serve.metrics import Metrics
+from launcher.runtime.serve.scheduler import Failed, Scheduler
+from launcher.runtime.tokenizer import Tokenizer
+
+MAX_MODEL_LEN = 32
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+
+# every temperature and top_p the API accepts, the awkward ends weighted in: subnormal, tiny, one ulp from the bounds
+temperatures = st.sampled_from([0.0, 5e-324, 1e-46, 1e-39, 1e-30, 1e-8, 1e-4, 2.0]) | st.floats(0.0, 2.0)
+top_ps = st.sampled_from([5e-324, 1e-46, 1e-39, 1e-8, 0.5, 1 - 1e-16, 1.0]) | st.floats(0.0, 1.0, exclude_min=True)
+logit_values = st.floats(-1e38, 1e38) | st.sampled_from([float("inf"), float("-inf"), float("nan"), 0.0, 88.0, -88.0])
+
+
+@pytest.fixture(scope="module")
+def model_dir():
+    return demo.ensure_demo_model()
+
+
+def make_state(model_dir, engine=None, **extra: Any) -> ServeState:
+    engine = engine or open_runtime(model_dir, max_batch_size=4, max_model_len=MAX_MODEL_LEN)
+    tokenizer = Tokenizer.from_dir(model_dir, engine.eos_token_ids)
+    metrics = Metrics(model="demo", tp_size=1, max_batch_size=4, max_model_len=MAX_MODEL_LEN, allreduce="torch")
+    scheduler = Scheduler(engine, metrics, max_queue=8, heartbeat_s=0.05)
+    return ServeState(scheduler=scheduler, tokenizer=tokenizer, metrics=metrics, model_name="demo",
+                      max_model_len=MAX_MODEL_LEN, vocab_size=engine.model.config.vocab_size, retry_after_s=1,
+                      created=0, **extra)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def state(model_dir) -> Iterator[ServeState]:
+    state = make_state(model_dir)
+    state.scheduler.start()
+    try:
+        yield state
+    finally:
+        state.scheduler.stop(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def client(state) -> Iterator[TestClient]:
+    with TestClient(build_app(state), raise_server_exceptions=True) as http:
+        yield http
+
+
+def complete(client: TestClient, **body: Any):
+    return client.post("/v1/completions", json={"prompt": "hello", "max_tokens": 3, **body})
+
+
+def assert_json_error(response, status: int) -> dict:
+    assert response.status_code == status, (response.status_code, response.text[:300])
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"]
+    return error
+
+
+# -- 1. sampling is numerically safe; one request's failure is its own -------------------------------------------------
+
+
+@PROPERTY
+@given(temperature=temperatures, top_p=top_ps, values=st.lists(logit_values, min_size=1, max_size=40),
+       dtype=st.sampled_from([torch.float32, torch.bfloat16, torch.float16, torch.float64]), seed=st.integers(0, 2**32))
+def test_sampling_answers_a_token_for_every_accepted_value(temperature, top_p, values, dtype, seed):  # fmt: skip
+    logits = torch.tensor(values, dtype=torch.float64).to(dtype)
+    token = sample_one(logits, temperature, top_p, make_generator(seed))
+    assert 0 <= token < len(values)
+    finite = torch.nan_to_num(logits.double(), nan=-math.inf)
+    if temperature < 1e-4 and torch.isfinite(finite).any():
+        assert finite[token] == finite.max()  # tiny temperatures are greedy
+
+
+def test_tiny_temperature_and_top_p_sample_the_best_token() -> None:
+    logits = torch.tensor([0.0, 3.0, 1.0, -2.0])
+    params = [SamplingParams(temperature=1e-39), SamplingParams(temperature=1.0, top_p=1e-46)]
+    assert sample(logits.expand(2, 4), params, [make_generator(1), make_generator(2)]) == [1, 1]
+
+
+def test_a_tiny_temperature_or_top_p_request_is_answered_and_the_loop_lives(client, state) -> None:
+    for body in ({"temperature": 1e-39}, {"top_p": 1e-46}, {"temperature": 5e-324, "top_p": 5e-324}):
+        assert complete(client, **body).status_code == 200, body
+    assert state.scheduler.error is None
+    assert complete(client).status_code == 200
+
+
+def test_a_failing_delivery_fails_that_request_alone(model_dir) -> None:
+    engine = open_runtime(model_dir, max_batch_size=4, max_model_len=MAX_MODEL_LEN)
+    metrics = Metrics(model="demo", tp_size=1, max_batch_size=4, max_model_len=MAX_MODEL_LEN, allreduce="torch")
+    scheduler = Scheduler(engine, metrics, max_queue=8, heartbeat_s=0.05)
+    events: dict[str, list] = {"bad": [], "good": []}
+    done = threading.Event()
+
+    def bad(event) -> None:
+        events["bad"].append(event)
+        if isinstance(event, TokenEvent):
+            raise ValueError("the handler broke")
+
+    def good(event) -> None:
+        events["good"].append(event)
+        if isinstance(event, Failed) or event.finished:
+            done.set()
+
+    scheduler.submit([1, 2, 3], SamplingParams(max_tokens=8, ignore_eos=True), bad)
+    scheduler.submit([1, 2, 3], SamplingParams(max_tokens=8, ignore_eos=True), good)
+    scheduler.start()
+    try:
+        assert done.wait(30)
+    finally:
+        scheduler.stop()
+    assert scheduler.error is None
+    assert isinstance(events["bad"][-1], Failed) and events["bad"][-1].status == 500
+    assert len(events["good"]) == 8 and events["good"][-1].finish_reason == "length"
+    assert engine.free_slots() == 4
