@@ -137,3 +137,52 @@ def test_a_failing_delivery_fails_that_request_alone(model_dir) -> None:
     assert isinstance(events["bad"][-1], Failed) and events["bad"][-1].status == 500
     assert len(events["good"]) == 8 and events["good"][-1].finish_reason == "length"
     assert engine.free_slots() == 4
+
+
+# -- 3. client input never gets a 500: JSON numbers the decoder refuses, strings no tokenizer encodes ------------------
+
+FIELDS = ("prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "model", "user", "n")
+CLIENT_STATUSES = {200, 400, 404, 413, 422}
+# JSON number text: integers of any length (beyond Python's 4300-digit conversion limit too), fractions, exponents
+json_numbers = st.integers(1, 6000).map(lambda n: "9" * n) | st.builds(
+    lambda sign, digits, frac, exp: f"{sign}{digits}{frac}{exp}",
+    st.sampled_from(["", "-"]),
+    st.integers(1, 6000).map(lambda n: "9" * n) | st.integers(0, 10**6).map(str),
+    st.sampled_from(["", ".5", ".000001"]),
+    st.sampled_from(["", "e5", "E-400", "e999999", "e+308"]),
+)
+# strings with lone surrogates mixed in (json.dumps writes them as \udXXX escapes, as a client library would)
+json_strings = st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.characters(), max_size=12).map(json.dumps)  # fmt: skip
+
+
+def check_client_answer(response) -> None:
+    assert response.status_code in CLIENT_STATUSES, (response.status_code, response.text[:300])
+    if response.status_code != 200:
+        assert_json_error(response, response.status_code)
+
+
+@settings(PROPERTY, max_examples=150)
+@given(path=st.sampled_from(["/v1/completions", "/v1/chat/completions"]), field=st.sampled_from(FIELDS),
+       value=json_numbers | json_strings, in_list=st.booleans())  # fmt: skip
+def test_any_json_number_or_string_in_any_field_gets_a_4xx_json_error_or_an_answer(client, path, field, value, in_list):
+    value = f"[{value}]" if in_list else value
+    base = '"prompt": "hi"' if path == "/v1/completions" else '"messages": [{"role": "user", "content": "hi"}]'
+    raw = f'{{{base}, "max_tokens": 2, "{field}": {value}}}' if field != "prompt" else f'{{"prompt": {value}, "max_tokens": 2}}'
+    check_client_answer(client.post(path, content=raw.encode(), headers={"Content-Type": "application/json"}))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"prompt": "hi", "max_tokens": ' + b"1" * 5000 + b"}",
+        b'{"prompt": [' + b"7" * 4301 + b"]}",
+        b'{"prompt": "a\\ud800b"}',
+        b'{"prompt": "hi", "model": "\\udfff"}',
+        b'{"messages": [{"role": "user", "content": "\\ud83d"}]}',
+    ],
+    ids=["long-int-max-tokens", "long-int-token-id", "surrogate-prompt", "surrogate-model", "surrogate-chat"],
+)
+def test_numbers_and_strings_the_server_cannot_use_are_400(client, raw) -> None:
+    path = "/v1/chat/completions" if b"messages" in raw else "/v1/completions"
+    error = assert_json_error(client.post(path, content=raw, headers={"Content-Type": "application/json"}), 400)
+    assert error["code"] in {"invalid_json", "invalid_unicode"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -136,8 +137,16 @@ class _CountRequests:
             self.metrics.count_request(path, status)
 
 
+class _AsciiJSONResponse(JSONResponse):
+    """Error bodies echo client input (a model name, a parameter): written as ASCII JSON, so no string a client can
+    send (a lone surrogate included) makes the error itself fail to encode."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def _error_response(exc: OpenAIError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+    return _AsciiJSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
 def _too_large(limit: int) -> OpenAIError:
@@ -167,16 +176,46 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _decode_json(raw: bytes) -> Any:
+    """The decoded body. Everything JSON decoding refuses is the client's 400: malformed JSON, invalid UTF-8, nesting
+    deeper than the decoder's recursion, and numbers Python will not convert (integers over sys.int_info's digit
+    limit raise a plain ValueError). Strings must be Unicode text: a lone surrogate escape (\\ud800) is valid JSON
+    syntax but no tokenizer can encode it (nor UTF-8 write it back), so it is refused here too."""
     if not raw.strip():
         raise OpenAIError(400, "the request body is empty; send a JSON object", code="invalid_json")
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise OpenAIError(400, f"malformed JSON in the request body: {exc}", code="invalid_json") from None
     except RecursionError:
         raise OpenAIError(400, "the request body nests too deeply to be a request; send a flat JSON object",
                           code="invalid_json") from None  # fmt: skip
+    except ValueError as exc:  # int('1' * 5000): "Exceeds the limit (4300 digits) for integer string conversion"
+        raise OpenAIError(400, f"a number in the request body cannot be read: {exc}", code="invalid_json") from None
+    if _has_lone_surrogate(body):
+        raise OpenAIError(400, "a string in the request body holds a lone UTF-16 surrogate escape (\\ud800-\\udfff); "
+                          "send valid Unicode text", code="invalid_unicode")  # fmt: skip
+    return body
+
+
+def _has_lone_surrogate(body: Any) -> bool:
+    """Whether any string (key or value) in a decoded JSON value holds a surrogate code point (json.loads pairs the
+    valid ones into one character, so any left are lone). Iterative: decoded bodies can nest deeply."""
+    stack = [body]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return True
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
 
 
 async def _wait_for_disconnect(request: Request) -> None:
