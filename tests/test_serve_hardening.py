@@ -186,3 +186,73 @@ def test_numbers_and_strings_the_server_cannot_use_are_400(client, raw) -> None:
     path = "/v1/chat/completions" if b"messages" in raw else "/v1/completions"
     error = assert_json_error(client.post(path, content=raw, headers={"Content-Type": "application/json"}), 400)
     assert error["code"] in {"invalid_json", "invalid_unicode"}
+
+
+# -- 2. no input costs gigabytes: a cheap length bound before tokenizing, a cap on bytes being prepared ----------------
+
+special_texts = st.sampled_from(["<|endoftext|>", "<|im_start|>", "<|reserved_123|>", " ", "\n", "é", "😀", "a"])
+texts = st.text(max_size=200) | st.lists(special_texts | st.text(max_size=5), max_size=60).map("".join)
+
+
+@PROPERTY
+@given(text=texts, special=st.booleans())
+def test_the_cheap_bound_never_exceeds_the_real_token_count(state, text, special) -> None:
+    assert state.tokenizer.min_tokens(text) <= len(state.tokenizer.encode(text, add_special_tokens=special))
+
+
+class CountingTokenizer:
+    """The real tokenizer, counting the characters it was asked to tokenize."""
+
+    def __init__(self, inner: Tokenizer) -> None:
+        self.inner = inner
+        self.encoded = 0
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        self.encoded += len(text)
+        return self.inner.encode(text, add_special_tokens)
+
+    def encode_chat(self, messages, check=None):
+        text = self.inner.apply_chat_template(messages)
+        if check is not None:
+            check(text)
+        return self.encode(text, add_special_tokens=not self.inner.has_chat_template)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_prompt_longer_than_the_context_is_refused_before_it_is_tokenized(model_dir) -> None:
+    state = make_state(model_dir, max_request_bytes=4 << 20, max_inflight_bytes=16 << 20)
+    state.tokenizer = counting = CountingTokenizer(state.tokenizer)
+    with TestClient(build_app(state), raise_server_exceptions=True) as http:
+        huge = "lorem ipsum " * 300_000  # 3.6 MB: ~1 GB of memory to tokenize
+        for path, body in (("/v1/completions", {"prompt": huge}),
+                           ("/v1/chat/completions", {"messages": [{"role": "user", "content": huge}]})):  # fmt: skip
+            error = assert_json_error(http.post(path, json=body), 400)
+            assert error["code"] == "context_length_exceeded" and "at least" in error["message"]
+        assert counting.encoded == 0
+        error = assert_json_error(http.post("/v1/completions", json={"prompt": list(range(200_000))}), 400)
+        assert error["code"] == "context_length_exceeded"
+        # a prompt that fits is still tokenized and answered
+        state.scheduler.start()
+        try:
+            assert http.post("/v1/completions", json={"prompt": "hello", "max_tokens": 2}).status_code == 200
+        finally:
+            state.scheduler.stop(timeout=10)
+        assert counting.encoded == len("hello")
+
+
+def test_bodies_being_prepared_are_capped_with_a_503(model_dir) -> None:
+    state = make_state(model_dir, max_request_bytes=4096, max_inflight_bytes=8192)
+    with TestClient(build_app(state), raise_server_exceptions=True) as http:
+        state.inflight_bytes = 8000  # as if other requests were being tokenized now
+        response = http.post("/v1/completions", json={"prompt": "x" * 500})
+        error = assert_json_error(response, 503)
+        assert error["code"] == "server_busy" and response.headers["retry-after"] == "1"
+        state.inflight_bytes = 0
+        state.scheduler.start()
+        try:
+            assert http.post("/v1/completions", json={"prompt": "x" * 5, "max_tokens": 1}).status_code == 200
+        finally:
+            state.scheduler.stop(timeout=10)
+    assert state.inflight_bytes == 0

@@ -4,6 +4,13 @@ Handlers run on the asyncio loop and never touch the engine: they read the body 
 larger declared Content-Length is answered 413 before any of it is read), decode, validate and tokenize it in a worker
 thread (so a large prompt never holds up /health or other requests), hand the job to the scheduler (engine thread) and
 read token events back from an asyncio.Queue fed with call_soon_threadsafe.
+
+Memory: decoding and tokenizing cost many times the body's size (tokenizers take ~250 bytes per character), so
+- a text prompt is refused (400 context_length_exceeded) when a cheap lower bound on its token count
+  (Tokenizer.min_tokens: its UTF-8 bytes over the longest token's) already reaches the context; only prompts that
+  may fit are tokenized, i.e. at most max_model_len x longest-token bytes of text;
+- the bodies being decoded and tokenized at once hold at most ``max_inflight_bytes`` between them; a request that would
+  go over is answered 503 (code server_busy, Retry-After) instead of waiting.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from starlette.requests import ClientDisconnect
 
 from launcher.runtime.engine import SamplingParams
 from launcher.runtime.serve import protocol
-from launcher.runtime.serve.limits import DEFAULT_MAX_REQUEST_BYTES
+from launcher.runtime.serve.limits import DEFAULT_MAX_INFLIGHT_BYTES, DEFAULT_MAX_REQUEST_BYTES
 from launcher.runtime.serve.metrics import CONTENT_TYPE, Metrics
 from launcher.runtime.serve.protocol import ChatCompletionRequest, CompletionRequest, OpenAIError
 from launcher.runtime.serve.scheduler import Failed, NotServing, QueueFull, Scheduler
@@ -45,6 +52,8 @@ class ServeState:
     retry_after_s: int
     created: int
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES
+    inflight_bytes: int = 0  # bodies now being decoded and tokenized (changed on the event loop only)
 
 
 class _Generation:
@@ -293,7 +302,21 @@ def build_app(state: ServeState) -> FastAPI:
         """Read the body, parse and tokenize it with ``prepare`` (CPU-heavy: off the event loop) and submit the
         sequence: the request, its generation and the response id."""
         raw = await _read_body(request, state.max_request_bytes)
-        req, prompt_ids, params = await run_in_threadpool(prepare, raw)
+        if state.inflight_bytes + len(raw) > state.max_inflight_bytes:
+            raise OpenAIError(
+                503,
+                f"server busy: {state.inflight_bytes} bytes of requests are being prepared (--max-inflight-bytes "
+                f"{state.max_inflight_bytes}); retry after {state.retry_after_s}s",
+                type="server_error",
+                code="server_busy",
+                headers={"Retry-After": str(state.retry_after_s)},
+            )
+        state.inflight_bytes += len(raw)
+        try:
+            req, prompt_ids, params = await run_in_threadpool(prepare, raw)
+        finally:
+            state.inflight_bytes -= len(raw)
+        del raw
         return req, _Generation(state, prompt_ids, params, req.stop_strings()), protocol.new_id(id_prefix)
 
     @app.post("/v1/completions")
@@ -403,15 +426,38 @@ def _chat_prompt_ids(state: ServeState, req: ChatCompletionRequest) -> list[int]
     ("role: content" lines, then "assistant:")."""
     messages = [{"role": m.role, "content": m.text()} for m in req.messages]
     try:
-        return list(state.tokenizer.encode_chat(messages))
+        return list(state.tokenizer.encode_chat(messages, check=lambda text: _check_length_bound(state, text, "messages")))
+    except OpenAIError:
+        raise
     except Exception as exc:  # templates reject conversations with raise_exception(...)
         raise OpenAIError(400, f"the chat template rejected the messages: {exc}", param="messages") from None
 
 
+def _too_long(state: ServeState, tokens: str, param: str) -> OpenAIError:
+    return OpenAIError(
+        400,
+        f"the prompt has {tokens} tokens; this model's maximum context length is {state.max_model_len} tokens "
+        "(prompt plus completion); shorten the prompt",
+        param=param,
+        code="context_length_exceeded",
+    )
+
+
+def _check_length_bound(state: ServeState, text: str, param: str) -> None:
+    """Refuse, before tokenizing it, a text that has at least max_model_len tokens by the tokenizer's cheap lower
+    bound (it never refuses a prompt that would fit: see Tokenizer.min_tokens)."""
+    min_tokens = getattr(state.tokenizer, "min_tokens", None)
+    if min_tokens is not None and (bound := min_tokens(text)) >= state.max_model_len:
+        raise _too_long(state, f"at least {bound}", param)
+
+
 def _prompt_ids(state: ServeState, prompt: str | list[int]) -> list[int]:
     if isinstance(prompt, str):
+        _check_length_bound(state, prompt, "prompt")
         ids = list(state.tokenizer.encode(prompt))
     else:
+        if len(prompt) >= state.max_model_len:
+            raise _too_long(state, str(len(prompt)), "prompt")
         ids = list(prompt)
         if state.vocab_size is not None and any(not 0 <= t < state.vocab_size for t in ids):
             raise OpenAIError(
@@ -420,13 +466,7 @@ def _prompt_ids(state: ServeState, prompt: str | list[int]) -> list[int]:
     if not ids:
         raise OpenAIError(400, "the prompt is empty", param="prompt", code="empty_prompt")
     if len(ids) >= state.max_model_len:
-        raise OpenAIError(
-            400,
-            f"the prompt has {len(ids)} tokens; this model's maximum context length is {state.max_model_len} tokens "
-            "(prompt plus completion); shorten the prompt",
-            param="prompt",
-            code="context_length_exceeded",
-        )
+        raise _too_long(state, str(len(ids)), "prompt")
     return ids
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from launcher.runtime.contract import READY_PREFIX
-from launcher.runtime.serve.limits import DEFAULT_MAX_REQUEST_BYTES
+from launcher.runtime.serve.limits import DEFAULT_MAX_INFLIGHT_BYTES, DEFAULT_MAX_REQUEST_BYTES, INFLIGHT_REQUESTS
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 LOOPBACK_HINT = "use 127.0.0.1, ::1 or localhost"
@@ -52,6 +52,13 @@ def add_serve_args(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_REQUEST_BYTES,
         help=f"largest request body accepted; larger ones get 413 before they are read (default {DEFAULT_MAX_REQUEST_BYTES})",
     )
+    group.add_argument(
+        "--max-inflight-bytes",
+        type=int,
+        default=None,
+        help="request bytes being decoded and tokenized at once; a request that would go over gets 503 "
+        f"(default 4 x --max-request-bytes = {DEFAULT_MAX_INFLIGHT_BYTES}; at least --max-request-bytes)",
+    )
     group.add_argument("--access-log", action="store_true", help="log every HTTP request to stderr")
 
 
@@ -80,6 +87,13 @@ def _check_options(args: argparse.Namespace) -> str:
         raise ServeConfigError(f"--retry-after {args.retry_after} must be at least 1")
     if args.max_request_bytes < 1:
         raise ServeConfigError(f"--max-request-bytes {args.max_request_bytes} must be at least 1")
+    if args.max_inflight_bytes is None:
+        args.max_inflight_bytes = INFLIGHT_REQUESTS * args.max_request_bytes
+    if args.max_inflight_bytes < args.max_request_bytes:
+        raise ServeConfigError(
+            f"--max-inflight-bytes {args.max_inflight_bytes} must be at least --max-request-bytes "
+            f"({args.max_request_bytes}), or the largest request could never be served"
+        )
     if not args.shutdown_timeout >= 0:  # also refuses nan
         raise ServeConfigError(f"--shutdown-timeout {args.shutdown_timeout} must be 0 or more seconds")
     return host
@@ -211,6 +225,7 @@ def run_serve(
         retry_after_s=args.retry_after,
         created=int(time.time()),
         max_request_bytes=args.max_request_bytes,
+        max_inflight_bytes=args.max_inflight_bytes,
     )
 
     def announce() -> None:
