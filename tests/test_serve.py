@@ -142,7 +142,8 @@ def tp1() -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def tp2() -> Iterator[Server]:
     argv = [*TORCHRUN, "--nproc-per-node", "2", "-m", "launcher.runtime", "--model", MODEL, "--tp-size", "2"]
-    server = Server([*argv, "--mode", "serve", "--port", "0", "--max-batch-size", "2", "--max-queue", "2"])
+    server = Server([*argv, "--mode", "serve", "--port", "0", "--max-batch-size", "2", "--max-queue", "2",
+                     "--health-timeout", "3"])  # fmt: skip
     try:
         server.wait_ready()
         yield server
@@ -564,6 +565,26 @@ def test_a_body_half_sent_then_closed_is_no_500_and_no_traceback(tp1: Server) ->
     assert "Traceback" not in new and "Exception" not in new, new
 
 
+def test_a_request_still_running_at_the_shutdown_timeout_gets_a_json_503(tmp_path) -> None:
+    server = Server(runtime_argv("--mode", "serve", "--port", "0", "--shutdown-timeout", "0.5"))
+    try:
+        url = server.wait_ready()
+        answer: list[httpx.Response] = []
+        body = {"prompt": "x", "max_tokens": 2000, "ignore_eos": True}
+        thread = threading.Thread(target=lambda: answer.append(httpx.post(f"{url}/v1/completions", json=body, timeout=120)))
+        thread.start()
+        assert wait_for(lambda: metric(url, "tp_runtime_running_requests") >= 1, timeout=30)
+        server.proc.send_signal(signal.SIGTERM)
+        thread.join(60)
+        assert server.wait_exit(timeout=60) == 0, server.output()[-2000:]
+    finally:
+        server.kill()
+    (response,) = answer
+    assert response.status_code == 503 and response.headers["content-type"] == "application/json", response.text
+    assert response.json()["error"]["message"] == "the server is shutting down"
+    assert "Traceback" not in server.output() and "CancelledError" not in server.output(), server.output()[-2000:]
+
+
 def test_sigterm_shuts_down_gracefully(tp1: Server) -> None:
     # Runs last for this server (module order): stops it.
     tp1.proc.send_signal(signal.SIGTERM)
@@ -616,6 +637,22 @@ def test_tp2_full_queue_answers_503_with_retry_after_then_recovers(tp2: Server) 
     bad = httpx.post(f"{url}/v1/completions", json={"prompt": "x", "max_tokens": -1})
     assert bad.status_code == 422
     assert client(url).completions.create(model=MODEL, prompt="after the burst", max_tokens=3).choices
+
+
+def test_tp2_health_is_503_while_a_rank_is_stopped_and_ok_after(tp2: Server) -> None:
+    workers = psutil.Process(tp2.proc.pid).children(recursive=True)
+    (follower,) = [w for w in workers if w.environ().get("RANK") == "1"]
+    assert httpx.get(f"{tp2.url}/health", timeout=30).json() == {"status": "ok"}
+    follower.suspend()  # SIGSTOP
+    try:
+        started = time.monotonic()
+        response = httpx.get(f"{tp2.url}/health", timeout=30)
+        assert response.status_code == 503 and response.json()["status"] == "stalled", response.text
+        assert time.monotonic() - started < 10  # --health-timeout 3: a bounded wait
+    finally:
+        follower.resume()  # SIGCONT
+    assert wait_for(lambda: httpx.get(f"{tp2.url}/health", timeout=30).status_code == 200, timeout=30)
+    assert client(tp2.url).completions.create(model=MODEL, prompt="awake", max_tokens=3).choices
 
 
 def test_tp2_sigterm_stops_every_rank(tp2: Server) -> None:

@@ -256,3 +256,49 @@ def test_bodies_being_prepared_are_capped_with_a_503(model_dir) -> None:
         finally:
             state.scheduler.stop(timeout=10)
     assert state.inflight_bytes == 0
+
+
+# -- 4. shutdown options are finite; 5. /health notices a loop that stopped coming round -------------------------------
+
+
+@pytest.mark.parametrize("flag", ["--shutdown-timeout", "--health-timeout"])
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e999", "-1", "soon"])
+def test_non_finite_or_negative_timeouts_are_refused_when_parsed(flag, value, capsys) -> None:
+    import argparse
+
+    from launcher.runtime.serve.server import add_serve_args
+
+    parser = argparse.ArgumentParser(prog="serve")
+    add_serve_args(parser)
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args([f"{flag}={value}"])
+    assert exit_info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"serve: error: argument {flag}:") and value in last
+
+
+def test_health_is_503_while_the_engine_loop_is_stuck_and_ok_again_after(model_dir) -> None:
+    state = make_state(model_dir, health_timeout_s=0.5)
+    engine = state.scheduler._engine
+    release, entered = threading.Event(), threading.Event()
+    real_step = engine.step
+
+    def stuck_step():
+        entered.set()
+        release.wait(30)  # as a collective does when another rank is stopped
+        return real_step()
+
+    engine.step = stuck_step
+    state.scheduler.start()
+    try:
+        with TestClient(build_app(state), raise_server_exceptions=True) as http:
+            assert http.get("/health").json() == {"status": "ok"}
+            state.scheduler.submit([1, 2, 3], SamplingParams(max_tokens=2), lambda event: None)
+            assert entered.wait(10)
+            response = http.get("/health")
+            assert response.status_code == 503 and response.json()["status"] == "stalled"
+            release.set()
+            assert http.get("/health").json() == {"status": "ok"}
+    finally:
+        release.set()
+        state.scheduler.stop(timeout=10)

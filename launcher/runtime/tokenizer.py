@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tokenizers import Tokenizer as HFTokenizer

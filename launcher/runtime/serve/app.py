@@ -54,6 +54,7 @@ class ServeState:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES
     inflight_bytes: int = 0  # bodies now being decoded and tokenized (changed on the event loop only)
+    health_timeout_s: float = 10.0  # /health is 503 when the engine loop has not come round (every rank) in this time
 
 
 class _Generation:
@@ -257,8 +258,21 @@ def build_app(state: ServeState) -> FastAPI:
 
     @app.get("/health")
     async def health() -> Response:
-        if state.scheduler.error is not None:
-            return JSONResponse({"status": "error", "error": str(state.scheduler.error)}, status_code=503)
+        """ok only when the engine loop comes round within health_timeout_s: one iteration that goes through every
+        rank (a collective on the control group), so a stopped or stuck rank shows here as 503, not as ok."""
+        scheduler = state.scheduler
+        if scheduler.error is not None:
+            return JSONResponse({"status": "error", "error": str(scheduler.error)}, status_code=503)
+        seen = scheduler.probe()
+        deadline = asyncio.get_running_loop().time() + state.health_timeout_s
+        while scheduler.turns <= seen:
+            if scheduler.error is not None:
+                return JSONResponse({"status": "error", "error": str(scheduler.error)}, status_code=503)
+            if asyncio.get_running_loop().time() >= deadline:
+                message = (f"the engine loop has not come round in {state.health_timeout_s:g}s: a rank is stopped, "
+                           "stuck or very slow")  # fmt: skip
+                return JSONResponse({"status": "stalled", "error": message}, status_code=503)
+            await asyncio.sleep(0.01)
         return JSONResponse({"status": "ok"})
 
     @app.get("/metrics")

@@ -48,6 +48,7 @@ class Commands:
     add: list[tuple[int, list[int], Any]] = field(default_factory=list)  # (seq_id, prompt ids, SamplingParams)
     abort: list[int] = field(default_factory=list)
     shutdown: bool = False
+    sync: bool = False  # every rank joins ControlChannel.sync() after applying the commands (the /health probe)
 
 
 @dataclass
@@ -80,6 +81,13 @@ class ControlChannel:
         self._dist.broadcast_object_list(box, src=0, group=self._group)
         return box[0]
 
+    def sync(self) -> None:
+        """A round trip through every rank: returns only once all of them got this far (a broadcast alone would not
+        notice a stopped follower: its messages just wait in the socket buffers)."""
+        import torch
+
+        self._dist.all_reduce(torch.zeros(1), group=self._group)
+
 
 def apply_commands(engine: Any, commands: Commands) -> list[tuple[int, Exception]]:
     """Aborts first (they free slots), then admissions. Returns the admissions the engine refused: whatever one
@@ -106,6 +114,8 @@ def follow(engine: Any, channel: ControlChannel) -> int:
         if commands.shutdown:
             return 0
         apply_commands(engine, commands)
+        if commands.sync:
+            channel.sync()
         if engine.has_work():
             engine.step()
 
@@ -132,6 +142,8 @@ class Scheduler:
         self._aborts: list[int] = []
         self._running: dict[int, _Job] = {}  # engine thread only
         self._stopping = False
+        self._sync_wanted = False
+        self.turns = 0  # loop iterations completed (a round trip through every rank when a probe asked for one)
         self._ids = itertools.count(1)
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="engine-loop", daemon=True)
@@ -168,6 +180,20 @@ class Scheduler:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    def request_stop(self) -> None:
+        """Like stop() without waiting: the loop answers every request still waiting or running with 503."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify()
+
+    def probe(self) -> int:
+        """Ask the loop for one iteration that goes through every rank; returns the turn count to wait past. The loop
+        is making progress when ``turns`` exceeds it soon: /health waits for that, with a deadline."""
+        with self._cv:
+            self._sync_wanted = True
+            self._cv.notify()
+            return self.turns
+
     def queued(self) -> int:
         with self._cv:
             return len(self._waiting)
@@ -195,8 +221,10 @@ class Scheduler:
                 commands = Commands(
                     abort=[seq_id for seq_id in self._aborts if seq_id in self._running],
                     shutdown=self._stopping,
+                    sync=self._sync_wanted,
                 )
                 self._aborts.clear()
+                self._sync_wanted = False
                 free = min(engine.free_slots(), engine.max_batch_size - len(self._running))
                 admitted = [self._waiting.popleft() for _ in range(min(max(free, 0), len(self._waiting)))]
                 queued = len(self._waiting)
@@ -211,6 +239,8 @@ class Scheduler:
             for seq_id in commands.abort:
                 self._running.pop(seq_id, None)
             refused = dict(apply_commands(engine, commands))
+            if commands.sync and self._channel is not None:
+                self._channel.sync()
             admitted_at = time.monotonic()
             for job in admitted:
                 self._metrics.observe_queue_time(admitted_at - job.received)
@@ -233,6 +263,7 @@ class Scheduler:
                 self._metrics.record_step(generated, len(self._running), queued)
             else:
                 self._metrics.set_load(len(self._running), queued)
+            self.turns += 1
 
     def _observe_token(self, job: _Job) -> None:
         """Time to first token for a job's first token, inter-token latency for the next ones."""
