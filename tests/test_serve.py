@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 READY = re.compile(r"^ready: (http://\S+)$")
 MODEL = "demo"
 MAX_BATCH = 8
+READ_TIMEOUT = 3
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--max-restarts", "0"]
 
 
@@ -131,7 +132,8 @@ def wait_for(predicate, timeout: float = 60, interval: float = 0.1) -> bool:
 
 @pytest.fixture(scope="module")
 def tp1() -> Iterator[Server]:
-    server = Server(runtime_argv("--mode", "serve", "--port", "0", "--max-batch-size", str(MAX_BATCH)))
+    server = Server(runtime_argv("--mode", "serve", "--port", "0", "--max-batch-size", str(MAX_BATCH),
+                                 "--read-timeout", str(READ_TIMEOUT)))  # fmt: skip
     try:
         server.wait_ready()
         yield server
@@ -583,6 +585,55 @@ def test_a_request_still_running_at_the_shutdown_timeout_gets_a_json_503(tmp_pat
     assert response.status_code == 503 and response.headers["content-type"] == "application/json", response.text
     assert response.json()["error"]["message"] == "the server is shutting down"
     assert "Traceback" not in server.output() and "CancelledError" not in server.output(), server.output()[-2000:]
+
+
+@pytest.mark.parametrize(("length", "status", "code"), [("9" * 30, 413, "request_too_large"), ("12abc", 400, "invalid_request")])
+def test_a_content_length_h11_cannot_read_gets_a_json_error(tp1: Server, length: str, status: int, code: str) -> None:
+    head = f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    answer = raw_request(tp1.url, head.encode(), b"{}")
+    status_line, rest = answer.split(b"\r\n", 1)
+    assert status_line.split()[1] == str(status).encode(), answer
+    assert b"content-type: application/json" in rest.lower()
+    assert json.loads(rest.split(b"\r\n\r\n", 1)[1])["error"]["code"] == code
+
+
+def _dribble(url: str, head: bytes, step: bytes, every: float, limit: float) -> tuple[bytes, float]:
+    """Send ``head``, then ``step`` every ``every`` seconds until the server answers or closes: (answer, seconds)."""
+    import socket
+
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    started = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=every) as sock:
+        sock.sendall(head)
+        answer = b""
+        while time.monotonic() - started < limit:
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                with contextlib.suppress(OSError):
+                    sock.sendall(step)
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            answer += chunk
+        return answer, time.monotonic() - started
+
+
+@pytest.mark.parametrize(
+    ("head", "step"),
+    [
+        (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n", b"X"),  # headers never end
+        (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{", b" "),  # nor the body
+    ],
+    ids=["headers", "body"],
+)
+def test_a_client_sending_slowly_gets_408_and_loses_the_connection(tp1: Server, head: bytes, step: bytes) -> None:
+    answer, took = _dribble(tp1.url, head, step, every=0.5, limit=READ_TIMEOUT + 20)
+    assert took < READ_TIMEOUT + 10, took
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
+    assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "request_timeout"
 
 
 def test_sigterm_shuts_down_gracefully(tp1: Server) -> None:

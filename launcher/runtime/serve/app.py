@@ -54,6 +54,7 @@ class ServeState:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES
     inflight_bytes: int = 0  # bodies now being decoded and tokenized (changed on the event loop only)
+    read_timeout_s: float = 30.0  # for the whole body, from when the handler starts reading it (then 408)
     health_timeout_s: float = 10.0  # /health is 503 when the engine loop has not come round (every rank) in this time
 
 
@@ -167,22 +168,31 @@ def _too_large(limit: int) -> OpenAIError:
     )
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int, timeout_s: float = 30.0) -> bytes:
     """The raw body, refused with 413 as soon as it is known to exceed ``limit`` bytes: from its Content-Length before
-    any of it is read, else once that many bytes arrived. A client that hangs up midway gets 499 (nobody reads it)."""
+    any of it is read, else once that many bytes arrived; 408 when it has not all arrived within ``timeout_s``. A
+    client that hangs up midway gets 499 (nobody reads it)."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
         raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
-    try:
+
+    async def read() -> None:
+        nonlocal size
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
                 raise _too_large(limit)
             chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(read(), timeout_s)
     except ClientDisconnect:
         raise OpenAIError(CLIENT_CLOSED, "the client closed the connection before the body was complete") from None
+    except TimeoutError:
+        raise OpenAIError(408, f"the request body did not arrive within {timeout_s:g}s (--read-timeout)",
+                          code="request_timeout", headers={"Connection": "close"}) from None  # fmt: skip
     return b"".join(chunks)
 
 
@@ -315,7 +325,7 @@ def build_app(state: ServeState) -> FastAPI:
     ) -> tuple[CompletionRequest | ChatCompletionRequest, _Generation, str]:
         """Read the body, parse and tokenize it with ``prepare`` (CPU-heavy: off the event loop) and submit the
         sequence: the request, its generation and the response id."""
-        raw = await _read_body(request, state.max_request_bytes)
+        raw = await _read_body(request, state.max_request_bytes, state.read_timeout_s)
         if state.inflight_bytes + len(raw) > state.max_inflight_bytes:
             raise OpenAIError(
                 503,

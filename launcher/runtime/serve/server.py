@@ -66,6 +66,13 @@ def add_serve_args(parser: argparse.ArgumentParser) -> None:
         help="seconds in-flight requests get to finish on shutdown; those still running then get a JSON 503",
     )
     group.add_argument(
+        "--read-timeout",
+        type=seconds,
+        default=30.0,
+        help="seconds a client has to send a request's headers, and again its body; then 408 and the connection "
+        "closes (default 30)",
+    )
+    group.add_argument(
         "--health-timeout",
         type=seconds,
         default=10.0,
@@ -119,7 +126,9 @@ def _check_options(args: argparse.Namespace) -> str:
             f"--max-inflight-bytes {args.max_inflight_bytes} must be at least --max-request-bytes "
             f"({args.max_request_bytes}), or the largest request could never be served"
         )
-    for flag in ("shutdown_timeout", "health_timeout"):
+    if getattr(args, "read_timeout", 1.0) <= 0:
+        raise ServeConfigError(f"--read-timeout {args.read_timeout} must be more than 0 seconds")
+    for flag in ("shutdown_timeout", "health_timeout", "read_timeout"):
         value = getattr(args, flag, 0.0)
         if not (math.isfinite(value) and value >= 0):  # also for callers that built args without the parser
             raise ServeConfigError(f"--{flag.replace('_', '-')} {value} must be a finite number of seconds, 0 or more")
@@ -192,9 +201,11 @@ def _uvicorn_server(
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
+    from launcher.runtime.serve.http import uvicorn_options
+
     config = uvicorn.Config(
         app,
-        http="h11",
+        **uvicorn_options(getattr(args, "read_timeout", 30.0), args.max_request_bytes),
         ws="none",
         lifespan="off",
         log_level="warning",
@@ -265,6 +276,7 @@ def run_serve(
         created=int(time.time()),
         max_request_bytes=args.max_request_bytes,
         max_inflight_bytes=args.max_inflight_bytes,
+        read_timeout_s=getattr(args, "read_timeout", 30.0),
         health_timeout_s=getattr(args, "health_timeout", 10.0),
     )
 
