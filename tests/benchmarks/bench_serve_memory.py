@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import threading
@@ -37,10 +38,8 @@ BODY = 8 * 1024 * 1024 - 4096  # just under the default --max-request-bytes
 def tree_rss(root: psutil.Process) -> int:
     total = 0
     for proc in [root, *root.children(recursive=True)]:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             total += proc.memory_info().rss
-        except psutil.NoSuchProcess:
-            pass
     return total
 
 
