@@ -273,6 +273,8 @@ def build_app(state: ServeState) -> FastAPI:
         scheduler = state.scheduler
         if scheduler.error is not None:
             return JSONResponse({"status": "error", "error": str(scheduler.error)}, status_code=503)
+        if scheduler.stopping:
+            return JSONResponse({"status": "shutting_down"}, status_code=503)
         seen = scheduler.probe()
         deadline = asyncio.get_running_loop().time() + state.health_timeout_s
         while scheduler.turns <= seen:

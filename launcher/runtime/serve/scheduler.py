@@ -115,7 +115,11 @@ def follow(engine: Any, channel: ControlChannel) -> int:
             return 0
         apply_commands(engine, commands)
         if commands.sync:
-            channel.sync()
+            try:
+                channel.sync()
+            except Exception as exc:
+                print(f"error: lost contact with rank 0 ({exc}); stopping", file=sys.stderr, flush=True)
+                return 1
         if engine.has_work():
             engine.step()
 
@@ -193,6 +197,10 @@ class Scheduler:
             self._sync_wanted = True
             self._cv.notify()
             return self.turns
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     def queued(self) -> int:
         with self._cv:
