@@ -1,10 +1,11 @@
 """Issue 30, the bundled server's classes: no valid request kills the engine loop (numerically safe sampling, one
 request's failure stays its own), prompts are refused by a cheap bound before they cost memory, client input never
-gets a 500, shutdown answers JSON, /health notices a loop that stopped making progress, and the HTTP layer answers
-a huge Content-Length with a JSON 413 and drops clients that send their headers too slowly.
+gets a 500, timeouts are finite, /health notices a loop that stopped making progress.
 
 In this process on the demo model (tp 1) with the real app and scheduler, through Starlette's TestClient with
-raise_server_exceptions=True, so an exception that would reach uvicorn fails the test.
+raise_server_exceptions=True, so an exception that would reach uvicorn fails the test. What needs a real server is in
+test_serve.py: the JSON 503 at the shutdown timeout, JSON 413/400 for a Content-Length h11 refuses, 408 for slow
+headers and bodies, /health with a SIGSTOPped tp 2 rank.
 """
 
 from __future__ import annotations
