@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,6 +63,35 @@ class Tokenizer:
         # leaves the event loop free
         return self.backend.encode_batch([text], add_special_tokens=add_special_tokens)[0].ids
 
+    def min_tokens(self, text: str) -> int:
+        """A lower bound on len(encode(text)), costing no more than one pass over the text: lets the server refuse a
+        prompt longer than the context before tokenizing it (tokenizing takes ~250 bytes of memory per character).
+
+        Every piece of the text is covered by one token (or, with byte fallback or byte-level BPE, by several), and no
+        token covers more than `_longest_token` of it, so tokens >= ceil(size / longest). Byte-level BPE (GPT-2, Llama
+        3, Qwen): sizes in UTF-8 bytes, a vocabulary entry's characters each standing for one byte. Other tokenizers:
+        sizes in characters; sound as long as the normalizer and pre-tokenizer only add or replace characters (the
+        SentencePiece-style Prepend/Replace normalizers do) rather than delete them."""
+        byte_level, longest = self._longest_token
+        size = len(text.encode("utf-8", "surrogatepass")) if byte_level else len(text)
+        return -(-size // longest)
+
+    @functools.cached_property
+    def _longest_token(self) -> tuple[bool, int]:
+        """(byte_level, the most bytes (byte-level) or characters (others) one token can stand for in the text)."""
+        try:
+            spec = json.loads(self.backend.to_str())
+        except Exception:
+            spec = {}
+        pre = spec.get("pre_tokenizer") or {}
+        pres = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
+        byte_level = spec.get("normalizer") is None and any(p.get("type") == "ByteLevel" for p in pres if p)
+        vocab = self.backend.get_vocab(with_added_tokens=False)
+        added = [t.content for t in self.backend.get_added_tokens_decoder().values()]
+        longest = max((len(token) for token in vocab), default=1)  # byte-level: one character per byte
+        longest = max([longest, *(len(t.encode("utf-8")) if byte_level else len(t) for t in added)])
+        return byte_level, max(longest, 1)
+
     def decode(self, ids: list[int]) -> str:
         return self.backend.decode(list(ids), skip_special_tokens=True)
 
@@ -77,10 +107,13 @@ class Tokenizer:
         specials = {k: v for k, v in self.config.items() if k.endswith("_token") and isinstance(v, str)}
         return self._compiled_chat_template.render(messages=messages, add_generation_prompt=True, **specials)
 
-    def encode_chat(self, messages: list[dict]) -> list[int]:
+    def encode_chat(self, messages: list[dict], check: Callable[[str], None] | None = None) -> list[int]:
         """Token ids of the conversation's prompt. A template writes the special tokens (BOS) itself; the plain format
-        gets them from the tokenizer."""
-        return self.encode(self.apply_chat_template(messages), add_special_tokens=not self.has_chat_template)
+        gets them from the tokenizer. ``check`` sees the rendered text before it is tokenized (and may raise)."""
+        text = self.apply_chat_template(messages)
+        if check is not None:
+            check(text)
+        return self.encode(text, add_special_tokens=not self.has_chat_template)
 
     @functools.cached_property
     def _compiled_chat_template(self) -> Template | None:

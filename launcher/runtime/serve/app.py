@@ -4,12 +4,20 @@ Handlers run on the asyncio loop and never touch the engine: they read the body 
 larger declared Content-Length is answered 413 before any of it is read), decode, validate and tokenize it in a worker
 thread (so a large prompt never holds up /health or other requests), hand the job to the scheduler (engine thread) and
 read token events back from an asyncio.Queue fed with call_soon_threadsafe.
+
+Memory: decoding and tokenizing cost many times the body's size (tokenizers take ~250 bytes per character), so
+- a text prompt is refused (400 context_length_exceeded) when a cheap lower bound on its token count
+  (Tokenizer.min_tokens: its UTF-8 bytes over the longest token's) already reaches the context; only prompts that
+  may fit are tokenized, i.e. at most max_model_len x longest-token bytes of text;
+- the bodies being decoded and tokenized at once hold at most ``max_inflight_bytes`` between them; a request that would
+  go over is answered 503 (code server_busy, Retry-After) instead of waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +30,7 @@ from starlette.requests import ClientDisconnect
 
 from launcher.runtime.engine import SamplingParams
 from launcher.runtime.serve import protocol
-from launcher.runtime.serve.limits import DEFAULT_MAX_REQUEST_BYTES
+from launcher.runtime.serve.limits import DEFAULT_MAX_INFLIGHT_BYTES, DEFAULT_MAX_REQUEST_BYTES
 from launcher.runtime.serve.metrics import CONTENT_TYPE, Metrics
 from launcher.runtime.serve.protocol import ChatCompletionRequest, CompletionRequest, OpenAIError
 from launcher.runtime.serve.scheduler import Failed, NotServing, QueueFull, Scheduler
@@ -44,6 +52,10 @@ class ServeState:
     retry_after_s: int
     created: int
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT_BYTES
+    inflight_bytes: int = 0  # bodies now being decoded and tokenized (changed on the event loop only)
+    read_timeout_s: float = 30.0  # for the whole body, from when the handler starts reading it (then 408)
+    health_timeout_s: float = 10.0  # /health is 503 when the engine loop has not come round (every rank) in this time
 
 
 class _Generation:
@@ -136,8 +148,16 @@ class _CountRequests:
             self.metrics.count_request(path, status)
 
 
+class _AsciiJSONResponse(JSONResponse):
+    """Error bodies echo client input (a model name, a parameter): written as ASCII JSON, so no string a client can
+    send (a lone surrogate included) makes the error itself fail to encode."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def _error_response(exc: OpenAIError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+    return _AsciiJSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
 def _too_large(limit: int) -> OpenAIError:
@@ -148,35 +168,74 @@ def _too_large(limit: int) -> OpenAIError:
     )
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int, timeout_s: float = 30.0) -> bytes:
     """The raw body, refused with 413 as soon as it is known to exceed ``limit`` bytes: from its Content-Length before
-    any of it is read, else once that many bytes arrived. A client that hangs up midway gets 499 (nobody reads it)."""
+    any of it is read, else once that many bytes arrived; 408 when it has not all arrived within ``timeout_s``. A
+    client that hangs up midway gets 499 (nobody reads it)."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if declared.isdigit() and (len(declared) > 18 or int(declared) > limit):
         raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
-    try:
+
+    async def read() -> None:
+        nonlocal size
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
                 raise _too_large(limit)
             chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(read(), timeout_s)
     except ClientDisconnect:
         raise OpenAIError(CLIENT_CLOSED, "the client closed the connection before the body was complete") from None
+    except TimeoutError:
+        raise OpenAIError(408, f"the request body did not arrive within {timeout_s:g}s (--read-timeout)",
+                          code="request_timeout", headers={"Connection": "close"}) from None  # fmt: skip
     return b"".join(chunks)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _decode_json(raw: bytes) -> Any:
+    """The decoded body. Everything JSON decoding refuses is the client's 400: malformed JSON, invalid UTF-8, nesting
+    deeper than the decoder's recursion, and numbers Python will not convert (integers over sys.int_info's digit
+    limit raise a plain ValueError). Strings must be Unicode text: a lone surrogate escape (\\ud800) is valid JSON
+    syntax but no tokenizer can encode it (nor UTF-8 write it back), so it is refused here too."""
     if not raw.strip():
         raise OpenAIError(400, "the request body is empty; send a JSON object", code="invalid_json")
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise OpenAIError(400, f"malformed JSON in the request body: {exc}", code="invalid_json") from None
     except RecursionError:
         raise OpenAIError(400, "the request body nests too deeply to be a request; send a flat JSON object",
                           code="invalid_json") from None  # fmt: skip
+    except ValueError as exc:  # int('1' * 5000): "Exceeds the limit (4300 digits) for integer string conversion"
+        raise OpenAIError(400, f"a number in the request body cannot be read: {exc}", code="invalid_json") from None
+    if _has_lone_surrogate(body):
+        raise OpenAIError(400, "a string in the request body holds a lone UTF-16 surrogate escape (\\ud800-\\udfff); "
+                          "send valid Unicode text", code="invalid_unicode")  # fmt: skip
+    return body
+
+
+def _has_lone_surrogate(body: Any) -> bool:
+    """Whether any string (key or value) in a decoded JSON value holds a surrogate code point (json.loads pairs the
+    valid ones into one character, so any left are lone). Iterative: decoded bodies can nest deeply."""
+    stack = [body]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return True
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
 
 
 async def _wait_for_disconnect(request: Request) -> None:
@@ -209,8 +268,23 @@ def build_app(state: ServeState) -> FastAPI:
 
     @app.get("/health")
     async def health() -> Response:
-        if state.scheduler.error is not None:
-            return JSONResponse({"status": "error", "error": str(state.scheduler.error)}, status_code=503)
+        """ok only when the engine loop comes round within health_timeout_s: one iteration that goes through every
+        rank (a collective on the control group), so a stopped or stuck rank shows here as 503, not as ok."""
+        scheduler = state.scheduler
+        if scheduler.error is not None:
+            return JSONResponse({"status": "error", "error": str(scheduler.error)}, status_code=503)
+        if scheduler.stopping:
+            return JSONResponse({"status": "shutting_down"}, status_code=503)
+        seen = scheduler.probe()
+        deadline = asyncio.get_running_loop().time() + state.health_timeout_s
+        while scheduler.turns <= seen:
+            if scheduler.error is not None:
+                return JSONResponse({"status": "error", "error": str(scheduler.error)}, status_code=503)
+            if asyncio.get_running_loop().time() >= deadline:
+                message = (f"the engine loop has not come round in {state.health_timeout_s:g}s: a rank is stopped, "
+                           "stuck or very slow")  # fmt: skip
+                return JSONResponse({"status": "stalled", "error": message}, status_code=503)
+            await asyncio.sleep(0.01)
         return JSONResponse({"status": "ok"})
 
     @app.get("/metrics")
@@ -253,8 +327,22 @@ def build_app(state: ServeState) -> FastAPI:
     ) -> tuple[CompletionRequest | ChatCompletionRequest, _Generation, str]:
         """Read the body, parse and tokenize it with ``prepare`` (CPU-heavy: off the event loop) and submit the
         sequence: the request, its generation and the response id."""
-        raw = await _read_body(request, state.max_request_bytes)
-        req, prompt_ids, params = await run_in_threadpool(prepare, raw)
+        raw = await _read_body(request, state.max_request_bytes, state.read_timeout_s)
+        if state.inflight_bytes + len(raw) > state.max_inflight_bytes:
+            raise OpenAIError(
+                503,
+                f"server busy: {state.inflight_bytes} bytes of requests are being prepared (--max-inflight-bytes "
+                f"{state.max_inflight_bytes}); retry after {state.retry_after_s}s",
+                type="server_error",
+                code="server_busy",
+                headers={"Retry-After": str(state.retry_after_s)},
+            )
+        state.inflight_bytes += len(raw)
+        try:
+            req, prompt_ids, params = await run_in_threadpool(prepare, raw)
+        finally:
+            state.inflight_bytes -= len(raw)
+        del raw
         return req, _Generation(state, prompt_ids, params, req.stop_strings()), protocol.new_id(id_prefix)
 
     @app.post("/v1/completions")
@@ -364,15 +452,38 @@ def _chat_prompt_ids(state: ServeState, req: ChatCompletionRequest) -> list[int]
     ("role: content" lines, then "assistant:")."""
     messages = [{"role": m.role, "content": m.text()} for m in req.messages]
     try:
-        return list(state.tokenizer.encode_chat(messages))
+        return list(state.tokenizer.encode_chat(messages, check=lambda text: _check_length_bound(state, text, "messages")))
+    except OpenAIError:
+        raise
     except Exception as exc:  # templates reject conversations with raise_exception(...)
         raise OpenAIError(400, f"the chat template rejected the messages: {exc}", param="messages") from None
 
 
+def _too_long(state: ServeState, tokens: str, param: str) -> OpenAIError:
+    return OpenAIError(
+        400,
+        f"the prompt has {tokens} tokens; this model's maximum context length is {state.max_model_len} tokens "
+        "(prompt plus completion); shorten the prompt",
+        param=param,
+        code="context_length_exceeded",
+    )
+
+
+def _check_length_bound(state: ServeState, text: str, param: str) -> None:
+    """Refuse, before tokenizing it, a text that has at least max_model_len tokens by the tokenizer's cheap lower
+    bound (it never refuses a prompt that would fit: see Tokenizer.min_tokens)."""
+    min_tokens = getattr(state.tokenizer, "min_tokens", None)
+    if min_tokens is not None and (bound := min_tokens(text)) >= state.max_model_len:
+        raise _too_long(state, f"at least {bound}", param)
+
+
 def _prompt_ids(state: ServeState, prompt: str | list[int]) -> list[int]:
     if isinstance(prompt, str):
+        _check_length_bound(state, prompt, "prompt")
         ids = list(state.tokenizer.encode(prompt))
     else:
+        if len(prompt) >= state.max_model_len:
+            raise _too_long(state, str(len(prompt)), "prompt")
         ids = list(prompt)
         if state.vocab_size is not None and any(not 0 <= t < state.vocab_size for t in ids):
             raise OpenAIError(
@@ -381,13 +492,7 @@ def _prompt_ids(state: ServeState, prompt: str | list[int]) -> list[int]:
     if not ids:
         raise OpenAIError(400, "the prompt is empty", param="prompt", code="empty_prompt")
     if len(ids) >= state.max_model_len:
-        raise OpenAIError(
-            400,
-            f"the prompt has {len(ids)} tokens; this model's maximum context length is {state.max_model_len} tokens "
-            "(prompt plus completion); shorten the prompt",
-            param="prompt",
-            code="context_length_exceeded",
-        )
+        raise _too_long(state, str(len(ids)), "prompt")
     return ids
 
 

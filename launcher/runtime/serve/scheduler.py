@@ -48,6 +48,7 @@ class Commands:
     add: list[tuple[int, list[int], Any]] = field(default_factory=list)  # (seq_id, prompt ids, SamplingParams)
     abort: list[int] = field(default_factory=list)
     shutdown: bool = False
+    sync: bool = False  # every rank joins ControlChannel.sync() after applying the commands (the /health probe)
 
 
 @dataclass
@@ -80,16 +81,24 @@ class ControlChannel:
         self._dist.broadcast_object_list(box, src=0, group=self._group)
         return box[0]
 
+    def sync(self) -> None:
+        """A round trip through every rank: returns only once all of them got this far (a broadcast alone would not
+        notice a stopped follower: its messages just wait in the socket buffers)."""
+        import torch
+
+        self._dist.all_reduce(torch.zeros(1), group=self._group)
+
 
 def apply_commands(engine: Any, commands: Commands) -> list[tuple[int, Exception]]:
-    """Aborts first (they free slots), then admissions. Returns the admissions the engine refused."""
+    """Aborts first (they free slots), then admissions. Returns the admissions the engine refused: whatever one
+    request's add_request raises refuses that request alone (every rank refuses it the same way)."""
     for seq_id in commands.abort:
         engine.abort(seq_id)
     refused = []
     for seq_id, prompt_ids, params in commands.add:
         try:
             engine.add_request(seq_id, prompt_ids, params)
-        except (ValueError, RuntimeError) as exc:
+        except Exception as exc:
             refused.append((seq_id, exc))
     return refused
 
@@ -105,6 +114,12 @@ def follow(engine: Any, channel: ControlChannel) -> int:
         if commands.shutdown:
             return 0
         apply_commands(engine, commands)
+        if commands.sync:
+            try:
+                channel.sync()
+            except Exception as exc:
+                print(f"error: lost contact with rank 0 ({exc}); stopping", file=sys.stderr, flush=True)
+                return 1
         if engine.has_work():
             engine.step()
 
@@ -131,6 +146,8 @@ class Scheduler:
         self._aborts: list[int] = []
         self._running: dict[int, _Job] = {}  # engine thread only
         self._stopping = False
+        self._sync_wanted = False
+        self.turns = 0  # loop iterations completed (a round trip through every rank when a probe asked for one)
         self._ids = itertools.count(1)
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="engine-loop", daemon=True)
@@ -167,6 +184,24 @@ class Scheduler:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    def request_stop(self) -> None:
+        """Like stop() without waiting: the loop answers every request still waiting or running with 503."""
+        with self._cv:
+            self._stopping = True
+            self._cv.notify()
+
+    def probe(self) -> int:
+        """Ask the loop for one iteration that goes through every rank; returns the turn count to wait past. The loop
+        is making progress when ``turns`` exceeds it soon: /health waits for that, with a deadline."""
+        with self._cv:
+            self._sync_wanted = True
+            self._cv.notify()
+            return self.turns
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
     def queued(self) -> int:
         with self._cv:
             return len(self._waiting)
@@ -194,8 +229,10 @@ class Scheduler:
                 commands = Commands(
                     abort=[seq_id for seq_id in self._aborts if seq_id in self._running],
                     shutdown=self._stopping,
+                    sync=self._sync_wanted,
                 )
                 self._aborts.clear()
+                self._sync_wanted = False
                 free = min(engine.free_slots(), engine.max_batch_size - len(self._running))
                 admitted = [self._waiting.popleft() for _ in range(min(max(free, 0), len(self._waiting)))]
                 queued = len(self._waiting)
@@ -210,6 +247,8 @@ class Scheduler:
             for seq_id in commands.abort:
                 self._running.pop(seq_id, None)
             refused = dict(apply_commands(engine, commands))
+            if commands.sync and self._channel is not None:
+                self._channel.sync()
             admitted_at = time.monotonic()
             for job in admitted:
                 self._metrics.observe_queue_time(admitted_at - job.received)
@@ -232,6 +271,7 @@ class Scheduler:
                 self._metrics.record_step(generated, len(self._running), queued)
             else:
                 self._metrics.set_load(len(self._running), queued)
+            self.turns += 1
 
     def _observe_token(self, job: _Job) -> None:
         """Time to first token for a job's first token, inter-token latency for the next ones."""
@@ -243,8 +283,20 @@ class Scheduler:
         job.last_token = now
 
     def _deliver(self, job: _Job, event: Any) -> None:
-        with contextlib.suppress(RuntimeError):  # the handler's event loop is closed (server shutting down)
+        """Hand one event to its handler. A failure here concerns that request alone: it is withdrawn from the engine
+        (at the next step, on every rank) and told once, if it can still be told; the loop carries on."""
+        try:
             job.deliver(event)
+        except RuntimeError:  # the handler's event loop is closed (server shutting down)
+            pass
+        except Exception as exc:
+            print(f"error: request {job.seq_id} failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            if job.seq_id in self._running:
+                with self._cv:
+                    self._aborts.append(job.seq_id)
+            if not isinstance(event, Failed):
+                with contextlib.suppress(Exception):
+                    job.deliver(Failed(500, f"request failed: {type(exc).__name__}: {exc}"))
 
     def _fail_all(self, status: int, message: str) -> None:
         with self._cv:

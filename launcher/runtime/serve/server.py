@@ -7,9 +7,11 @@ Exit codes: 0 after a graceful shutdown (SIGINT/SIGTERM), 1 when the port cannot
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import errno
 import ipaddress
+import math
 import signal
 import socket
 import sys
@@ -18,14 +20,28 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from launcher.runtime.contract import READY_PREFIX
-from launcher.runtime.serve.limits import DEFAULT_MAX_REQUEST_BYTES
+from launcher.runtime.serve.limits import DEFAULT_MAX_INFLIGHT_BYTES, DEFAULT_MAX_REQUEST_BYTES, INFLIGHT_REQUESTS
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 LOOPBACK_HINT = "use 127.0.0.1, ::1 or localhost"
 
 
+SHUTDOWN_GRACE_S = 3.0  # after --shutdown-timeout, what requests still running get to send their 503
+
+
 class ServeConfigError(ValueError):
     """A serve option that cannot work (e.g. a non-loopback --host); the message is one line with the fix."""
+
+
+def seconds(text: str) -> float:
+    """argparse type: a finite number of seconds, 0 or more (inf and nan would only fail at SIGTERM)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number of seconds, 0 or more")
+    return value
 
 
 def add_serve_args(parser: argparse.ArgumentParser) -> None:
@@ -44,13 +60,36 @@ def add_serve_args(parser: argparse.ArgumentParser) -> None:
         "--retry-after", type=int, default=1, help="seconds suggested in Retry-After when the queue is full"
     )
     group.add_argument(
-        "--shutdown-timeout", type=float, default=10.0, help="seconds in-flight requests get to finish on shutdown"
+        "--shutdown-timeout",
+        type=seconds,
+        default=10.0,
+        help="seconds in-flight requests get to finish on shutdown; those still running then get a JSON 503",
+    )
+    group.add_argument(
+        "--read-timeout",
+        type=seconds,
+        default=30.0,
+        help="seconds a client has to send a request's headers, and again its body; then 408 and the connection "
+        "closes (default 30)",
+    )
+    group.add_argument(
+        "--health-timeout",
+        type=seconds,
+        default=10.0,
+        help="/health answers 503 when the engine loop has not come round through every rank in this time (default 10)",
     )
     group.add_argument(
         "--max-request-bytes",
         type=int,
         default=DEFAULT_MAX_REQUEST_BYTES,
         help=f"largest request body accepted; larger ones get 413 before they are read (default {DEFAULT_MAX_REQUEST_BYTES})",
+    )
+    group.add_argument(
+        "--max-inflight-bytes",
+        type=int,
+        default=None,
+        help="request bytes being decoded and tokenized at once; a request that would go over gets 503 "
+        f"(default 4 x --max-request-bytes = {DEFAULT_MAX_INFLIGHT_BYTES}; at least --max-request-bytes)",
     )
     group.add_argument("--access-log", action="store_true", help="log every HTTP request to stderr")
 
@@ -80,8 +119,19 @@ def _check_options(args: argparse.Namespace) -> str:
         raise ServeConfigError(f"--retry-after {args.retry_after} must be at least 1")
     if args.max_request_bytes < 1:
         raise ServeConfigError(f"--max-request-bytes {args.max_request_bytes} must be at least 1")
-    if not args.shutdown_timeout >= 0:  # also refuses nan
-        raise ServeConfigError(f"--shutdown-timeout {args.shutdown_timeout} must be 0 or more seconds")
+    if args.max_inflight_bytes is None:
+        args.max_inflight_bytes = INFLIGHT_REQUESTS * args.max_request_bytes
+    if args.max_inflight_bytes < args.max_request_bytes:
+        raise ServeConfigError(
+            f"--max-inflight-bytes {args.max_inflight_bytes} must be at least --max-request-bytes "
+            f"({args.max_request_bytes}), or the largest request could never be served"
+        )
+    if getattr(args, "read_timeout", 1.0) <= 0:
+        raise ServeConfigError(f"--read-timeout {args.read_timeout} must be more than 0 seconds")
+    for flag in ("shutdown_timeout", "health_timeout", "read_timeout"):
+        value = getattr(args, flag, 0.0)
+        if not (math.isfinite(value) and value >= 0):  # also for callers that built args without the parser
+            raise ServeConfigError(f"--{flag.replace('_', '-')} {value} must be a finite number of seconds, 0 or more")
     return host
 
 
@@ -119,10 +169,22 @@ def url_for(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _uvicorn_server(app: Any, args: argparse.Namespace, on_ready: Callable[[], None]) -> Any:
+def _uvicorn_server(
+    app: Any, args: argparse.Namespace, on_ready: Callable[[], None], on_deadline: Callable[[], None] = lambda: None
+) -> Any:
+    """uvicorn with our shutdown: requests get --shutdown-timeout seconds to finish; then ``on_deadline`` (the
+    scheduler answering what still runs with a JSON 503) and SHUTDOWN_GRACE_S more for those answers to go out, before
+    uvicorn would cancel the handlers (a plain-text 500 and a CancelledError traceback)."""
     import uvicorn
 
     class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            timer = asyncio.get_running_loop().call_later(args.shutdown_timeout, on_deadline)
+            try:
+                await super().shutdown(sockets=sockets)
+            finally:
+                timer.cancel()
+
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets=sockets)
             if self.started and not self.should_exit:
@@ -139,14 +201,16 @@ def _uvicorn_server(app: Any, args: argparse.Namespace, on_ready: Callable[[], N
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
+    from launcher.runtime.serve.http import uvicorn_options
+
     config = uvicorn.Config(
         app,
-        http="h11",
+        **uvicorn_options(getattr(args, "read_timeout", 30.0), args.max_request_bytes),
         ws="none",
         lifespan="off",
         log_level="warning",
         access_log=args.access_log,
-        timeout_graceful_shutdown=args.shutdown_timeout,
+        timeout_graceful_shutdown=args.shutdown_timeout + SHUTDOWN_GRACE_S,
     )
     return Server(config)
 
@@ -211,12 +275,15 @@ def run_serve(
         retry_after_s=args.retry_after,
         created=int(time.time()),
         max_request_bytes=args.max_request_bytes,
+        max_inflight_bytes=args.max_inflight_bytes,
+        read_timeout_s=getattr(args, "read_timeout", 30.0),
+        health_timeout_s=getattr(args, "health_timeout", 10.0),
     )
 
     def announce() -> None:
         print(f"{READY_PREFIX}{url_for(host, port)}", flush=True)
 
-    server = _uvicorn_server(build_app(state), args, announce)
+    server = _uvicorn_server(build_app(state), args, announce, on_deadline=scheduler.request_stop)
     server_box.append(server)
     scheduler.start()
     startup_failed = False
