@@ -11,6 +11,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from advisor.report.data import SEVERITIES, jsonable, summary
+from advisor.rules import registry
 
 if TYPE_CHECKING:
     from typing import Any
@@ -405,7 +406,7 @@ def print_plan(plan: Plan, console: Console, strict: bool = False) -> None:
 
 
 # The example in the next steps: an MoE model on a modelled SGLang machine shows every decision at work.
-EXAMPLE_PROFILE, EXAMPLE_MODEL = "h100-sxm-8", "Qwen/Qwen3-30B-A3B"
+EXAMPLE_PROFILE, EXAMPLE_MODEL, EXAMPLE_ENGINE = "h100-sxm-8", "Qwen/Qwen3-30B-A3B", "sglang"
 
 
 def next_steps(plan: Plan) -> list[tuple[str, list[str]]]:
@@ -416,7 +417,8 @@ def next_steps(plan: Plan) -> list[tuple[str, list[str]]]:
         return []
     from launcher.engines import missing_runtime_modules, runtime_install_commands
 
-    engine = plan.intent.engine if plan.intent.engine != "bundled" else "sglang"
+    # The what-if names the plan's engine where it models releases, else the example's.
+    engine = plan.intent.engine if registry.get(plan.intent.engine).releases else EXAMPLE_ENGINE
     model = plan.intent.model or EXAMPLE_MODEL
     what_if = f"--engine {engine} --model {shlex.quote(model)}"
     launch = ["advisor launch --mode generate"]

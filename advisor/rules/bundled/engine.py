@@ -9,7 +9,7 @@ from functools import partial
 from advisor import __version__
 from advisor.rules import bundled
 from advisor.rules.engine import Decision, Engine, Problem, Release, ReleaseOutcome, Scenario
-from launcher.engines import ENGINE_DTYPES, bundled_command, install_command
+from launcher.engines import ENGINE_DTYPES, RUNTIME_MAX_MODEL_LEN, bundled_command, install_command
 
 NAME = "bundled"
 
@@ -41,4 +41,10 @@ ENGINE = Engine(
     install_hint=partial(install_command, NAME),
     dtypes=ENGINE_DTYPES[NAME],
     decision_ids=("flashinfer_allreduce_fusion", "device"),
+    context_cap=RUNTIME_MAX_MODEL_LEN,  # the longest sequence it takes by default
+    device_dtype=bundled.dtype,
+    demo_tp=2,  # the demo model runs two gloo ranks on a machine without GPUs
+    kv_notes=("the bundled runtime preallocates --max-batch-size x --max-model-len tokens of KV cache; raise"
+              " --max-model-len for longer sequences",),  # fmt: skip
+    cpu_run="the bundled runtime will run on CPU with torch.distributed gloo (no NCCL, no FlashInfer fusion)",
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from advisor.rules import sglang
 from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError
+from advisor.rules.sglang.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
+from advisor.rules.sglang.memory import GPU_MEMORY
 from launcher.engines import ENGINE_DTYPES, install_command, sglang_command
 
 
@@ -41,4 +43,8 @@ ENGINE = Engine(
         "flashinfer_allreduce_fusion": Forcing(on=(sglang.BOOL_FLAG, sglang.BACKEND_FLAG), off=(sglang.ENFORCE_DISABLE,)),
         "custom_allreduce": Forcing(off=(sglang.DISABLE_CUSTOM_AR,)),
     },
+    memory=GPU_MEMORY,
+    dp_attention=True,
+    custom_allreduce=custom_allreduce_decision,
+    peer_access=PEER_ACCESS,
 )

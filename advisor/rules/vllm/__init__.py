@@ -524,6 +524,48 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     return rules.decided("memory_defaults", "memory and batch defaults", state, results, source, value=value, notes=notes)
 
 
+def memory_need(fraction: float | None, total: float, weights: float) -> float:
+    """vLLM asks for gpu_memory_utilization x the total at start-up, as if the GPU were empty."""
+    return fraction * total  # type: ignore[operator]  # vLLM always has a fraction (its default)
+
+
+def memory_short(setting: str, need_gib: float) -> str:
+    return (f"{setting} asks for {need_gib:.1f} GiB per GPU as if the GPU were empty, so vLLM refuses to start"
+            " ('Free memory on device ... on startup is less than desired GPU memory utilization')")
+
+
+GPU_MEMORY = rules.GpuMemory(
+    fraction="gpu_memory_utilization",
+    default=default_gpu_memory_utilization,
+    need=memory_need,
+    short=memory_short,
+    automatic="vLLM's default gpu_memory_utilization",
+    source="vllm vllm/v1/worker/gpu_worker.py ('Free memory on device ... on startup is less than desired GPU memory"
+           " utilization'); vllm/config/cache.py gpu_memory_utilization = 0.9",
+    kv_block=16,  # vLLM's default KV-cache block (tokens) on CUDA
+    refuses_short_context="vLLM refuses to start",
+)  # fmt: skip
+# Caveat of the layouts' KV arithmetic.
+KV_NOTES = ("vLLM also subtracts the activation peak and non-torch memory measured at start-up: the KV tokens are an"
+            " upper bound",)  # fmt: skip
+
+
+def peer_access_problem(observed: str, overrides) -> tuple[str, str, str]:
+    """vLLM's own P2P check (the driver's report) turns its custom allreduce off."""
+    return ("info",
+            f"{observed}: vLLM's own P2P check (the driver's report) turns its custom allreduce off at start-up"
+            " ('Custom allreduce is disabled because your platform lacks GPU P2P capability'), so every allreduce"
+            " goes through NCCL although this plan counts on the custom kernel",
+            f"pass {DISABLE_CUSTOM_AR} to say so explicitly (and silence the warning)")  # fmt: skip
+
+
+PEER_ACCESS = rules.PeerAccess(
+    "vllm vllm/distributed/device_communicators/custom_all_reduce.py (_can_p2p: the driver's P2P report unless"
+    " VLLM_SKIP_P2P_CHECK=0)",
+    peer_access_problem,
+)  # fmt: skip
+
+
 # -- scheduling switches -------------------------------------------------------------------------------------------------
 
 # (decision id, title, --flag, why it is on by default)

@@ -34,4 +34,8 @@ ENGINE = Engine(
         "flashinfer_allreduce_fusion": Forcing(off=(vllm.ENFORCE_EAGER,), field=vllm.FUSE_FLAG.rsplit(".", 1)[1]),
         "custom_allreduce": Forcing(off=(vllm.DISABLE_CUSTOM_AR,)),
     },
+    memory=vllm.GPU_MEMORY,
+    kv_notes=vllm.KV_NOTES,
+    custom_allreduce=vllm.custom_allreduce_decision,
+    peer_access=vllm.PEER_ACCESS,
 )
