@@ -10,7 +10,16 @@ from advisor.models import ModelSpec, resolve_model
 from advisor.plan import Intent
 from advisor.probe.profiles import load_profile
 from advisor.rules import vllm
-from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Release, Scenario
+from advisor.rules.engine import (
+    AUTO_ENABLED,
+    FORCED_OFF,
+    FORCED_ON,
+    NOT_ENABLED,
+    UNAVAILABLE,
+    Release,
+    ReleaseError,
+    Scenario,
+)
 
 HIDDEN_8192 = ModelSpec(id="big", architecture="LlamaForCausalLM", hidden_size=8192, dtype="bfloat16")
 
@@ -94,7 +103,7 @@ def test_versions():
     assert vllm.version_problems("0.10.2", installed="0.10.2")[0].packages == ("vllm",)
     assert vllm.version_problems("0.10.2", installed="0.13.0")[0].packages == ()
     assert vllm.version_problems("0.10.2")[0].packages == ()
-    with pytest.raises(vllm.ReleaseError):
+    with pytest.raises(ReleaseError):
         vllm.rules_release("latest")
 
 
@@ -122,11 +131,11 @@ def test_custom_allreduce(profile, tp, intent, state, blocker):
 ])  # fmt: skip
 def test_custom_allreduce_conditions_agree_with_sglang(profile, tp, nnodes):
     """Same kernel lineage, one condition set (advisor.rules.engine.custom_ar_conditions): only the words differ."""
-    from advisor.rules import sglang
+    from advisor.rules.sglang import custom_allreduce as sglang_custom_allreduce
 
     s = scenario(profile, tp=tp, nnodes=nnodes)
     ours = vllm.custom_allreduce_decision(s, "0.18.0").conditions
-    theirs = sglang.custom_allreduce_decision(s, "0.5.18").conditions
+    theirs = sglang_custom_allreduce.custom_allreduce_decision(s, "0.5.18").conditions
     assert [(c.id, c.ok, c.observed) for c in ours] == [(c.id, c.ok, c.observed) for c in theirs]
     assert [c.id for c in ours] == ["tp_gt_1", "single_node", "world_size", "full_nvlink"]
     assert ours[1].expected == "all ranks on one node" and theirs[1].expected == "the TP group on one node"

@@ -16,7 +16,7 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.sglang.common import CUSTOM_AR, DETERMINISTIC, DISABLE_CUSTOM_AR, _any, is_sm90, is_sm100
-from advisor.rules.sglang.fusion import rules_release
+from advisor.rules.sglang.releases import rules_release
 
 # custom_all_reduce.py's own reasons for the conditions its kernel shares with vLLM's (advisor.rules.engine).
 CUSTOM_AR_CONDITIONS = custom_ar_conditions({

@@ -13,7 +13,8 @@ from advisor.models import dtype_bytes
 
 # The rules' shared vocabulary (advisor.rules.engine) as rules.X; the types in signatures by name.
 from advisor.rules import engine as rules
-from advisor.rules.engine import Decision, Problem, Release, Scenario
+from advisor.rules.engine import Decision, Problem, Release, ReleaseError, Scenario
+from advisor.rules.releases import at
 
 ENGINE = "vllm"
 # v0.12.0 renamed the pass option to fuse_allreduce_rms (enable_fi_allreduce_fusion before, off by default).
@@ -35,8 +36,8 @@ ENFORCE_EAGER = "--enforce-eager"
 MiB = 2**20
 GiB = 2**30
 
-# Each table below is a list of (first release, value), read from the released wheels' code: a version gets the value
-# of the newest entry at or below it. The releases named are the first read with the change (the one before it, read
+# Each table below is a change list of (first release, value) (advisor.rules.releases.at), read from the released wheels'
+# code: a version gets the value of the newest entry at or below it. The releases named are the first read with the change (the one before it, read
 # too, lacks it).
 
 # -O2/-O3 turn the pass on by default (enable_allreduce_rms_fusion in OPTIMIZATION_LEVEL_02/03); off at every level
@@ -53,7 +54,6 @@ FUSION_MAX_SIZE_MB: list[tuple[str, dict[int, dict[int, float]]]] = [
     ("0.27.1", {90: _SM90, 100: {**_SM100, 16: 64}, 103: {**_SM103, 16: 64}, 107: {2: 64, 4: 64, 8: 2}}),
     ("0.29.0", {90: _SM90, 100: {**_SM100, 16: 64}, 103: {**_SM103, 8: 4, 16: 64}, 107: {2: 64, 4: 64, 8: 2}}),
 ]
-MAX_SIZE_MB = FUSION_MAX_SIZE_MB[-1][1]  # the newest table
 # CacheConfig.gpu_memory_utilization's default.
 GPU_MEMORY_UTILIZATION: list[tuple[str, float]] = [("0.12.0", 0.9), ("0.20.2", 0.92)]
 # EngineArgs.get_batch_defaults for `vllm serve` (OPENAI_API_SERVER): (min GiB, A100 excluded, max_num_seqs,
@@ -65,16 +65,6 @@ BATCH_TIERS: list[tuple[str, tuple[tuple[int, bool, int, int], ...]]] = [
 SMALL_GPU_BATCH = (256, 2048)
 
 
-def at(table: list[tuple[str, object]], version: str):
-    """The value of a change table for ``version`` (the newest entry at or below it; the first for older ones)."""
-    release = rules.parse_release(version)
-    value = table[0][1]
-    for first, entry in table:
-        if rules.parse_release(first) <= release:
-            value = entry
-    return value
-
-
 def default_gpu_memory_utilization(version: str | None) -> float:
     """vLLM's default --gpu-memory-utilization for ``version`` (None or not a release: the newest modelled release's)."""
     try:
@@ -82,10 +72,6 @@ def default_gpu_memory_utilization(version: str | None) -> float:
     except ReleaseError:
         release = NEWEST
     return at(GPU_MEMORY_UTILIZATION, release)
-
-
-class ReleaseError(ValueError):
-    """A vLLM version the tables cannot model; one line naming the fix."""
 
 
 def rules_release(version: str) -> str:

@@ -5,16 +5,13 @@ from __future__ import annotations
 from functools import partial
 
 from advisor.rules import vllm
-from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError, fusion_outcomes
+from advisor.rules.engine import Engine, Forcing, Problem, fusion_outcomes
 from launcher.engines import ENGINE_DTYPES, install_command, vllm_command
 
 
 def resolve(version: str | None) -> tuple[str, list[Problem]]:
     """The modelled release whose rules apply to ``version`` (older and newer releases: warnings raised by decide)."""
-    try:
-        return vllm.rules_release(version or vllm.NEWEST), []
-    except vllm.ReleaseError as exc:
-        raise ReleaseError(str(exc)) from None
+    return vllm.rules_release(version or vllm.NEWEST), []
 
 
 ENGINE = Engine(
