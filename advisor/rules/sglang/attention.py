@@ -226,7 +226,7 @@ def page_size(
           and is_sm100(s)[0]):  # fmt: skip
         page = 64 if backend == "trtllm_mha" else 1
         why = f"the hybrid model's SM10x step sets {page} with {backend} (sglang v{release}, model step)"
-    if (arch in MAMBA_PAGE_ARCHS and parse_release(MAMBA_PAGE_FIRST) <= r <= parse_release(MAMBA_PAGE_LAST)
+    if (arch in MAMBA_PAGE_ARCHS and within(r, MAMBA_PAGE_FIRST, MAMBA_PAGE_LAST)
             and page not in (None, 1) and not s.has("--disable-radix-cache")
             and s.flag("--mamba-scheduler-strategy") != "extra_buffer"):  # fmt: skip
         page, why = 1, f"the Mamba radix cache (no_buffer) needs 1 (sglang v{release}, {SERVER_ARGS} _handle_mamba_radix_cache)"

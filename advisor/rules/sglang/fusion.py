@@ -23,6 +23,7 @@ from advisor.rules.engine import (
     release_outcome,
     state_of,
 )
+from advisor.rules.releases import within
 from advisor.rules.sglang.common import (
     ATTN_CP,
     BACKEND_FLAG,
@@ -206,7 +207,7 @@ ARCH_SEEN_AS = {"DeepseekV32ForCausalLM": ("DeepseekV3ForCausalLM", "0.5.8", "0.
 def seen_architecture(architecture: str, release: str) -> str:
     """architectures[0] as SGLang ``release`` sees it after loading the config."""
     alias = ARCH_SEEN_AS.get(architecture)
-    if alias and parse_release(alias[1]) <= parse_release(release) <= parse_release(alias[2]):
+    if alias and within(release, alias[1], alias[2]):
         return alias[0]
     return architecture
 
