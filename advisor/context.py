@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING
 
+from advisor.rules.registry import get as get_engine
 from advisor.versions import is_version, parse_release
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ EXIT_OK = 0
 EXIT_ERRORS = 1  # problems of severity error (or warnings with --strict), or inputs that could not be read
 EXIT_USAGE = 2  # the command line itself is wrong
 
-# tp of the bundled runtime's demo model on a machine without GPUs: two gloo ranks show the tensor-parallel mechanics.
-DEMO_CPU_TP = 2
 
 
 class AdvisorError(Exception):
@@ -202,11 +201,13 @@ def default_engine(facts: Facts) -> str:
 
 
 def default_tp(facts: Facts, engine: str, model: str | None) -> int:
-    """The number of GPUs an engine would see; without GPUs 1, except the bundled demo model, which runs 2 gloo ranks."""
+    """The number of GPUs an engine would see; without GPUs 1, except an engine's demo model (the bundled runtime's runs
+    2 gloo ranks)."""
     gpus = len(facts.engine_gpus)
     if gpus:
         return gpus
-    return DEMO_CPU_TP if engine == "bundled" and model is None else 1
+    demo_tp = get_engine(engine).demo_tp
+    return demo_tp if demo_tp is not None and model is None else 1
 
 
 
@@ -216,7 +217,6 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
 
     ``facts``: already loaded for these options (the TUI caches them, so a form change does not probe again)."""
     from advisor.intent import COUNT_OPTIONS, Intent, count_error
-    from advisor.rules.registry import get as get_engine
     from advisor.rules.registry import names as engine_names
 
     for name in COUNT_OPTIONS:  # before any probe; tp None means "the default", resolved below
@@ -253,7 +253,7 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
 
 def _resolve_model(ref: str | None, engine: str) -> ModelSpec | None:
     if ref is None:
-        if engine == "bundled":
+        if get_engine(engine).demo_tp is not None:
             return _demo_spec()
         raise usage_error(
             f"{engine} needs a model: pass --model ID|DIR (a Hugging Face id such as Qwen/Qwen3-30B-A3B, or a local"

@@ -39,8 +39,6 @@ GIB = 1024**3
 MIB = 1024**2
 CONTEXT_CAP = 32768  # default --context-len: the model's context, capped here
 MIN_SEQUENCES = 8  # a recommended layout holds at least this many sequences of --context-len
-VLLM_BLOCK_SIZE = 16  # vLLM's default KV-cache block (tokens) on CUDA
-VLLM_UTILIZATION_FLAG = "--gpu-memory-utilization"
 # Decisions that pick a setting (a backend, memory sizes) rather than turn an optimization on: left out of `enabled`
 # (`advisor check` shows their values).
 NO_GPU = "no GPU"
@@ -97,12 +95,12 @@ class LayoutsReport:
 
 
 def default_context_len(model: ModelSpec | None, engine: str = "sglang") -> int:
-    """The model's context capped at CONTEXT_CAP (the cap when the model does not say); for the bundled runtime its
-    --max-model-len default, the longest sequence it takes."""
-    from launcher.engines import RUNTIME_MAX_MODEL_LEN
+    """The model's context capped at CONTEXT_CAP (the cap when the model does not say), or at the engine's own cap (the
+    bundled runtime's --max-model-len default, the longest sequence it takes)."""
+    from advisor.rules.registry import get as get_engine
 
     length = model.max_position_embeddings if model is not None else None
-    cap = RUNTIME_MAX_MODEL_LEN if engine == "bundled" else CONTEXT_CAP
+    cap = get_engine(engine).context_cap or CONTEXT_CAP
     return min(length, cap) if length else cap
 
 
@@ -171,47 +169,43 @@ def weights_bytes_per_gpu(model: ModelSpec, dtype: str | None, tp: int, attentio
 
 
 def memory_fraction(plan: Plan) -> float | None:
-    """The engine's static memory fraction: SGLang's mem_fraction_static from the memory_defaults decision; vLLM's
-    gpu_memory_utilization from a decision that reports it, else an explicit flag, else vLLM's default for the release."""
-    engine = plan.intent.engine
-    key = {"sglang": "mem_fraction_static", "vllm": "gpu_memory_utilization"}.get(engine)
-    if key is None:
+    """The engine's static memory fraction (SGLang's mem_fraction_static, vLLM's gpu_memory_utilization): from a
+    decision that reports it, else (an engine with a default) an explicit flag, else its default for the release."""
+    from advisor.rules.registry import get as get_engine
+
+    memory = get_engine(plan.intent.engine).memory
+    if memory is None:
         return None
     for decision in plan.decisions:
-        if isinstance(decision.value, dict) and decision.value.get(key) is not None:
-            return float(decision.value[key])
-    if engine == "vllm":
-        from advisor.rules.engine import flag_value
-        from advisor.rules.vllm import default_gpu_memory_utilization
+        if isinstance(decision.value, dict) and decision.value.get(memory.fraction) is not None:
+            return float(decision.value[memory.fraction])
+    if memory.default is None:
+        return None
+    from advisor.rules.engine import flag_value
 
-        default = default_gpu_memory_utilization(plan.engine.get("rules"))
-        raw = flag_value(plan.intent.overrides, VLLM_UTILIZATION_FLAG)
-        try:
-            return float(raw) if raw else default
-        except ValueError:
-            return default
-    return None
+    default = memory.default(plan.engine.get("rules"))
+    raw = flag_value(plan.intent.overrides, memory.flag)
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        return default
 
 
 def _kv_dtype_bytes(plan: Plan) -> int:
-    """The KV cache's element size: the model's dtype ("auto"), or the bundled runtime's choice for its device."""
+    """The KV cache's element size: the model's dtype ("auto"), or the engine's own choice for its device."""
     from advisor.models import dtype_bytes
 
-    if plan.intent.engine == "bundled":
-        from advisor.rules import bundled
-        from advisor.rules.engine import Scenario
-
-        return dtype_bytes(bundled.dtype(Scenario(plan.facts, plan.model, plan.intent))) or 2
-    dtype = plan.intent.dtype if plan.intent.dtype not in (None, "auto") else None
-    return dtype_bytes(dtype or (plan.model.dtype if plan.model else None)) or 2
+    return dtype_bytes(_weights_dtype(plan)) or 2
 
 
 def _weights_dtype(plan: Plan) -> str | None:
-    if plan.intent.engine == "bundled":
-        from advisor.rules import bundled
+    from advisor.rules.registry import get as get_engine
+
+    device_dtype = get_engine(plan.intent.engine).device_dtype
+    if device_dtype is not None:
         from advisor.rules.engine import Scenario
 
-        return bundled.dtype(Scenario(plan.facts, plan.model, plan.intent))
+        return device_dtype(Scenario(plan.facts, plan.model, plan.intent))
     dtype = plan.intent.dtype if plan.intent.dtype not in (None, "auto") else None
     return dtype or (plan.model.dtype if plan.model else None)
 
@@ -228,18 +222,20 @@ def _gib(n: float) -> str:
 
 def size_layout(plan: Plan, context_len: int) -> Layout:
     """The memory columns of one layout from its plan."""
+    from advisor.rules.registry import get as get_engine
     from launcher.engines import RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN
 
-    intent, model, engine = plan.intent, plan.model, plan.intent.engine
-    dp_attention = intent.dp_attention and engine == "sglang"
+    intent, model, engine = plan.intent, plan.model, get_engine(plan.intent.engine)
+    memory = engine.memory
+    dp_attention = intent.dp_attention and engine.dp_attention
     attention_tp = intent.tp // intent.dp_size if dp_attention and intent.tp % intent.dp_size == 0 else intent.tp
     pools = intent.tp // attention_tp
     fraction = memory_fraction(plan)
     errors = tuple(dict.fromkeys(p.id for p in plan.problems if p.severity == "error"))
     common = dict(
         tp=intent.tp, nnodes=intent.nnodes, dp_attention=dp_attention, dp_size=intent.dp_size if dp_attention else 1,
-        mem_fraction_static=fraction if engine == "sglang" else None,
-        gpu_memory_utilization=fraction if engine == "vllm" else None,
+        mem_fraction_static=fraction if memory and memory.fraction == "mem_fraction_static" else None,
+        gpu_memory_utilization=fraction if memory and memory.fraction == "gpu_memory_utilization" else None,
         kv_pools=pools,
         enabled=tuple(d.id for d in plan.decisions if d.enabled and d.id not in SETTINGS),
         problems=tuple(dict.fromkeys(p.id for p in plan.problems if p.severity in ("error", "warning"))),
@@ -263,7 +259,7 @@ def size_layout(plan: Plan, context_len: int) -> Layout:
     if per_token is None:
         return row(None, f"{model.id}'s KV-cache shape is unknown", weights)
 
-    if engine == "bundled":
+    if memory is None:  # a KV cache preallocated at a fixed size
         slots, max_len = RUNTIME_MAX_BATCH_SIZE, min(RUNTIME_MAX_MODEL_LEN, model.max_position_embeddings or 4096)
         tokens = slots * max_len
         concurrency = slots if context_len <= max_len else 0
@@ -286,20 +282,16 @@ def size_layout(plan: Plan, context_len: int) -> Layout:
     total = smallest * MIB
     budget = total * fraction
     reserve = total - budget
-    name = "mem_fraction_static" if engine == "sglang" else "gpu_memory_utilization"
     if weights >= budget:
-        why = (f"weights {_gib(weights)} + reserve {_gib(reserve)} (1 - {name} {fraction:g}) > {_gib(total)} of the"
-               " smallest GPU")  # fmt: skip
+        why = (f"weights {_gib(weights)} + reserve {_gib(reserve)} (1 - {memory.fraction} {fraction:g}) > {_gib(total)}"
+               " of the smallest GPU")  # fmt: skip
         return row(False, why, weights, 0, 0)
     available = int(budget - weights)
-    if engine == "vllm":
-        block = VLLM_BLOCK_SIZE * per_token
-        tokens = available // block * VLLM_BLOCK_SIZE
-    else:
-        tokens = available // per_token
+    tokens = available // (memory.kv_block * per_token) * memory.kv_block  # whole blocks of kv_block tokens
     concurrency = pools * (tokens // context_len)
-    if engine == "vllm" and tokens < context_len:
-        why = f"the KV cache ({tokens} tokens) cannot hold one {context_len}-token sequence; vLLM refuses to start"
+    if memory.refuses_short_context and tokens < context_len:
+        why = (f"the KV cache ({tokens} tokens) cannot hold one {context_len}-token sequence;"
+               f" {memory.refuses_short_context}")  # fmt: skip
         return row(False, why, weights, tokens, concurrency)
     return row(True, None, weights, tokens, concurrency)
 
@@ -309,15 +301,16 @@ def size_layout(plan: Plan, context_len: int) -> Layout:
 
 def candidate_intents(facts: Facts, model: ModelSpec | None, base: Intent) -> list[Intent]:
     """tp = nnodes x 2^k up to the GPUs of every node; DP attention on and off (dp = tp) for SGLang MoE models."""
-    from advisor.context import DEMO_CPU_TP
+    from advisor.rules.registry import get as get_engine
 
-    per_node = len(facts.engine_gpus) or (DEMO_CPU_TP if base.engine == "bundled" else 1)
+    engine = get_engine(base.engine)
+    per_node = len(facts.engine_gpus) or engine.demo_tp or 1
     intents: list[Intent] = []
     ranks = 1
     while ranks <= per_node:
         tp = ranks * base.nnodes
         intents.append(replace(base, tp=tp, dp_attention=False, dp_size=1))
-        if base.engine == "sglang" and model is not None and model.is_moe and tp > 1:
+        if engine.dp_attention and model is not None and model.is_moe and tp > 1:
             intents.append(replace(base, tp=tp, dp_attention=True, dp_size=tp))
         ranks *= 2
     return intents
@@ -360,21 +353,19 @@ def model_notes(model: ModelSpec | None, engine: str) -> tuple[str, ...]:
     """Caveats of the KV arithmetic for this model."""
     if model is None:
         return ()
+    from advisor.rules.registry import get as get_engine
+
+    spec = get_engine(engine)
+    pooled = spec.memory is not None  # it sizes a KV pool from the memory left, and sizes these layers separately
     notes = []
-    if model.full_attention_interval and model.full_attention_interval > 1 and engine != "bundled":
+    if model.full_attention_interval and model.full_attention_interval > 1 and pooled:
         notes.append(f"hybrid linear attention: only every {model.full_attention_interval}th layer keeps a KV cache;"
                      " the engine also reserves a state pool for the linear-attention layers, not subtracted here,"
                      " so the KV tokens are an upper bound")  # fmt: skip
-    if model.sliding_window and engine != "bundled":
+    if model.sliding_window and pooled:
         notes.append(f"sliding-window layers ({model.sliding_window} tokens) are counted as full attention layers;"
                      " the engine sizes them separately, so the KV tokens are a lower bound")  # fmt: skip
-    if engine == "vllm":
-        notes.append("vLLM also subtracts the activation peak and non-torch memory measured at start-up: the KV tokens"
-                     " are an upper bound")  # fmt: skip
-    if engine == "bundled":
-        notes.append("the bundled runtime preallocates --max-batch-size x --max-model-len tokens of KV cache; raise"
-                     " --max-model-len for longer sequences")  # fmt: skip
-    return tuple(notes)
+    return (*notes, *spec.kv_notes)
 
 
 # -- the command ---------------------------------------------------------------------------------------------------------
@@ -477,8 +468,10 @@ def print_layouts(report: LayoutsReport, console: Any) -> None:
     from rich.table import Table
 
     from advisor.report.render import _box, emit
+    from advisor.rules.registry import get as get_engine
 
-    fraction = {"sglang": "mem_fraction_static", "vllm": "gpu_memory_utilization"}.get(report.engine.get("name"))
+    memory = get_engine(report.engine["name"]).memory
+    fraction = memory.fraction if memory is not None else None
     version = report.engine.get("version")
     title = (f"{report.model} on {report.engine.get('name')}" + (f" {version}" if version else "")
              + f", sequences of {report.context_len} tokens" + (f" (mem frac: {fraction})" if fraction else ""))  # fmt: skip

@@ -31,8 +31,6 @@ from advisor.rules.engine import (
     parse_release,
 )
 
-ENGINES = registry.names()  # the engines registered when this module was imported (advisor.rules.registry)
-
 
 class PlanError(Exception):
     """The intent cannot be planned (tp < 1, an unknown engine version, ...); the message is one line naming the fix."""

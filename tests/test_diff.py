@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cli_json import command_json, invoke
 
-from advisor.rules import sglang
+from advisor.rules.sglang import releases as sglang_releases
 
 B300_VL = ["--profile", "b300-8", "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--tp", "8", "--engine", "sglang"]
 BACKEND = ["--flashinfer-allreduce-fusion-backend", "auto"]
@@ -69,7 +69,7 @@ def test_problems_added_and_removed_are_reported():
 
 def test_defaults_from_installed_to_newest():
     data = diff_json("--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-30B-A3B", "--engine", "sglang")
-    assert data["to_release"] == sglang.NEWEST
+    assert data["to_release"] == sglang_releases.NEWEST
     assert data["from_release"] == "0.5.9"  # the profile's installed sglang
     result = invoke("diff", *B300_VL, "--with-package", "sglang==0.5.14.post1")
     assert result.exit_code == 0 and "(from 0.5.14: installed)" in result.stdout

@@ -56,7 +56,7 @@ def test_the_callers_read_what_they_read_before():
     from advisor.probe.profiles import load_profile
     from advisor.rules.engine import Scenario
     from advisor.rules.sglang.arguments import argument_problems
-    from advisor.rules.vllm import optimization_level
+    from advisor.rules.vllm.compilation import optimization_level
 
     facts = load_profile("h100-sxm-8")
 

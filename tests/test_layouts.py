@@ -11,7 +11,7 @@ from cli_json import command_json, invoke
 
 from advisor.context import Options, plan_for, resolve
 from advisor.models import catalog_spec
-from advisor.rules.vllm import default_gpu_memory_utilization
+from advisor.rules.vllm.memory import default_gpu_memory_utilization
 
 MIB = 1024**2
 

@@ -11,6 +11,7 @@ from advisor.facts import Facts
 from advisor.models import ModelSpec, resolve_model
 from advisor.plan import Intent
 from advisor.probe.profiles import load_profile
+from advisor.rules import engine as rules
 from advisor.rules import sglang
 from advisor.rules.engine import (
     AUTO_ENABLED,
@@ -22,7 +23,13 @@ from advisor.rules.engine import (
     Scenario,
     fusion_outcomes,
 )
+from advisor.rules.sglang import attention as sglang_attention
+from advisor.rules.sglang import common as sglang_common
+from advisor.rules.sglang import custom_allreduce as sglang_custom_allreduce
 from advisor.rules.sglang import fusion as sglang_fusion
+from advisor.rules.sglang import memory as sglang_memory
+from advisor.rules.sglang import moe_runner as sglang_moe_runner
+from advisor.rules.sglang import releases as sglang_releases
 from advisor.rules.sglang.engine import ENGINE as SGLANG
 
 QWEN3_MOE = "Qwen/Qwen3-30B-A3B"
@@ -45,7 +52,7 @@ def scenario(profile: str | Facts, model: str | ModelSpec | None = QWEN3_MOE, *,
 
 
 def fusion(s: Scenario, release: str):
-    return sglang.fusion_decision(s, release)
+    return sglang_fusion.fusion_decision(s, release)
 
 
 def cond(decision, cid: str):
@@ -60,23 +67,23 @@ def failed(decision) -> set[str]:
 
 
 def test_table_covers_every_modelled_release_once():
-    covered = [r for r in sglang.RELEASES if any(
-        sglang.parse_release(row.first) <= sglang.parse_release(r) <= sglang.parse_release(row.last)
-        for row in sglang.FUSION_TABLE)]  # fmt: skip
-    assert covered == list(sglang.RELEASES)
-    assert sglang.RELEASES[0] == "0.5.7" and sglang.RELEASES[-1] == "0.5.23"
+    covered = [r for r in sglang_releases.RELEASES if any(
+        rules.parse_release(row.first) <= rules.parse_release(r) <= rules.parse_release(row.last)
+        for row in sglang_releases.FUSION_TABLE)]  # fmt: skip
+    assert covered == list(sglang_releases.RELEASES)
+    assert sglang_releases.RELEASES[0] == "0.5.7" and sglang_releases.RELEASES[-1] == "0.5.23"
 
 
 @pytest.mark.parametrize(("release", "count"), [("0.5.7", 4), ("0.5.10", 8), ("0.5.13", 13), ("0.5.14", 16), ("0.5.18", 17)])
 def test_architecture_list_is_cumulative(release, count):
-    row, _ = sglang.row_for(release)
-    archs = sglang.architectures(row)
+    row, _ = sglang_releases.row_for(release)
+    archs = sglang_releases.architectures(row)
     assert len(archs) == len(set(archs)) == count
 
 
 def test_newest_list_matches_reference():
-    row, _ = sglang.row_for("0.5.18")
-    assert set(sglang.architectures(row)) == {
+    row, _ = sglang_releases.row_for("0.5.18")
+    assert set(sglang_releases.architectures(row)) == {
         "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "GptOssForCausalLM",
         "GlmMoeDsaForCausalLM", "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM", "MistralLarge3ForCausalLM",
         "Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration", "Qwen3NextForCausalLM",
@@ -86,20 +93,21 @@ def test_newest_list_matches_reference():
 
 
 def test_adding_a_release_is_one_row(monkeypatch):
-    row = sglang.FusionRow("0.5.24", "0.5.24", ("NewMoeForCausalLM",), sglang.V0523, sglang.BACKEND_FLAG,
-                           sglang.OFF_V0512, sglang.OVERRIDES, "hypothetical")  # fmt: skip
-    monkeypatch.setattr(sglang_fusion, "FUSION_TABLE", (*sglang.FUSION_TABLE, row))  # the module that reads it
-    assert sglang._expand(row) == ("0.5.24",)
+    row = sglang_releases.FusionRow("0.5.24", "0.5.24", ("NewMoeForCausalLM",), sglang_releases.V0523,
+                                    sglang_common.BACKEND_FLAG, sglang_releases.OFF_V0512, sglang_common.OVERRIDES,
+                                    "hypothetical")  # fmt: skip
+    monkeypatch.setattr(sglang_releases, "FUSION_TABLE", (*sglang_releases.FUSION_TABLE, row))  # the module that reads it
+    assert sglang_releases._expand(row) == ("0.5.24",)
     s = scenario("b300-8", arch_model("NewMoeForCausalLM"))
     assert fusion(s, "0.5.24").state == AUTO_ENABLED
     assert failed(fusion(s, "0.5.23")) == {"architecture"}
-    assert len(sglang.architectures(row)) == 22
+    assert len(sglang_releases.architectures(row)) == 22
 
 
 def test_releases_through_0_5_23_are_modelled():
-    assert sglang.RELEASES[-5:] == ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
-    assert sglang.row_for("0.5.23") == (sglang.FUSION_TABLE[-1], False)
-    assert sglang.row_for("0.5.24")[1] is True  # newer than modelled: the newest row, flagged
+    assert sglang_releases.RELEASES[-5:] == ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+    assert sglang_releases.row_for("0.5.23") == (sglang_releases.FUSION_TABLE[-1], False)
+    assert sglang_releases.row_for("0.5.24")[1] is True  # newer than modelled: the newest row, flagged
 
 
 def test_dp_attention_with_dp_size_1_no_longer_blocks_from_0_5_22():
@@ -117,20 +125,20 @@ def test_mimo_gets_the_cutedsl_backend_on_sm100_only_from_0_5_23():
 
 
 # Every row's additions: auto-enabled from the row's first release, architecture condition failed in the release before.
-ADDITIONS = [(row.first, arch) for row in sglang.FUSION_TABLE for arch in row.added]
+ADDITIONS = [(row.first, arch) for row in sglang_releases.FUSION_TABLE for arch in row.added]
 
 
 @pytest.mark.parametrize(("first", "arch"), ADDITIONS)
 def test_each_added_architecture_turns_on_in_its_release(first, arch):
-    s = scenario("b200-8" if arch in sglang.MIMO_ARCHS else "h100-sxm-8", arch_model(arch))
+    s = scenario("b200-8" if arch in sglang_releases.MIMO_ARCHS else "h100-sxm-8", arch_model(arch))
     on = fusion(s, first)
     assert on.state == AUTO_ENABLED, [c for c in on.conditions if not c.ok]
-    index = sglang.RELEASES.index(first)
-    if arch in sglang.ARCH_SEEN_AS:  # loaded under another listed name before (DeepSeek V3.2 as V3 in v0.5.8-v0.5.10)
-        before = fusion(s, sglang.RELEASES[index - 1])
+    index = sglang_releases.RELEASES.index(first)
+    if arch in sglang_fusion.ARCH_SEEN_AS:  # loaded under another listed name before (DeepSeek V3.2 as V3 in v0.5.8-v0.5.10)
+        before = fusion(s, sglang_releases.RELEASES[index - 1])
         assert before.state == AUTO_ENABLED and "loaded as" in cond(before, "architecture").observed
     elif index > 0:
-        before = fusion(s, sglang.RELEASES[index - 1])
+        before = fusion(s, sglang_releases.RELEASES[index - 1])
         assert before.state == NOT_ENABLED
         assert failed(before) == {"architecture"}
 
@@ -191,7 +199,7 @@ def test_release_matrix_is_the_fusion_decisions_outcome_under_every_release(prof
     for model, tp, extra in ((m, tp, x) for m in models for tp in (1, 4, 8) for x in ({}, {"nnodes": 2},
                              {"dp_attention": True, "dp_size": 1}, {"moe_a2a_backend": "deepep"})):  # fmt: skip
         s = scenario(profile, model, tp=tp, overrides=overrides, **extra)
-        assert sglang.release_matrix(s) == fusion_outcomes(sglang.fusion_decision, sglang.RELEASES, s)
+        assert sglang_fusion.release_matrix(s) == fusion_outcomes(sglang_fusion.fusion_decision, sglang_releases.RELEASES, s)
 
 
 def test_qwen3_next_on_h100_from_v0_5_11():
@@ -412,7 +420,7 @@ def test_backend_flag_forces_a_backend_from_v0_5_14():
 )
 def test_backend_resolution(profile, tp, nnodes, value, backend, error):
     s = scenario(profile, tp=tp, nnodes=nnodes)
-    got, err = sglang.resolve_backend(s, value)
+    got, err = sglang_fusion.resolve_backend(s, value)
     assert got == backend
     assert (err is None) if error is None else (error in err)
 
@@ -439,14 +447,14 @@ def test_forced_bool_flag_across_nodes_before_v0_5_14_is_a_problem():
                                                        ("0.5.14.post2", "0.5.14", False), ("0.5.19", "0.5.19", False),
                                                        ("0.5.24", "0.5.23", True), ("0.6.0", "0.5.23", True)])  # fmt: skip
 def test_release_lookup(version, rules, newer):
-    assert sglang.rules_release(version) == rules
-    assert sglang.row_for(version)[1] is newer
+    assert sglang_releases.rules_release(version) == rules
+    assert sglang_releases.row_for(version)[1] is newer
 
 
 @pytest.mark.parametrize("version", ["abc", "0.5.6", "0.4.9", ""])
 def test_unmodelled_versions_raise_one_line(version):
-    with pytest.raises(sglang.ReleaseError) as info:
-        sglang.row_for(version)
+    with pytest.raises(rules.ReleaseError) as info:
+        sglang_releases.row_for(version)
     assert "\n" not in str(info.value) and "--engine-version" in str(info.value)
 
 
@@ -469,20 +477,20 @@ def test_unmodelled_versions_raise_one_line(version):
     ],
 )
 def test_custom_allreduce(profile, tp, intent, release, state, value, blocker):
-    d = sglang.custom_allreduce_decision(scenario(profile, tp=tp, **intent), release)
+    d = sglang_custom_allreduce.custom_allreduce_decision(scenario(profile, tp=tp, **intent), release)
     assert d.state == state and d.value == value
     if blocker:
         assert blocker in failed(d)
 
 
 def test_custom_allreduce_without_gpus_says_so():
-    d = sglang.custom_allreduce_decision(scenario("cpu-only", tp=4), "0.5.18")
+    d = sglang_custom_allreduce.custom_allreduce_decision(scenario("cpu-only", tp=4), "0.5.18")
     assert cond(d, "full_nvlink").ok is False and cond(d, "full_nvlink").observed == "no GPUs"
 
 
 def test_custom_allreduce_world_size():
     facts = load_profile("h100-sxm-8")
-    d = sglang.custom_allreduce_decision(scenario(facts, tp=3), "0.5.18")
+    d = sglang_custom_allreduce.custom_allreduce_decision(scenario(facts, tp=3), "0.5.18")
     assert failed(d) == {"world_size"}
 
 
@@ -504,16 +512,16 @@ def test_custom_allreduce_world_size():
     ],
 )
 def test_attention_backend_defaults(profile, model, value):
-    d = sglang.attention_decision(scenario(profile, model, tp=4), "0.5.18")
+    d = sglang_attention.attention_decision(scenario(profile, model, tp=4), "0.5.18")
     assert d.state == AUTO_ENABLED and d.value == value
     assert any(f"Use {value} backend by default" in n for n in d.notes)
 
 
 def test_attention_backend_explicit_and_unknown():
-    d = sglang.attention_decision(scenario("h100-sxm-8", overrides=("--attention-backend", "triton")), "0.5.18")
+    d = sglang_attention.attention_decision(scenario("h100-sxm-8", overrides=("--attention-backend", "triton")), "0.5.18")
     assert d.state == FORCED_ON and d.value == "triton"
-    assert sglang.attention_decision(scenario("h100-sxm-8", None), "0.5.18").state == UNAVAILABLE
-    assert sglang.attention_decision(scenario("cpu-only"), "0.5.18").state == NOT_ENABLED
+    assert sglang_attention.attention_decision(scenario("h100-sxm-8", None), "0.5.18").state == UNAVAILABLE
+    assert sglang_attention.attention_decision(scenario("cpu-only"), "0.5.18").state == NOT_ENABLED
 
 
 # -- MoE runner backend ------------------------------------------------------------------------------------------------
@@ -534,7 +542,7 @@ def test_attention_backend_explicit_and_unknown():
     ],
 )
 def test_moe_runner_backend(profile, model, intent, state, value, blocker):
-    d = sglang.moe_runner_decision(scenario(profile, model, **intent), "0.5.18")
+    d = sglang_moe_runner.moe_runner_decision(scenario(profile, model, **intent), "0.5.18")
     assert d.state == state and d.value == value
     if blocker:
         assert blocker in failed(d)
@@ -545,8 +553,8 @@ def test_moe_runner_backend(profile, model, intent, state, value, blocker):
 def test_moe_runner_quantization_both_ways():
     fp8 = replace(resolve_model("Qwen/Qwen3-30B-A3B"), quantization="fp8")
     awq = replace(fp8, quantization="awq")
-    assert sglang.moe_runner_decision(scenario("b200-8", fp8), "0.5.18").value == "flashinfer_trtllm"
-    assert "quantization" in failed(sglang.moe_runner_decision(scenario("b200-8", awq), "0.5.18"))
+    assert sglang_moe_runner.moe_runner_decision(scenario("b200-8", fp8), "0.5.18").value == "flashinfer_trtllm"
+    assert "quantization" in failed(sglang_moe_runner.moe_runner_decision(scenario("b200-8", awq), "0.5.18"))
 
 
 # -- GPU-memory defaults -----------------------------------------------------------------------------------------------
@@ -568,36 +576,36 @@ def test_moe_runner_quantization_both_ways():
     ],
 )
 def test_memory_table(mem_mib, tp, chunk, max_bs):
-    value = sglang.memory_defaults(mem_mib, tp, False, 1)
+    value = sglang_memory.memory_defaults(mem_mib, tp, False, 1)
     assert (value["chunked_prefill_size"], value["cuda_graph_max_bs"]) == (chunk, max_bs)
     assert (value["mem_fraction_static"] is None) is (mem_mib is None)
 
 
 def test_mem_fraction_estimate():
     # H100 tp 8: reserved = 512 + 1.5 x 8192 + 2 x 512 + 8/8 x 1024 = 14848 MiB (over the 10 GiB floor).
-    assert sglang.memory_defaults(81559, 8, False, 1)["mem_fraction_static"] == round((81559 - 14848) / 81559, 3)
+    assert sglang_memory.memory_defaults(81559, 8, False, 1)["mem_fraction_static"] == round((81559 - 14848) / 81559, 3)
     # A small GPU: 512 + 1.5 x 2048 + 2 x 24 + 2/8 x 1024 = 3888 MiB, no floor below 60 GiB.
-    assert sglang.memory_defaults(24564, 2, False, 1)["mem_fraction_static"] == round((24564 - 3888) / 24564, 3)
+    assert sglang_memory.memory_defaults(24564, 2, False, 1)["mem_fraction_static"] == round((24564 - 3888) / 24564, 3)
     # The floor: B300 tp 2 reserves at least 10 GiB.
     small = 512 + 1.5 * 16384 + 2 * 512 + 2 / 8 * 1024
-    assert small > 10240 and sglang.memory_defaults(275040, 2, False, 1)["mem_fraction_static"] == round(
+    assert small > 10240 and sglang_memory.memory_defaults(275040, 2, False, 1)["mem_fraction_static"] == round(
         (275040 - small) / 275040, 3)  # fmt: skip
 
 
 def test_memory_dp_attention_divides_chunk():
-    value = sglang.memory_defaults(81559, 8, True, 4)
+    value = sglang_memory.memory_defaults(81559, 8, True, 4)
     assert value["chunked_prefill_size"] == 2048
-    d = sglang.memory_decision(scenario("h100-sxm-8", dp_attention=True, dp_size=4), "0.5.18")
+    d = sglang_memory.memory_decision(scenario("h100-sxm-8", dp_attention=True, dp_size=4), "0.5.18")
     assert d.value["chunked_prefill_size"] == 2048 and any("divided" in n for n in d.notes)
 
 
 def test_memory_decision_states():
-    d = sglang.memory_decision(scenario("b300-8"), "0.5.18")
+    d = sglang_memory.memory_decision(scenario("b300-8"), "0.5.18")
     assert d.state == AUTO_ENABLED
     assert set(d.value) == {"chunked_prefill_size", "cuda_graph_max_bs", "mem_fraction_static"}
-    d = sglang.memory_decision(scenario("b300-8", overrides=("--chunked-prefill-size", "4096")), "0.5.18")
+    d = sglang_memory.memory_decision(scenario("b300-8", overrides=("--chunked-prefill-size", "4096")), "0.5.18")
     assert d.state == FORCED_ON and d.value["chunked_prefill_size"] == 4096
-    assert sglang.memory_decision(scenario("cpu-only"), "0.5.18").state == NOT_ENABLED
+    assert sglang_memory.memory_decision(scenario("cpu-only"), "0.5.18").state == NOT_ENABLED
 
 
 # -- settings resolved with a decision: page_size, ep_size, the prefill CUDA graph --------------------------------------
@@ -642,19 +650,19 @@ def _conformance_model(name: str) -> ModelSpec:
     ],
 )
 def test_page_size(profile, model, tp, overrides, release, page):
-    d = sglang.attention_decision(scenario(profile, model, tp=tp, overrides=overrides), release)
+    d = sglang_attention.attention_decision(scenario(profile, model, tp=tp, overrides=overrides), release)
     assert _setting(d, "page_size") == page
     assert any(n.startswith(f"page_size {page}: ") for n in d.notes)
 
 
 def test_page_size_of_deepseek_sparse_attention_is_64_whatever_is_passed():
     s = scenario("h100-sxm-8", _conformance_model("deepseek-v3.2"), overrides=("--page-size", "16"))
-    d = sglang.attention_decision(s, "0.5.14")
+    d = sglang_attention.attention_decision(s, "0.5.14")
     assert d.value == "dsa" and _setting(d, "page_size") == 64
 
 
 def test_page_size_is_unknown_without_a_backend():
-    d = sglang.attention_decision(scenario("h100-sxm-8", None), "0.5.14")
+    d = sglang_attention.attention_decision(scenario("h100-sxm-8", None), "0.5.14")
     assert _setting(d, "page_size") is None
 
 
@@ -670,7 +678,7 @@ def test_page_size_is_unknown_without_a_backend():
     ],
 )
 def test_ep_size(a2a, overrides, ep):
-    d = sglang.moe_runner_decision(scenario("h100-sxm-8", QWEN3_MOE, moe_a2a_backend=a2a, overrides=overrides), "0.5.14")
+    d = sglang_moe_runner.moe_runner_decision(scenario("h100-sxm-8", QWEN3_MOE, moe_a2a_backend=a2a, overrides=overrides), "0.5.14")
     assert _setting(d, "ep_size") == ep
 
 
@@ -689,7 +697,7 @@ def test_ep_size(a2a, overrides, ep):
     ],
 )
 def test_prefill_graph_settings(model, overrides, release, on, max_tokens):
-    d = sglang.memory_decision(scenario("h100-sxm-8", model, overrides=overrides), release)
+    d = sglang_memory.memory_decision(scenario("h100-sxm-8", model, overrides=overrides), release)
     assert _setting(d, "piecewise_cuda_graph") is on
     assert _setting(d, "piecewise_cuda_graph_max_tokens") == max_tokens
 
@@ -705,7 +713,7 @@ def test_prefill_graph_settings(model, overrides, release, on, max_tokens):
     ],
 )
 def test_prefill_graph_max_tokens_clamps(intent, release, max_tokens):
-    d = sglang.memory_decision(scenario("h100-sxm-8", QWEN3_MOE, **intent), release)
+    d = sglang_memory.memory_decision(scenario("h100-sxm-8", QWEN3_MOE, **intent), release)
     assert _setting(d, "piecewise_cuda_graph_max_tokens") == max_tokens
 
 
@@ -719,23 +727,23 @@ def test_prefill_graph_max_tokens_for_llama_2_by_model_path(tmp_path):
     shutil.copytree(Path(__file__).parent / "conformance" / "configs" / "llama-3.1-8b", path)
     model = load_config_dir(path)
     for release, max_tokens in (("0.5.9", 8192), ("0.5.10", 4096), ("0.5.19", 4096), ("0.5.23", 4096)):
-        d = sglang.memory_decision(scenario("h100-sxm-8", model), release)
+        d = sglang_memory.memory_decision(scenario("h100-sxm-8", model), release)
         assert _setting(d, "piecewise_cuda_graph_max_tokens") == max_tokens, release
 
 
 def test_prefill_graph_off_keeps_its_size_under_dp_attention():
     """v0.5.23 b200-8/deepseek-v3/dpa8 golden: the graph is off (trtllm_mla) before the DP re-clamp, so max_bs stays."""
-    d = sglang.memory_decision(scenario("b200-8", DEEPSEEK_V3, dp_attention=True, dp_size=8), "0.5.23")
+    d = sglang_memory.memory_decision(scenario("b200-8", DEEPSEEK_V3, dp_attention=True, dp_size=8), "0.5.23")
     assert _setting(d, "piecewise_cuda_graph") is False
     assert _setting(d, "piecewise_cuda_graph_max_tokens") == 8192
 
 
 def test_prefill_graph_off_for_trtllm_moe_runner_in_v0_5_10_to_v0_5_12():
     for release, on in (("0.5.10", False), ("0.5.12", False), ("0.5.13", True)):
-        d = sglang.memory_decision(scenario("b200-8", QWEN3_MOE), release)
+        d = sglang_memory.memory_decision(scenario("b200-8", QWEN3_MOE), release)
         assert _setting(d, "piecewise_cuda_graph") is on, release
 
 
 def test_prefill_graph_off_for_deepseek_v3_on_trtllm_mla_from_v0_5_15():
-    assert _setting(sglang.memory_decision(scenario("b200-8", DEEPSEEK_V3), "0.5.18"), "piecewise_cuda_graph") is False
-    assert _setting(sglang.memory_decision(scenario("h100-sxm-8", DEEPSEEK_V3), "0.5.18"), "piecewise_cuda_graph") is True
+    assert _setting(sglang_memory.memory_decision(scenario("b200-8", DEEPSEEK_V3), "0.5.18"), "piecewise_cuda_graph") is False
+    assert _setting(sglang_memory.memory_decision(scenario("h100-sxm-8", DEEPSEEK_V3), "0.5.18"), "piecewise_cuda_graph") is True

@@ -10,7 +10,23 @@ from advisor.models import ModelSpec, resolve_model
 from advisor.plan import Intent
 from advisor.probe.profiles import load_profile
 from advisor.rules import vllm
-from advisor.rules.engine import AUTO_ENABLED, FORCED_OFF, FORCED_ON, NOT_ENABLED, UNAVAILABLE, Release, Scenario
+from advisor.rules.engine import (
+    AUTO_ENABLED,
+    FORCED_OFF,
+    FORCED_ON,
+    NOT_ENABLED,
+    UNAVAILABLE,
+    Release,
+    ReleaseError,
+    Scenario,
+)
+from advisor.rules.vllm import attention as vllm_attention
+from advisor.rules.vllm import common as vllm_common
+from advisor.rules.vllm import compilation as vllm_compilation
+from advisor.rules.vllm import custom_allreduce as vllm_custom_allreduce
+from advisor.rules.vllm import fusion as vllm_fusion
+from advisor.rules.vllm import memory as vllm_memory
+from advisor.rules.vllm import scheduling as vllm_scheduling
 
 HIDDEN_8192 = ModelSpec(id="big", architecture="LlamaForCausalLM", hidden_size=8192, dtype="bfloat16")
 
@@ -29,7 +45,7 @@ def failed(d) -> set[str]:
 
 
 def test_h200_tp8_bf16_hidden_8192_fuses_32_tokens():
-    d = vllm.fusion_decision(scenario("h200-8"), "0.18.0")
+    d = vllm_fusion.fusion_decision(scenario("h200-8"), "0.18.0")
     assert d.state == AUTO_ENABLED and d.value == 32
     assert d.source.release == "vllm v0.18.0"
 
@@ -40,7 +56,7 @@ def test_h200_tp8_bf16_hidden_8192_fuses_32_tokens():
      ((10, 3), 8, 4), ((10, 7), 4, 64), ((10, 7), 16, None), ((12, 0), 2, None), ((8, 0), 2, None)],
 )  # fmt: skip
 def test_max_size_table(capability, world, mb):
-    assert vllm.max_size_mb(capability, world) == mb
+    assert vllm_fusion.max_size_mb(capability, world) == mb
 
 
 @pytest.mark.parametrize(
@@ -64,7 +80,7 @@ def test_max_size_table(capability, world, mb):
 )  # fmt: skip
 def test_fusion_conditions(profile, tp, packages, overrides, state, blocker):
     # v0.30.0: the first modelled release with the SM103 x 8 entry at 4 MB (v0.18 has no SM103 entry at all)
-    d = vllm.fusion_decision(scenario(profile, tp=tp, packages=packages, overrides=overrides), "0.30.0")
+    d = vllm_fusion.fusion_decision(scenario(profile, tp=tp, packages=packages, overrides=overrides), "0.30.0")
     assert d.state == state
     if blocker:
         assert blocker in failed(d)
@@ -75,27 +91,27 @@ def test_fusion_conditions(profile, tp, packages, overrides, state, blocker):
 def test_unknown_capability_is_unavailable():
     facts = load_profile("h200-8")
     facts = replace(facts, gpus=tuple(replace(g, capability=None) for g in facts.gpus))
-    d = vllm.fusion_decision(Scenario(facts, HIDDEN_8192, Intent(engine="vllm", tp=8)), "0.18.0")
+    d = vllm_fusion.fusion_decision(Scenario(facts, HIDDEN_8192, Intent(engine="vllm", tp=8)), "0.18.0")
     assert d.state == UNAVAILABLE
 
 
 def test_tokens_fused_follow_dtype_and_hidden():
     qwen = resolve_model("Qwen/Qwen3-30B-A3B")  # hidden 2048, bf16
-    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8), "0.30.0").value == 4 * 2**20 // (2048 * 2)
-    assert vllm.fusion_decision(scenario("b300-8", qwen, tp=8, dtype="float32"), "0.30.0").value == 4 * 2**20 // (2048 * 4)
+    assert vllm_fusion.fusion_decision(scenario("b300-8", qwen, tp=8), "0.30.0").value == 4 * 2**20 // (2048 * 2)
+    assert vllm_fusion.fusion_decision(scenario("b300-8", qwen, tp=8, dtype="float32"), "0.30.0").value == 4 * 2**20 // (2048 * 4)
 
 
 def test_versions():
-    assert vllm.rules_release("0.18.0") == "0.18.0"
-    assert vllm.rules_release("0.10.2") == vllm.MODELLED_FROM
-    assert [p.id for p in vllm.version_problems("0.10.2")] == ["engine_version_older"]
-    assert vllm.version_problems("0.13.0") == []
+    assert vllm_common.rules_release("0.18.0") == "0.18.0"
+    assert vllm_common.rules_release("0.10.2") == vllm_common.MODELLED_FROM
+    assert [p.id for p in vllm_common.version_problems("0.10.2")] == ["engine_version_older"]
+    assert vllm_common.version_problems("0.13.0") == []
     # about the vllm package only when the installed vllm is the release judged (not an --engine-version)
-    assert vllm.version_problems("0.10.2", installed="0.10.2")[0].packages == ("vllm",)
-    assert vllm.version_problems("0.10.2", installed="0.13.0")[0].packages == ()
-    assert vllm.version_problems("0.10.2")[0].packages == ()
-    with pytest.raises(vllm.ReleaseError):
-        vllm.rules_release("latest")
+    assert vllm_common.version_problems("0.10.2", installed="0.10.2")[0].packages == ("vllm",)
+    assert vllm_common.version_problems("0.10.2", installed="0.13.0")[0].packages == ()
+    assert vllm_common.version_problems("0.10.2")[0].packages == ()
+    with pytest.raises(ReleaseError):
+        vllm_common.rules_release("latest")
 
 
 @pytest.mark.parametrize(
@@ -110,7 +126,7 @@ def test_versions():
     ],
 )
 def test_custom_allreduce(profile, tp, intent, state, blocker):
-    d = vllm.custom_allreduce_decision(scenario(profile, tp=tp, **intent), "0.18.0")
+    d = vllm_custom_allreduce.custom_allreduce_decision(scenario(profile, tp=tp, **intent), "0.18.0")
     assert d.state == state
     if blocker:
         assert blocker in failed(d)
@@ -122,11 +138,11 @@ def test_custom_allreduce(profile, tp, intent, state, blocker):
 ])  # fmt: skip
 def test_custom_allreduce_conditions_agree_with_sglang(profile, tp, nnodes):
     """Same kernel lineage, one condition set (advisor.rules.engine.custom_ar_conditions): only the words differ."""
-    from advisor.rules import sglang
+    from advisor.rules.sglang import custom_allreduce as sglang_custom_allreduce
 
     s = scenario(profile, tp=tp, nnodes=nnodes)
-    ours = vllm.custom_allreduce_decision(s, "0.18.0").conditions
-    theirs = sglang.custom_allreduce_decision(s, "0.5.18").conditions
+    ours = vllm_custom_allreduce.custom_allreduce_decision(s, "0.18.0").conditions
+    theirs = sglang_custom_allreduce.custom_allreduce_decision(s, "0.5.18").conditions
     assert [(c.id, c.ok, c.observed) for c in ours] == [(c.id, c.ok, c.observed) for c in theirs]
     assert [c.id for c in ours] == ["tp_gt_1", "single_node", "world_size", "full_nvlink"]
     assert ours[1].expected == "all ranks on one node" and theirs[1].expected == "the TP group on one node"
@@ -141,7 +157,7 @@ def test_installed_release_rules_and_newer_release_warning():
     assert installed.engine["rules"] == "0.20.2"
     assert installed.decision("memory_defaults").value["gpu_memory_utilization"] == 0.92
     newer = build_plan(facts, model, Intent(model="Qwen/Qwen3-8B", engine="vllm", tp=2, engine_version="99.1.0"))
-    assert newer.engine == {"name": "vllm", "version": "99.1.0", "rules": vllm.NEWEST}
+    assert newer.engine == {"name": "vllm", "version": "99.1.0", "rules": vllm_common.NEWEST}
     assert "engine_version_newer" in {p.id for p in newer.problems}
     assert "engine_version_newer" not in {p.id for p in installed.problems}
 
@@ -152,16 +168,16 @@ def test_installed_release_rules_and_newer_release_warning():
      ("0.25.1", "b200-8", 16, 64)],
 )  # fmt: skip
 def test_size_table_per_release(version, profile, tp, mb):
-    assert vllm.max_size_mb(load_profile(profile).engine_gpus[0].capability, tp, version) == mb
+    assert vllm_fusion.max_size_mb(load_profile(profile).engine_gpus[0].capability, tp, version) == mb
 
 
 def test_fusion_off_by_default_before_0_17_1():
-    assert "release_default" in failed(vllm.fusion_decision(scenario("h200-8"), "0.16.0"))
-    assert vllm.fusion_decision(scenario("h200-8"), "0.17.1").state == AUTO_ENABLED
+    assert "release_default" in failed(vllm_fusion.fusion_decision(scenario("h200-8"), "0.16.0"))
+    assert vllm_fusion.fusion_decision(scenario("h200-8"), "0.17.1").state == AUTO_ENABLED
 
 
 def test_forced_fusion_without_compilation_says_it_cannot_take_effect():
-    d = vllm.fusion_decision(scenario("h200-8", overrides=("-O0", f"{vllm.FUSE_FLAG}=True")), "0.33.0")
+    d = vllm_fusion.fusion_decision(scenario("h200-8", overrides=("-O0", f"{vllm_common.FUSE_FLAG}=True")), "0.33.0")
     assert d.state == NOT_ENABLED and "cannot take effect" in d.notes[0]
 
 
@@ -171,7 +187,7 @@ def test_forced_fusion_without_compilation_says_it_cannot_take_effect():
      (("--enforce-eager",), (2, 0, "NONE"))],
 )  # fmt: skip
 def test_compilation_value(overrides, value):
-    d = vllm.compilation_decision(scenario("h200-8", overrides=overrides), "0.33.0")
+    d = vllm_compilation.compilation_decision(scenario("h200-8", overrides=overrides), "0.33.0")
     assert tuple(d.value.values()) == value
 
 
@@ -181,17 +197,17 @@ def test_compilation_value(overrides, value):
      ("b200-8", "0.28.0", 1024, 16384), ("l40s-4", "0.33.0", 256, 2048)],
 )  # fmt: skip
 def test_batch_defaults(profile, version, seqs, tokens):
-    value = vllm.memory_decision(scenario(profile, tp=2), version).value
+    value = vllm_memory.memory_decision(scenario(profile, tp=2), version).value
     assert (value["max_num_seqs"], value["max_num_batched_tokens"]) == (seqs, tokens)
-    forced = vllm.memory_decision(scenario(profile, tp=2, overrides=("--max-num-seqs", "64")), version)
+    forced = vllm_memory.memory_decision(scenario(profile, tp=2, overrides=("--max-num-seqs", "64")), version)
     assert forced.state == FORCED_ON and forced.value["max_num_seqs"] == 64
 
 
 def test_switches_follow_flags():
     s = scenario("h200-8", overrides=("--no-enable-prefix-caching", "--async-scheduling"))
-    assert vllm.switch_decision(s, "0.33.0", "prefix_caching").state == FORCED_OFF
-    assert vllm.switch_decision(s, "0.33.0", "async_scheduling").state == FORCED_ON
-    assert vllm.switch_decision(s, "0.33.0", "chunked_prefill").state == AUTO_ENABLED
+    assert vllm_scheduling.switch_decision(s, "0.33.0", "prefix_caching").state == FORCED_OFF
+    assert vllm_scheduling.switch_decision(s, "0.33.0", "async_scheduling").state == FORCED_ON
+    assert vllm_scheduling.switch_decision(s, "0.33.0", "chunked_prefill").state == AUTO_ENABLED
 
 
 # DeepSeek V3 (MLA, qk_nope_head_dim 128): the block size vLLM forces for the MLA backend it expects (the goldens
@@ -206,22 +222,22 @@ def test_switches_follow_flags():
 )  # fmt: skip
 def test_mla_block_size(profile, version, overrides, block):
     s = scenario(profile, "deepseek-ai/DeepSeek-V3", overrides=overrides)
-    assert vllm.memory_decision(s, version).value["block_size"] == block
-    assert vllm.memory_decision(scenario(profile, overrides=overrides), version).value["block_size"] in (16, 128)
+    assert vllm_memory.memory_decision(s, version).value["block_size"] == block
+    assert vllm_memory.memory_decision(scenario(profile, overrides=overrides), version).value["block_size"] in (16, 128)
 
 
 def test_attention_backend_choice_before_the_flag_existed():
     s = scenario("h100-sxm-8", "Qwen/Qwen3-8B", overrides=("--attention-backend", "TRITON_ATTN"))
-    old = vllm.attention_decision(s, "0.12.0")
+    old = vllm_attention.attention_decision(s, "0.12.0")
     assert "rejects --attention-backend" in old.notes[0] and "VLLM_ATTENTION_BACKEND=TRITON_ATTN" in old.notes[0]
-    assert vllm.attention_decision(s, "0.15.1").notes == ("the value given",)
-    assert "VLLM_ATTENTION_BACKEND" in vllm.attention_decision(scenario("h100-sxm-8"), "0.12.0").conditions[0].fix
+    assert vllm_attention.attention_decision(s, "0.15.1").notes == ("the value given",)
+    assert "VLLM_ATTENTION_BACKEND" in vllm_attention.attention_decision(scenario("h100-sxm-8"), "0.12.0").conditions[0].fix
 
 
 def test_max_model_len_is_the_models_unless_given():
     s = scenario("h200-8", "deepseek-ai/DeepSeek-V3")
-    assert vllm.memory_decision(s, "0.33.0").value["max_model_len"] == 163840
-    given = vllm.memory_decision(scenario("h200-8", "Qwen/Qwen3-8B", overrides=("--max-model-len", "8192")), "0.33.0")
+    assert vllm_memory.memory_decision(s, "0.33.0").value["max_model_len"] == 163840
+    given = vllm_memory.memory_decision(scenario("h200-8", "Qwen/Qwen3-8B", overrides=("--max-model-len", "8192")), "0.33.0")
     assert given.state == FORCED_ON and given.value["max_model_len"] == 8192
 
 
@@ -233,11 +249,11 @@ def test_max_model_len_is_the_models_unless_given():
     (("-O9", "-O2"), "9"),
 ])  # fmt: skip
 def test_an_optimization_level_vllm_does_not_know_is_an_error(overrides, bad):
-    problems = vllm.optimization_level_problems(scenario("h200-8", overrides=overrides))
+    problems = vllm_compilation.optimization_level_problems(scenario("h200-8", overrides=overrides))
     if bad is None:
         assert problems == []
     else:
         assert [(p.id, p.severity) for p in problems] == [("vllm_optimization_level", "error")]
         assert f"-O{bad} " in problems[0].message and "-O2" in problems[0].fix
-        _, found = vllm.decide(scenario("h200-8", overrides=overrides), Release(vllm.NEWEST, vllm.NEWEST))
+        _, found = vllm.decide(scenario("h200-8", overrides=overrides), Release(vllm_common.NEWEST, vllm_common.NEWEST))
         assert "vllm_optimization_level" in {p.id for p in found}

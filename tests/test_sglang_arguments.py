@@ -13,9 +13,9 @@ import pytest
 from advisor.models import resolve_model
 from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import load_profile
-from advisor.rules import sglang
 from advisor.rules.engine import Scenario
 from advisor.rules.sglang import arguments, memory
+from advisor.rules.sglang import releases as sglang_releases
 
 ERROR = arguments.ERROR_ID
 
@@ -27,7 +27,7 @@ def problems(overrides: tuple[str, ...], version: str = "0.5.23") -> list:
 
 
 def test_every_modelled_release_has_its_arguments():
-    assert set(json.loads(Path(arguments.ARGUMENTS_FILE).read_text())["releases"]) == set(sglang.RELEASES)
+    assert set(json.loads(Path(arguments.ARGUMENTS_FILE).read_text())["releases"]) == set(sglang_releases.RELEASES)
 
 
 @pytest.mark.parametrize("overrides", [
@@ -101,7 +101,7 @@ def test_a_release_newer_than_the_modelled_ones_is_not_judged():
 def test_the_memory_decision_reads_the_release_s_cuda_graph_flag(version, flag):
     s = Scenario(load_profile("h200-8"), resolve_model("Qwen/Qwen3-30B-A3B"),
                  Intent(engine="sglang", engine_version=version, tp=8, overrides=(flag, "64")))
-    decision = sglang.memory_decision(s, version)
+    decision = memory.memory_decision(s, version)
     assert decision.value["cuda_graph_max_bs"] == 64
     assert arguments.cuda_graph_max_bs_flags(version)[-1] in decision.conditions[0].fix
 
@@ -116,7 +116,7 @@ def test_the_memory_decision_reads_the_release_s_cuda_graph_flag(version, flag):
 def test_speculative_decoding_adds_the_release_s_draft_reserve(version, algorithm, fraction):
     s = Scenario(load_profile("h100-sxm-8"), resolve_model("meta-llama/Llama-3.1-8B-Instruct"),
                  Intent(engine="sglang", engine_version=version, tp=1, overrides=("--speculative-algorithm", algorithm)))
-    decision = sglang.memory_decision(s, version)
+    decision = memory.memory_decision(s, version)
     assert decision.value == {"chunked_prefill_size": 8192, "cuda_graph_max_bs": 256, "mem_fraction_static": fraction}
     reserve = memory.speculative_reserve(memory.SPECULATIVE_ALIASES.get(algorithm, algorithm), version)
     if reserve:
@@ -127,9 +127,9 @@ def test_from_v0_5_22_the_decode_graph_batch_is_capped_at_the_user_s_request_lim
     # The 48 requests speculative decoding sets come after the memory step (the v0.5.22/v0.5.23 goldens keep 512 here).
     spec = ("--speculative-algorithm", "EAGLE", "--chunked-prefill-size", "4096")
     s = Scenario(load_profile("h200-8"), resolve_model("Qwen/Qwen3-30B-A3B"), Intent(engine="sglang", tp=8, overrides=spec))
-    assert sglang.memory_decision(s, "0.5.23").value["cuda_graph_max_bs"] == 512
+    assert memory.memory_decision(s, "0.5.23").value["cuda_graph_max_bs"] == 512
     mine = Scenario(s.facts, s.model, Intent(engine="sglang", tp=8, overrides=(*spec, "--max-running-requests", "100")))
-    assert sglang.memory_decision(mine, "0.5.21").value["cuda_graph_max_bs"] == 512
-    decision = sglang.memory_decision(mine, "0.5.23")
+    assert memory.memory_decision(mine, "0.5.21").value["cuda_graph_max_bs"] == 512
+    decision = memory.memory_decision(mine, "0.5.23")
     assert decision.value["chunked_prefill_size"] == 4096 and decision.value["cuda_graph_max_bs"] == 100
     assert "capped at max_running_requests 100" in decision.notes[0]

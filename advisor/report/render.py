@@ -29,6 +29,7 @@ from advisor.render_facts import (
     topology_matrix,
 )
 from advisor.report.data import SEVERITIES, jsonable, summary
+from advisor.rules import registry
 from advisor.sanitize import clean
 from launcher.engines import missing_runtime_modules, runtime_install_commands
 
@@ -370,7 +371,7 @@ def print_plan(plan: Plan, console: Console, strict: bool = False) -> None:
 
 
 # The example in the next steps: an MoE model on a modelled SGLang machine shows every decision at work.
-EXAMPLE_PROFILE, EXAMPLE_MODEL = "h100-sxm-8", "Qwen/Qwen3-30B-A3B"
+EXAMPLE_PROFILE, EXAMPLE_MODEL, EXAMPLE_ENGINE = "h100-sxm-8", "Qwen/Qwen3-30B-A3B", "sglang"
 
 
 def next_steps(plan: Plan) -> list[tuple[str, list[str]]]:
@@ -380,7 +381,8 @@ def next_steps(plan: Plan) -> list[tuple[str, list[str]]]:
     if facts.source != "live" or facts.gpus:
         return []
 
-    engine = plan.intent.engine if plan.intent.engine != "bundled" else "sglang"
+    # The what-if names the plan's engine where it models releases, else the example's.
+    engine = plan.intent.engine if registry.get(plan.intent.engine).releases else EXAMPLE_ENGINE
     model = plan.intent.model or EXAMPLE_MODEL
     what_if = f"--engine {engine} --model {shlex.quote(model)}"
     launch = ["advisor launch --mode generate"]

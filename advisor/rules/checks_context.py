@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING
 from advisor.facts import Facts, Gpu
 from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules import flashinfer as fi
+from advisor.rules import registry
 from advisor.rules.engine import Forcing, Problem
 from launcher.runtime.contract import FUSION_MAJORS_BEFORE_SM12
 
 if TYPE_CHECKING:
     from advisor.intent import Intent
+    from advisor.rules.engine import Engine
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 GIB = 1024**3
@@ -32,6 +34,13 @@ class _Context:
     prediction: fi.ImportPrediction
     fusion_decided: bool | None  # the plan's fusion decision, None to estimate it (fusion())
     custom_allreduce: bool | None = None
+
+    @property
+    def engine(self) -> Engine | None:
+        """The plan's engine as the registry models it; None for a name no engine is registered under."""
+        if self.intent.engine not in registry.names():
+            return None
+        return registry.get(self.intent.engine)
 
     @property
     def tp_per_node(self) -> int:
@@ -81,8 +90,6 @@ def _fusion_forcing(overrides: tuple[str, ...]) -> list[Forcing]:
     """Every registered engine's flags that force the fusion (none to read without engine arguments)."""
     if not overrides:
         return []
-    from advisor.rules import registry
-
     return [e.forcing[FUSION] for e in registry.engines() if FUSION in e.forcing]
 
 

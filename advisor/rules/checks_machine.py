@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from advisor.facts import MEMLOCK_UNLIMITED, Gpu, Link
 from advisor.models import weight_bytes_per_param
-from advisor.rules.engine import Problem, Scenario, flag_value, has_flag
-from advisor.rules.sglang import DISABLE_CUSTOM_AR  # the same flag in vLLM
+from advisor.rules.engine import GpuMemory, Problem, Scenario, flag_value
+from advisor.rules.sglang.common import DISABLE_CUSTOM_AR  # the same flag in vLLM
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -24,14 +24,11 @@ if TYPE_CHECKING:
 ERROR, WARNING, INFO = "error", "warning", "info"
 GIB_MIB = 1024
 
-SGLANG_P2P_CHECK = "--enable-p2p-check"  # SGLang then runs its real P2P test instead of trusting P2P
-
 NCCL_TROUBLESHOOTING = "NCCL user guide, Troubleshooting (docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html)"
 SHM_MIN_MIB = 1024  # NCCL's troubleshooting guide: run containers with --shm-size=1g --ulimit memlock=-1
 IOMMU_TRANSLATED = ("DMA", "DMA-FQ")  # IOMMU group types that translate DMA (peer writes to BARs need a mapping)
 # GPU memory already taken beyond this is worth saying (a driver context alone holds a few hundred MiB).
 IN_USE_REPORT_MIB = 1024
-SGLANG_BALANCE = 0.9  # SGLang: a rank with less than 0.9 x the free memory of another is "unbalanced"
 PCIE_DISTANCE = {"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
 
 
@@ -47,10 +44,6 @@ def _pairs(ctx: _Context) -> Iterator[tuple[Gpu, Gpu, Link | None]]:
 
 def _multi_gpu(ctx: _Context) -> bool:
     return ctx.facts.driver.available and ctx.tp_per_node >= 2 and len(ctx.gpus_used) >= 2
-
-
-def _has(ctx: _Context, flag: str) -> bool:
-    return has_flag(ctx.intent.overrides, flag)
 
 
 def _cannot(problem_id: str, what: str, reason: str, source: str) -> Problem:
@@ -71,32 +64,21 @@ def _gpu_list(indices) -> str:
 
 # -- p2p_unavailable ----------------------------------------------------------------------------------------------
 
-P2P_SOURCE = {
-    "sglang": "sglang python/sglang/srt/distributed/parallel_state.py (GroupCoordinator: 'Setup Custom allreduce failed'"
-              " since v0.4.5) and srt/utils monkey_patch_p2p_access_check (P2P check skipped unless --enable-p2p-check);"
-              " SGLang issue #4814",
-    "vllm": "vllm vllm/distributed/device_communicators/custom_all_reduce.py (_can_p2p: the driver's P2P report unless"
-            " VLLM_SKIP_P2P_CHECK=0)",
-}  # fmt: skip
-
-
 def custom_allreduce_on(ctx: _Context) -> bool:
     """The plan's custom allreduce decision; without a plan, the engine's own rule at its newest modelled release."""
     if ctx.custom_allreduce is not None:
         return ctx.custom_allreduce
-    from advisor.rules import sglang, vllm  # the engines' rule tables (imported here: they are not needed otherwise)
-
-    rules = sglang if ctx.intent.engine == "sglang" else vllm
+    engine = ctx.engine
     scenario = Scenario(ctx.facts, ctx.model, ctx.intent)
-    return rules.custom_allreduce_decision(scenario, ctx.intent.engine_version or rules.NEWEST).enabled
+    return engine.custom_allreduce(scenario, ctx.intent.engine_version or engine.newest).enabled
 
 
 def check_p2p(ctx: _Context) -> list[Problem]:
     """p2p_unavailable: GPUs of the TP group without peer-to-peer while the engine's custom allreduce is on."""
-    engine = ctx.intent.engine
-    if engine not in P2P_SOURCE or not _multi_gpu(ctx) or not custom_allreduce_on(ctx):
+    engine = ctx.engine
+    if engine is None or engine.peer_access is None or not _multi_gpu(ctx) or not custom_allreduce_on(ctx):
         return []
-    src = P2P_SOURCE[engine]
+    src = engine.peer_access.source
     bad: list[tuple[Gpu, Gpu, str, str]] = []
     for a, b, link in _pairs(ctx):
         if link is None or link.p2p_read is None or link.p2p_write is None:
@@ -108,38 +90,8 @@ def check_p2p(ctx: _Context) -> list[Problem]:
         return []
     pairs = "; ".join(f"GPUs {a.index}-{b.index}: read {r}, write {w}" for a, b, r, w in bad)
     observed = f"NVML reports no peer-to-peer between GPUs of the TP group ({pairs})"
-    if engine == "vllm":
-        return [
-            Problem(
-                "p2p_unavailable", INFO,
-                f"{observed}: vLLM's own P2P check (the driver's report) turns its custom allreduce off at start-up"
-                " ('Custom allreduce is disabled because your platform lacks GPU P2P capability'), so every allreduce"
-                " goes through NCCL although this plan counts on the custom kernel",
-                f"pass {DISABLE_CUSTOM_AR} to say so explicitly (and silence the warning)", src,
-            )
-        ]  # fmt: skip
-    if _has(ctx, SGLANG_P2P_CHECK):
-        return [
-            Problem(
-                "p2p_unavailable", INFO,
-                f"{observed}: with {SGLANG_P2P_CHECK} SGLang tests P2P first and turns its custom allreduce off"
-                " ('your platform lacks GPU P2P capability or P2P test failed'); NCCL carries every allreduce",
-                f"pass {DISABLE_CUSTOM_AR} to skip the test and the warning", src,
-            )
-        ]  # fmt: skip
-    return [
-        Problem(
-            "p2p_unavailable", WARNING,
-            f"{observed}, yet SGLang's custom allreduce is on and SGLang skips its P2P check by default: opening the"
-            " peers' CUDA IPC buffers fails with 'CUDART error: peer access is not supported between these two"
-            " devices'. SGLang since v0.4.5 catches it ('Setup Custom allreduce failed ... specify"
-            f" {DISABLE_CUSTOM_AR} explicitly') and falls back to NCCL; earlier releases crashed at start-up"
-            " (SGLang issue #4814)",
-            f"pass {DISABLE_CUSTOM_AR} (after `--` for `advisor launch`) so SGLang does not try; NCCL then carries every"
-            " allreduce over PCIe / shared memory",
-            src,
-        )
-    ]  # fmt: skip
+    severity, message, fix = engine.peer_access.problem(observed, ctx.intent.overrides)
+    return [Problem("p2p_unavailable", severity, message, fix, src)]
 
 
 # -- pcie_acs_or_iommu --------------------------------------------------------------------------------------------
@@ -284,14 +236,6 @@ def check_gpu_order(ctx: _Context) -> list[Problem]:
 
 # -- gpu_memory_in_use --------------------------------------------------------------------------------------------
 
-MEMORY_SOURCE = {
-    "vllm": "vllm vllm/v1/worker/gpu_worker.py ('Free memory on device ... on startup is less than desired GPU memory"
-            " utilization'); vllm/config/cache.py gpu_memory_utilization = 0.9",
-    "sglang": "sglang python/sglang/srt/server_args.py (_handle_gpu_memory_settings), distributed/bootstrap.py"
-              " ('The memory capacity is unbalanced. Some GPUs may be occupied by other processes')",
-}  # fmt: skip
-
-
 def _holders(gpu: Gpu) -> str:
     if not gpu.processes:
         return ""
@@ -308,27 +252,27 @@ def _weights_per_gpu_mib(ctx: _Context) -> float:
     return model.num_params * per_param / max(ctx.intent.tp, 1) / 2**20 if per_param else 0.0
 
 
-def _vllm_default_utilization(ctx: _Context) -> float:
-    """vLLM's own default for the release the plan models (the one asked for, else the installed one)."""
-    from advisor.rules import vllm
-
+def _default_fraction(ctx: _Context, memory: GpuMemory) -> float | None:
+    """The engine's own default fraction for the release the plan models (the one asked for, else the installed one);
+    None where it computes the fraction at start-up."""
+    if memory.default is None:
+        return None
     version = ctx.intent.engine_version
     if not version:
-        pkg = ctx.facts.package("vllm")
+        pkg = ctx.facts.package(ctx.engine.package)
         version = pkg.base_version if pkg.installed else None
-    return vllm.default_gpu_memory_utilization(version)
+    return memory.default(version)
 
 
 def check_gpu_memory(ctx: _Context) -> list[Problem]:
     """gpu_memory_in_use: memory other processes hold on the GPUs, against the engine's memory fraction."""
-    engine = ctx.intent.engine
-    if engine not in MEMORY_SOURCE or not ctx.facts.driver.available or not ctx.gpus_used:
+    memory = ctx.engine.memory if ctx.engine is not None else None
+    if memory is None or not ctx.facts.driver.available or not ctx.gpus_used:
         return []
-    src = MEMORY_SOURCE[engine]
-    flag = "--gpu-memory-utilization" if engine == "vllm" else "--mem-fraction-static"
+    src, flag = memory.source, memory.flag
     raw = flag_value(ctx.intent.overrides, flag) or None
     try:
-        fraction = float(raw) if raw is not None else (_vllm_default_utilization(ctx) if engine == "vllm" else None)
+        fraction = float(raw) if raw is not None else _default_fraction(ctx, memory)
     except ValueError:
         fraction = None
     weights = _weights_per_gpu_mib(ctx)  # 0 when the model is unknown: then only the engine's own budget counts
@@ -339,28 +283,16 @@ def check_gpu_memory(ctx: _Context) -> list[Problem]:
             reason = _why_unknown(gpu.unknown, "memory_free_mib", "memory_total_mib")
             return [_cannot("gpu_memory_in_use", f"the free memory of GPU {gpu.index}", reason, src)]
         used = total - free
-        if engine == "vllm":
-            need = fraction * total  # type: ignore[operator]  # vLLM checks this at start-up
-        elif fraction is not None:
-            need = weights + (1 - fraction) * total  # SGLang: KV pool = free - weights - total x (1 - fraction) > 0
-        else:
-            need = weights  # SGLang's automatic fraction: at least the weights must fit in what is free
+        need = memory.need(fraction, total, weights)
         if free < need:
             short.append((gpu, used, free, total, need))
-        elif used > IN_USE_REPORT_MIB or (engine == "sglang" and free < SGLANG_BALANCE * total):
+        elif used > IN_USE_REPORT_MIB or (memory.balance is not None and free < memory.balance * total):
             busy.append((gpu, used, free, total))
-    setting = f"{flag} {fraction:g}" if fraction is not None else "SGLang's automatic mem_fraction_static"
+    setting = f"{flag} {fraction:g}" if fraction is not None else memory.automatic
     if short:
         parts = "; ".join(f"GPU {g.index}: {free / GIB_MIB:.1f} of {total / GIB_MIB:.1f} GiB free,"
                           f" {used / GIB_MIB:.1f} GiB in use{_holders(g)}" for g, used, free, total, _ in short)  # fmt: skip
-        need = short[0][4] / GIB_MIB
-        if engine == "vllm":
-            crash = (f"{setting} asks for {need:.1f} GiB per GPU as if the GPU were empty, so vLLM refuses to start"
-                     " ('Free memory on device ... on startup is less than desired GPU memory utilization')")
-        else:
-            crash = (f"with {setting} the model's weights and SGLang's reserve need {need:.1f} GiB per GPU, so SGLang runs"
-                     " out of memory loading the weights or sizing the KV cache ('Not enough memory. Please try to"
-                     " increase --mem-fraction-static', CUDA out of memory)")
+        crash = memory.short(setting, short[0][4] / GIB_MIB)
         return [
             Problem(
                 "gpu_memory_in_use", ERROR, f"{parts}: {crash}",
@@ -376,9 +308,7 @@ def check_gpu_memory(ctx: _Context) -> list[Problem]:
             Problem(
                 "gpu_memory_in_use", WARNING,
                 f"{parts}: {setting} sizes weights + KV cache from the GPU's total memory, so what others hold comes"
-                " out of the KV cache (fewer concurrent requests)"
-                + (", and a rank with under 90% of another's free memory makes SGLang report unbalanced memory"
-                   if engine == "sglang" else ""),
+                " out of the KV cache (fewer concurrent requests)" + memory.unbalanced,
                 f"free the GPUs (`nvidia-smi`) or set {flag} explicitly below the free share",
                 src,
             )
@@ -432,9 +362,7 @@ SHM_SOURCE = (f"{NCCL_TROUBLESHOOTING}: Docker, --shm-size=1g --ulimit memlock=-
 
 def check_shm(ctx: _Context) -> list[Problem]:
     """shm_too_small: /dev/shm below what NCCL and the engines' worker queues need (containers default to 64 MB)."""
-    from advisor.rules import registry
-
-    if ctx.tp_per_node < 2 or ctx.intent.engine not in registry.names():
+    if ctx.tp_per_node < 2 or ctx.engine is None:
         return []
     system = ctx.facts.system
     if system.shm_mib is None:

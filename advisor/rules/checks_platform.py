@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from advisor.rules import registry
 from advisor.rules.checks_context import INFO, WARNING, _cannot, _Context
 from advisor.rules.engine import Problem
 
@@ -62,12 +63,12 @@ def check_no_gpus(ctx: _Context) -> list[Problem]:
     if driver.available:
         return []
     reason = driver.reason or "NVML unavailable"
-    if ctx.intent.engine == "bundled":
+    cpu_run = ctx.engine.cpu_run if ctx.engine is not None else None
+    if cpu_run is not None:
         return [
             Problem(
                 "no_gpus", INFO,
-                f"{reason}, so no GPU: the bundled runtime will run on CPU with torch.distributed gloo"
-                " (no NCCL, no FlashInfer fusion)",
+                f"{reason}, so no GPU: {cpu_run}",
                 "nothing to fix to try it here; run on a GPU node for real speed", "advisor probe (NVML)",
             )
         ]  # fmt: skip
@@ -98,8 +99,6 @@ def check_mig(ctx: _Context) -> list[Problem]:
 
 def check_engine_installed(ctx: _Context) -> list[Problem]:
     """sglang_not_installed / vllm_not_installed / torch_not_installed: the chosen engine is missing here."""
-    from advisor.rules import registry
-
     engine = ctx.intent.engine
     if engine not in registry.names():
         return []
@@ -112,7 +111,7 @@ def check_engine_installed(ctx: _Context) -> list[Problem]:
         return [_cannot(f"{name}_not_installed", f"whether {name} is installed", next(iter(pkg.unknown.values())),
                         "importlib.metadata", (name,))]  # fmt: skip
     live = ctx.facts.source == "live"
-    if engine == "bundled":
+    if not spec.releases:  # it ships with the advisor: torch is what it lacks
         if not live:
             return []
         from launcher.engines import runtime_install_commands

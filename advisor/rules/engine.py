@@ -435,6 +435,39 @@ class Forcing:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuMemory:
+    """How an engine sizes GPU memory: its static memory fraction, the KV pool it carves from it, and what goes wrong
+    when other processes hold part of a GPU (advisor.layouts, the gpu_memory_in_use check)."""
+
+    fraction: str  # the fraction's ServerArgs field: "mem_fraction_static"; its flag is the dashed form
+    # (release) -> the fraction when no flag gives one; None where a decision of the plan computes it at start-up.
+    default: Callable[[str | None], float] | None
+    # (fraction or None, total MiB, weights MiB per GPU) -> the MiB a GPU must have free at start-up.
+    need: Callable[[float | None, float, float], float]
+    # (the setting, the GiB needed) -> what happens at start-up when a GPU has less free.
+    short: Callable[[str, float], str]
+    automatic: str  # how the setting reads when neither a flag nor a default gives the fraction
+    source: str  # where the engine checks its memory at start-up
+    kv_block: int = 1  # the KV pool is a whole number of blocks of this many tokens
+    refuses_short_context: str | None = None  # what it does when one --context-len sequence does not fit the pool
+    balance: float | None = None  # it reports unbalanced memory when a rank has less than this share of another's free
+    unbalanced: str = ""  # that report, worded for the gpu_memory_in_use warning
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.fraction.replace("_", "-")
+
+
+@dataclass(frozen=True, slots=True)
+class PeerAccess:
+    """What an engine does when GPUs of its TP group lack peer-to-peer while its custom allreduce is on."""
+
+    source: str
+    # (what NVML reports, the engine arguments) -> (the problem's severity, message, fix).
+    problem: Callable[[str, Sequence[str]], tuple[str, str, str]]
+
+
+@dataclass(frozen=True, slots=True)
 class Engine:
     """One serving engine as the advisor models it; each package under advisor/rules/ exports one as ``ENGINE`` from
     its engine.py, and advisor.rules.registry lists them.
@@ -459,6 +492,19 @@ class Engine:
     dtypes: tuple[str, ...] = ("auto",)  # the --dtype values it accepts
     decision_ids: tuple[str, ...] = ()  # the ids of the decisions it makes (`advisor explain RULE` completes them)
     forcing: dict[str, Forcing] = field(default_factory=dict)  # decision id -> the arguments that force it
+    # GPU memory and the KV cache; None: a KV cache preallocated at a fixed size (slots x --max-model-len).
+    memory: GpuMemory | None = None
+    context_cap: int | None = None  # the longest default --context-len of `advisor layouts`; None: layouts' own cap
+    # The dtype it picks for the device itself, whatever the model's (scenario -> dtype); None: the model's or --dtype.
+    device_dtype: Callable[[Scenario], str | None] | None = None
+    dp_attention: bool = False  # it has DP attention (`advisor layouts` tries it for MoE models)
+    # Runs a demo model when no --model is given, with this many ranks on a machine without GPUs; None: needs a model.
+    demo_tp: int | None = None
+    kv_notes: tuple[str, ...] = ()  # caveats of the layouts' KV arithmetic for this engine
+    # (scenario, release) -> its custom allreduce decision; None: it has no custom allreduce.
+    custom_allreduce: Callable[[Scenario, str], Decision] | None = None
+    peer_access: PeerAccess | None = None
+    cpu_run: str | None = None  # how it runs on a machine without GPUs; None: it needs CUDA GPUs
 
     # -- how it is launched (advisor.launch_prep, `advisor launch`, the app's launch screen) --------------------------
     # It runs in this interpreter (it ships with tp-advisor), whatever --python names for the other engines.

@@ -47,21 +47,21 @@ def test_known_disagreements_name_only_modelled_fields_and_goldens():
 
 
 def test_checked_releases_are_the_goldens_without_disagreements():
-    from advisor.rules import sglang
+    from advisor.rules.sglang import releases as sglang_releases
 
     disagreeing = {release for release, _, _ in load_known()}
-    assert set(sglang.CHECKED_RELEASES) == set(RELEASES) - disagreeing
-    assert set(sglang.CHECKED_RELEASES) <= set(sglang.RELEASES)
+    assert set(sglang_releases.CHECKED_RELEASES) == set(RELEASES) - disagreeing
+    assert set(sglang_releases.CHECKED_RELEASES) <= set(sglang_releases.RELEASES)
 
 
 def test_explain_says_a_release_without_golden_is_unverified(monkeypatch):
     from advisor.plan import Intent, build_plan
     from advisor.probe.profiles import load_profile
-    from advisor.rules.sglang import fusion
+    from advisor.rules.sglang import releases
 
     facts = load_profile("h100-sxm-8")
     # A modelled release whose golden is missing (as v0.5.16 was before its harness run), and one with its golden.
-    monkeypatch.setattr(fusion, "CHECKED_RELEASES", fusion.CHECKED_RELEASES - {"0.5.16"})
+    monkeypatch.setattr(releases, "CHECKED_RELEASES", releases.CHECKED_RELEASES - {"0.5.16"})
     for release, unchecked in (("0.5.16", True), (RELEASES[-1], False)):
         plan = build_plan(facts, None, Intent(tp=8, engine="sglang", engine_version=release))
         for decision in ("memory_defaults", "attention_backend", "flashinfer_allreduce_fusion"):

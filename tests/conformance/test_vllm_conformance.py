@@ -15,8 +15,10 @@ import pytest
 from advisor.models import resolve_model
 from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import load_profile
-from advisor.rules import vllm
 from advisor.rules.engine import FORCED_OFF
+from advisor.rules.vllm import common as vllm_common
+from advisor.rules.vllm import compilation as vllm_compilation
+from advisor.rules.vllm import fusion as vllm_fusion
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 GOLDENS = sorted(GOLDEN_DIR.glob("vllm-*.jsonl"))
@@ -65,10 +67,10 @@ def compare(record: dict) -> dict[str, tuple[object, object]]:
                                         "kv_cache_dtype", "block_size", "max_model_len")},
     }  # fmt: skip
     golden = {key: record.get(key) for key in expected if key != "fusion_runs"}
-    golden["fusion_runs"] = bool(record["fuse_allreduce_rms"]) and record["compilation_mode"] == vllm.VLLM_COMPILE
+    golden["fusion_runs"] = bool(record["fuse_allreduce_rms"]) and record["compilation_mode"] == vllm_compilation.VLLM_COMPILE
     if record.get("fi_allreduce_fusion_max_bytes") is not None or record["fuse_allreduce_rms"]:
         gpu = _facts(scenario["profile"]).engine_gpus[0]
-        size = vllm.max_size_mb(gpu.capability, scenario["tp"], version)
+        size = vllm_fusion.max_size_mb(gpu.capability, scenario["tp"], version)
         expected["fi_allreduce_fusion_max_bytes"] = int(size * MiB) if size is not None else None
         golden["fi_allreduce_fusion_max_bytes"] = record.get("fi_allreduce_fusion_max_bytes")
     return {k: (golden[k], expected[k]) for k in expected if golden[k] != expected[k]}
@@ -81,7 +83,7 @@ def scenario_key(record: dict) -> str:
 
 def test_goldens_cover_six_releases():
     releases = [p.stem.removeprefix("vllm-") for p in GOLDENS]
-    assert set(vllm.VERIFIED) <= set(releases), f"missing goldens: {sorted(set(vllm.VERIFIED) - set(releases))}"
+    assert set(vllm_common.VERIFIED) <= set(releases), f"missing goldens: {sorted(set(vllm_common.VERIFIED) - set(releases))}"
 
 
 @pytest.mark.parametrize("path", GOLDENS, ids=[p.stem for p in GOLDENS])

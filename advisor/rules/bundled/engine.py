@@ -8,7 +8,7 @@ from advisor import __version__
 from advisor.rules import bundled
 from advisor.rules.bundled import command
 from advisor.rules.engine import Decision, Engine, Problem, Release, ReleaseOutcome, Scenario
-from launcher.engines import RUNTIME_MODES, RUNTIME_READY
+from launcher.engines import RUNTIME_MAX_MODEL_LEN, RUNTIME_MODES, RUNTIME_READY
 
 NAME = "bundled"
 
@@ -47,4 +47,10 @@ ENGINE = Engine(
     ready=(RUNTIME_READY,),
     not_installed=command.not_installed,
     title="bundled runtime",
+    context_cap=RUNTIME_MAX_MODEL_LEN,  # the longest sequence it takes by default
+    device_dtype=bundled.dtype,
+    demo_tp=2,  # the demo model runs two gloo ranks on a machine without GPUs
+    kv_notes=("the bundled runtime preallocates --max-batch-size x --max-model-len tokens of KV cache; raise"
+              " --max-model-len for longer sequences",),  # fmt: skip
+    cpu_run="the bundled runtime will run on CPU with torch.distributed gloo (no NCCL, no FlashInfer fusion)",
 )

@@ -16,8 +16,9 @@ from advisor.rules.engine import (
     parse_release,
     state_of,
 )
+from advisor.rules.releases import within
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
-from advisor.rules.sglang.fusion import NEWEST, rules_release
+from advisor.rules.sglang.releases import NEWEST, rules_release
 
 MLA_ARCHS = frozenset({
     "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM",
@@ -154,7 +155,7 @@ class PageRule:
 
     backend: str
     first: str
-    last: str
+    last: str | None  # None: the row still holds in the newest modelled release
     allowed: frozenset[int]  # empty: every page size becomes ``forced``
     forced: int
     non_mla_sm100_only: bool = False  # fa4: only for non-MLA models on SM10x
@@ -162,17 +163,17 @@ class PageRule:
 
 # fmt: off
 PAGE_RULES: tuple[PageRule, ...] = (
-    PageRule("flashmla", "0.5.7", "9.9.9", frozenset(), 64),  # "FlashMLA only supports a page_size of 64"
+    PageRule("flashmla", "0.5.7", None, frozenset(), 64),  # "FlashMLA only supports a page_size of 64"
     PageRule("cutlass_mla", "0.5.7", "0.5.19", frozenset(), 128),  # gone from the list in v0.5.20
-    PageRule("trtllm_mla", "0.5.7", "9.9.9", frozenset({32, 64}), 64),
+    PageRule("trtllm_mla", "0.5.7", None, frozenset({32, 64}), 64),
     PageRule("tokenspeed_mla", "0.5.12", "0.5.22", frozenset({32, 64}), 64),
-    PageRule("cutedsl_mla", "0.5.13", "9.9.9", frozenset({32, 64}), 64),
+    PageRule("cutedsl_mla", "0.5.13", None, frozenset({32, 64}), 64),
     PageRule("trtllm_mha", "0.5.7", "0.5.16", frozenset({16, 32, 64}), 64),
-    PageRule("trtllm_mha", "0.5.17", "9.9.9", frozenset({16, 32, 64, 128}), 64),  # 128: trtllm-gen's dynamic pages
-    PageRule("hpc_ops", "0.5.17", "9.9.9", frozenset({64}), 64),
+    PageRule("trtllm_mha", "0.5.17", None, frozenset({16, 32, 64, 128}), 64),  # 128: trtllm-gen's dynamic pages
+    PageRule("hpc_ops", "0.5.17", None, frozenset({64}), 64),
     # v0.5.7 refuses fa4 as --attention-backend (prefill only); v0.5.8-v0.5.14 force 128 only for
     # --prefill-attention-backend fa4, which the advisor does not read; from v0.5.15 --attention-backend fa4 too.
-    PageRule("fa4", "0.5.15", "9.9.9", frozenset(), 128, non_mla_sm100_only=True),
+    PageRule("fa4", "0.5.15", None, frozenset(), 128, non_mla_sm100_only=True),
 )
 # fmt: on
 # The model steps that set page_size before the backend constraints:
@@ -201,9 +202,8 @@ MAMBA_PAGE_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalG
 
 def page_rule(backend: str | None, release: str) -> PageRule | None:
     """The page-size constraint ``backend`` has in ``release`` (a modelled release), if any."""
-    r = parse_release(release)
-    return next((rule for rule in PAGE_RULES if rule.backend == backend
-                 and parse_release(rule.first) <= r <= parse_release(rule.last)), None)  # fmt: skip
+    return next((rule for rule in PAGE_RULES if rule.backend == backend and within(release, rule.first, rule.last)),
+                None)  # fmt: skip
 
 
 def page_size(
@@ -226,7 +226,7 @@ def page_size(
           and is_sm100(s)[0]):  # fmt: skip
         page = 64 if backend == "trtllm_mha" else 1
         why = f"the hybrid model's SM10x step sets {page} with {backend} (sglang v{release}, model step)"
-    if (arch in MAMBA_PAGE_ARCHS and parse_release(MAMBA_PAGE_FIRST) <= r <= parse_release(MAMBA_PAGE_LAST)
+    if (arch in MAMBA_PAGE_ARCHS and within(r, MAMBA_PAGE_FIRST, MAMBA_PAGE_LAST)
             and page not in (None, 1) and not s.has("--disable-radix-cache")
             and s.flag("--mamba-scheduler-strategy") != "extra_buffer"):  # fmt: skip
         page, why = 1, f"the Mamba radix cache (no_buffer) needs 1 (sglang v{release}, {SERVER_ARGS} _handle_mamba_radix_cache)"

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from advisor.rules.engine import (
     Decision,
+    PeerAccess,
     Scenario,
     Source,
     custom_ar_conditions,
     decided,
     evaluate,
+    has_flag,
     is_enabled,
     parse_release,
     state_of,
 )
 from advisor.rules.sglang.common import CUSTOM_AR, DETERMINISTIC, DISABLE_CUSTOM_AR, _any, is_sm90, is_sm100
-from advisor.rules.sglang.fusion import rules_release
+from advisor.rules.sglang.releases import rules_release
 
 # custom_all_reduce.py's own reasons for the conditions its kernel shares with vLLM's (advisor.rules.engine).
 CUSTOM_AR_CONDITIONS = custom_ar_conditions({
@@ -52,3 +54,31 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"forced off by {' and '.join(off_by)}")
     return decided("custom_allreduce", "SGLang custom allreduce (NVLink IPC kernel)", state, results,
                    Source(f"sglang v{release}", CUSTOM_AR), value=value, notes=notes)  # fmt: skip
+
+
+P2P_CHECK = "--enable-p2p-check"  # SGLang then runs its real P2P test instead of trusting P2P
+
+
+def peer_access_problem(observed: str, overrides) -> tuple[str, str, str]:
+    """GPUs of the TP group lack P2P while the custom allreduce is on: SGLang skips its P2P check unless asked."""
+    if has_flag(overrides, P2P_CHECK):
+        return ("info",
+                f"{observed}: with {P2P_CHECK} SGLang tests P2P first and turns its custom allreduce off"
+                " ('your platform lacks GPU P2P capability or P2P test failed'); NCCL carries every allreduce",
+                f"pass {DISABLE_CUSTOM_AR} to skip the test and the warning")  # fmt: skip
+    return ("warning",
+            f"{observed}, yet SGLang's custom allreduce is on and SGLang skips its P2P check by default: opening the"
+            " peers' CUDA IPC buffers fails with 'CUDART error: peer access is not supported between these two"
+            " devices'. SGLang since v0.4.5 catches it ('Setup Custom allreduce failed ... specify"
+            f" {DISABLE_CUSTOM_AR} explicitly') and falls back to NCCL; earlier releases crashed at start-up"
+            " (SGLang issue #4814)",
+            f"pass {DISABLE_CUSTOM_AR} (after `--` for `advisor launch`) so SGLang does not try; NCCL then carries every"
+            " allreduce over PCIe / shared memory")  # fmt: skip
+
+
+PEER_ACCESS = PeerAccess(
+    "sglang python/sglang/srt/distributed/parallel_state.py (GroupCoordinator: 'Setup Custom allreduce failed'"
+    " since v0.4.5) and srt/utils monkey_patch_p2p_access_check (P2P check skipped unless --enable-p2p-check);"
+    " SGLang issue #4814",
+    peer_access_problem,
+)  # fmt: skip

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from advisor.rules import sglang
-from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError
-from advisor.rules.sglang import command
+from advisor.rules.engine import Engine, Forcing, Problem
+from advisor.rules.sglang import command, decide
+from advisor.rules.sglang.common import BACKEND_FLAG, BOOL_FLAG, DISABLE_CUSTOM_AR, ENFORCE_DISABLE
+from advisor.rules.sglang.common import ENGINE as ENGINE_NAME
+from advisor.rules.sglang.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
+from advisor.rules.sglang.fusion import release_matrix
+from advisor.rules.sglang.memory import GPU_MEMORY
+from advisor.rules.sglang.releases import NEWEST, RELEASES, row_for, rules_release
 from launcher.engines import UVICORN_READY
 
 
 def resolve(version: str | None) -> tuple[str, list[Problem]]:
     """The modelled release whose rules apply to ``version``; a warning when the version is newer than all of them."""
-    asked = version or sglang.NEWEST
-    try:
-        _, newer = sglang.row_for(asked)
-        rules = sglang.rules_release(asked)
-    except sglang.ReleaseError as exc:
-        raise ReleaseError(str(exc)) from None
+    asked = version or NEWEST
+    _, newer = row_for(asked)
+    rules = rules_release(asked)
     if not newer:
         return rules, []
     return rules, [Problem(
@@ -27,20 +29,24 @@ def resolve(version: str | None) -> tuple[str, list[Problem]]:
 
 
 ENGINE = Engine(
-    name=sglang.ENGINE,
+    name=ENGINE_NAME,
     package="sglang",
-    releases=tuple(sglang.RELEASES),
+    releases=RELEASES,
     resolve=resolve,
-    decide=sglang.decide,
-    release_matrix=sglang.release_matrix,  # fusion_decision's verdicts under every release (advisor.rules.sglang.fusion)
+    decide=decide,
+    release_matrix=release_matrix,  # fusion_decision's verdicts under every release (advisor.rules.sglang.fusion)
     command=command.command,
     install_hint=command.install_command,
     dtypes=command.DTYPES,
     decision_ids=("flashinfer_allreduce_fusion", "custom_allreduce", "attention_backend", "moe_runner_backend",
                   "memory_defaults"),  # fmt: skip
     forcing={
-        "flashinfer_allreduce_fusion": Forcing(on=(sglang.BOOL_FLAG, sglang.BACKEND_FLAG), off=(sglang.ENFORCE_DISABLE,)),
-        "custom_allreduce": Forcing(off=(sglang.DISABLE_CUSTOM_AR,)),
+        "flashinfer_allreduce_fusion": Forcing(on=(BOOL_FLAG, BACKEND_FLAG), off=(ENFORCE_DISABLE,)),
+        "custom_allreduce": Forcing(off=(DISABLE_CUSTOM_AR,)),
     },
     ready=(UVICORN_READY,),
+    memory=GPU_MEMORY,
+    dp_attention=True,
+    custom_allreduce=custom_allreduce_decision,
+    peer_access=PEER_ACCESS,
 )

@@ -8,6 +8,7 @@ from advisor.rules.engine import (
     NOT_ENABLED,
     Condition,
     Decision,
+    GpuMemory,
     Scenario,
     Source,
     decided,
@@ -18,9 +19,9 @@ from advisor.rules.engine import (
 from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
 from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
-from advisor.rules.sglang.fusion import rules_release
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
 from advisor.rules.sglang.prefill_graph import deepep_prefill_graph_sizes, prefill_graph_settings, prefill_graph_sizes
+from advisor.rules.sglang.releases import rules_release
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,3 +366,28 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     graph, graph_note = prefill_graph_settings(s, release, prefill_graph, mem and memory_tier(mem, s.tp, release)[0])
     return decided("memory_defaults", "GPU-memory-driven defaults", state, results, source, value=value,
                    notes=[*notes, graph_note], settings=graph)  # fmt: skip
+
+
+# SGLang's KV pool: free memory - weights - total x (1 - mem_fraction_static) must stay above 0.
+def memory_need(fraction: float | None, total: float, weights: float) -> float:
+    """The MiB a GPU must have free: the weights plus the reserve; only the weights under the automatic fraction."""
+    return weights + (1 - fraction) * total if fraction is not None else weights
+
+
+def memory_short(setting: str, need_gib: float) -> str:
+    return (f"with {setting} the model's weights and SGLang's reserve need {need_gib:.1f} GiB per GPU, so SGLang runs"
+            " out of memory loading the weights or sizing the KV cache ('Not enough memory. Please try to"
+            " increase --mem-fraction-static', CUDA out of memory)")  # fmt: skip
+
+
+GPU_MEMORY = GpuMemory(
+    fraction="mem_fraction_static",
+    default=None,  # the memory_defaults decision computes it
+    need=memory_need,
+    short=memory_short,
+    automatic="SGLang's automatic mem_fraction_static",
+    source="sglang python/sglang/srt/server_args.py (_handle_gpu_memory_settings), distributed/bootstrap.py"
+           " ('The memory capacity is unbalanced. Some GPUs may be occupied by other processes')",
+    balance=0.9,  # a rank with less than 0.9 x the free memory of another is "unbalanced"
+    unbalanced=", and a rank with under 90% of another's free memory makes SGLang report unbalanced memory",
+)  # fmt: skip

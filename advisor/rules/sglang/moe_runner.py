@@ -18,8 +18,10 @@ from advisor.rules.engine import (
     parse_release,
     state_of,
 )
+from advisor.rules.releases import within
 from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
-from advisor.rules.sglang.fusion import _c_a2a_none, rules_release, seen_architecture
+from advisor.rules.sglang.fusion import _c_a2a_none, seen_architecture
+from advisor.rules.sglang.releases import rules_release
 
 _DEEPSEEK_FAMILY = frozenset({
     "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "KimiK25ForConditionalGeneration",
@@ -36,7 +38,7 @@ class MoeRunnerRow:
     """One family's FlashInfer MoE default under releases first..last (_handle_model_specific_adjustments)."""
 
     first: str
-    last: str
+    last: str | None  # None: the row still holds in the newest modelled release
     families: frozenset[str]
     quantizations: frozenset[str | None]  # None stands for unquantized
     backend: str
@@ -55,22 +57,22 @@ MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     # ("or self.quantization is None"), which brings GLM-5 and an unquantized Kimi K2.5 in.
     MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_V3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_FAMILY, _QUANT_TRTLLM, "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.12", "9.9.9", _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.12", None, _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.7", "0.5.7", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4"}), "flashinfer_trtllm"),
     # v0.5.8: unquantized checkpoints too ("self.quantization in (fp8, modelopt_fp4) or self.quantization is None")
-    MoeRunnerRow("0.5.8", "9.9.9", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.8", None, _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
     # GLM-4.5: modelopt_fp4 only (read in v0.5.8 to v0.5.11; it also needs flashinfer-python >= 0.6.2), unquantized
     # checkpoints too by v0.5.18 (the v0.5.14 golden still says auto, the v0.5.23 golden flashinfer_trtllm; v0.5.15, where
     # this step moved to arg_groups/overrides.py, is taken as the first)
     MoeRunnerRow("0.5.7", "0.5.14", _GLM45, frozenset({"modelopt_fp4"}), "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.15", "9.9.9", _GLM45, frozenset({"modelopt_fp4", None}), "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.15", None, _GLM45, frozenset({"modelopt_fp4", None}), "flashinfer_trtllm"),
     # GPT-OSS with MXFP4 weights: FlashInfer's MXFP4 kernel on SM10x; on SM12x it changed four times (the Blackwell check
     # up to v0.5.9, then "trtllm-gen only supports SM100": triton_kernel, Marlin from v0.5.14, FlashInfer again from v0.5.17)
-    MoeRunnerRow("0.5.7", "9.9.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", a2a_blocks=False),
+    MoeRunnerRow("0.5.7", None, _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", a2a_blocks=False),
     MoeRunnerRow("0.5.7", "0.5.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", gpu="sm120", a2a_blocks=False),
     MoeRunnerRow("0.5.10", "0.5.13", _GPT_OSS, frozenset({"mxfp4"}), "triton_kernel", gpu="sm120", a2a_blocks=False),
     MoeRunnerRow("0.5.14", "0.5.16", _GPT_OSS, frozenset({"mxfp4"}), "marlin", gpu="sm120", a2a_blocks=False),
-    MoeRunnerRow("0.5.17", "9.9.9", _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", gpu="sm120", a2a_blocks=False),
+    MoeRunnerRow("0.5.17", None, _GPT_OSS, frozenset({"mxfp4"}), "flashinfer_mxfp4", gpu="sm120", a2a_blocks=False),
 )
 # fmt: on
 NEMOTRON_H = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
@@ -80,9 +82,9 @@ MOE_RUNNER_TITLE = "MoE runner backend (--moe-runner-backend auto)"
 
 def moe_runner_row(architecture: str, version: str, gpu: str = "sm100", quantization: str | None = "?") -> MoeRunnerRow | None:
     """The row for this architecture, release and GPU kind; with ``quantization`` given, the first row allowing it."""
-    release = parse_release(rules_release(version))
+    release = rules_release(version)
     rows = [r for r in MOE_RUNNER_TABLE if architecture in r.families and r.gpu == gpu
-            and parse_release(r.first) <= release <= parse_release(r.last)]  # fmt: skip
+            and within(release, r.first, r.last)]  # fmt: skip
     return next((r for r in rows if quantization in r.quantizations), rows[0] if rows else None)
 
 

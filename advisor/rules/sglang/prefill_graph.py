@@ -10,6 +10,7 @@ reported as piecewise_cuda_graph_max_tokens.
 from __future__ import annotations
 
 from advisor.rules.engine import Scenario, Setting, parse_release
+from advisor.rules.releases import within
 from advisor.rules.sglang.attention import attention_decision, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.moe_runner import moe_runner_decision
@@ -96,7 +97,7 @@ def prefill_graph_settings(
             and not deepep_sizes and s.model is not None and "llama-2" in s.model.id.lower()):  # fmt: skip
         max_tokens, why = LLAMA2_MAX_TOKENS, f"up to {LLAMA2_MAX_TOKENS} tokens for Llama 2 models (by the model path)"
     on, off_why = prefill_graph is not None, ""
-    if on and parse_release(TOPK_BYPASS_FIRST) <= r <= parse_release(TOPK_BYPASS_LAST) and s.model is not None:
+    if on and within(r, TOPK_BYPASS_FIRST, TOPK_BYPASS_LAST) and s.model is not None:
         runner = moe_runner_decision(s, release).value
         if runner in TOPK_BYPASS_RUNNERS and s.model.architecture != "GptOssForCausalLM":
             on, off_why = False, f" (off for the MoE runner {runner}, after its memory reserve was counted)"

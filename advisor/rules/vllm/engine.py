@@ -4,27 +4,28 @@ from __future__ import annotations
 
 from functools import partial
 
-from advisor.rules import vllm
-from advisor.rules.engine import Engine, Forcing, Problem, ReleaseError, fusion_outcomes
-from advisor.rules.vllm import command
+from advisor.rules.engine import Engine, Forcing, Problem, fusion_outcomes
+from advisor.rules.vllm import RELEASES, command, decide
+from advisor.rules.vllm.common import DISABLE_CUSTOM_AR, ENFORCE_EAGER, FUSE_FLAG, NEWEST, rules_release
+from advisor.rules.vllm.common import ENGINE as ENGINE_NAME
+from advisor.rules.vllm.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
+from advisor.rules.vllm.fusion import fusion_decision
+from advisor.rules.vllm.memory import GPU_MEMORY, KV_NOTES
 from launcher.engines import UVICORN_READY
 
 
 def resolve(version: str | None) -> tuple[str, list[Problem]]:
     """The modelled release whose rules apply to ``version`` (older and newer releases: warnings raised by decide)."""
-    try:
-        return vllm.rules_release(version or vllm.NEWEST), []
-    except vllm.ReleaseError as exc:
-        raise ReleaseError(str(exc)) from None
+    return rules_release(version or NEWEST), []
 
 
 ENGINE = Engine(
-    name=vllm.ENGINE,
+    name=ENGINE_NAME,
     package="vllm",
-    releases=tuple(vllm.RELEASES),
+    releases=RELEASES,
     resolve=resolve,
-    decide=vllm.decide,
-    release_matrix=partial(fusion_outcomes, vllm.fusion_decision, tuple(vllm.RELEASES)),
+    decide=decide,
+    release_matrix=partial(fusion_outcomes, fusion_decision, RELEASES),
     command=command.command,
     install_hint=command.install_command,
     dtypes=command.DTYPES,
@@ -32,8 +33,12 @@ ENGINE = Engine(
                   "memory_defaults", "chunked_prefill", "prefix_caching", "async_scheduling"),  # fmt: skip
     forcing={
         # -cc.pass_config.fuse_allreduce_rms=True|False; --enforce-eager compiles nothing, so no fusion pass runs.
-        "flashinfer_allreduce_fusion": Forcing(off=(vllm.ENFORCE_EAGER,), field=vllm.FUSE_FLAG.rsplit(".", 1)[1]),
-        "custom_allreduce": Forcing(off=(vllm.DISABLE_CUSTOM_AR,)),
+        "flashinfer_allreduce_fusion": Forcing(off=(ENFORCE_EAGER,), field=FUSE_FLAG.rsplit(".", 1)[1]),
+        "custom_allreduce": Forcing(off=(DISABLE_CUSTOM_AR,)),
     },
     ready=(UVICORN_READY,),
+    memory=GPU_MEMORY,
+    kv_notes=KV_NOTES,
+    custom_allreduce=custom_allreduce_decision,
+    peer_access=PEER_ACCESS,
 )

@@ -1,0 +1,169 @@
+"""Memory and batch defaults (gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, the KV-cache block), and
+how vLLM sizes GPU memory for advisor.layouts and the gpu_memory_in_use check."""
+
+from __future__ import annotations
+
+from advisor.rules import engine as rules
+from advisor.rules.engine import Decision, ReleaseError, Scenario
+from advisor.rules.releases import at
+from advisor.rules.vllm.attention import ATTENTION_FLAG
+from advisor.rules.vllm.common import ARG_UTILS_FILE, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
+
+# Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
+# released wheels' code: a version gets the value of the newest entry at or below it. The releases named are the
+# first read with the change (the one before it, read too, lacks it).
+
+# CacheConfig.gpu_memory_utilization's default.
+GPU_MEMORY_UTILIZATION: list[tuple[str, float]] = [("0.12.0", 0.9), ("0.20.2", 0.92)]
+# EngineArgs.get_batch_defaults for `vllm serve` (OPENAI_API_SERVER): (min GiB, A100 excluded, max_num_seqs,
+# max_num_batched_tokens) tiers, first match wins; below every tier 256 / 2048.
+BATCH_TIERS: list[tuple[str, tuple[tuple[int, bool, int, int], ...]]] = [
+    ("0.12.0", ((70, True, 1024, 8192),)),
+    ("0.28.0", ((160, False, 1024, 16384), (70, True, 1024, 8192))),
+]
+SMALL_GPU_BATCH = (256, 2048)
+
+
+def default_gpu_memory_utilization(version: str | None) -> float:
+    """vLLM's default --gpu-memory-utilization for ``version`` (None or not a release: the newest modelled release's)."""
+    try:
+        release = rules_release(version) if version else NEWEST
+    except ReleaseError:
+        release = NEWEST
+    return at(GPU_MEMORY_UTILIZATION, release)
+
+
+# -- memory and batch defaults ----------------------------------------------------------------------------------------------
+
+MEMORY_FLAGS = {"gpu_memory_utilization": "--gpu-memory-utilization", "max_num_seqs": "--max-num-seqs",
+                "max_num_batched_tokens": "--max-num-batched-tokens", "kv_cache_dtype": "--kv-cache-dtype",
+                "block_size": "--block-size", "max_model_len": "--max-model-len"}  # fmt: skip
+
+
+def batch_defaults(s: Scenario, version: str) -> tuple[int, int] | None:
+    """(max_num_seqs, max_num_batched_tokens) of get_batch_defaults for `vllm serve`; None when the GPU is unknown."""
+    gpu = s.gpu
+    if gpu is None or gpu.memory_total_mib is None:
+        return None
+    gib = gpu.memory_total_mib * MiB / GiB
+    name = (gpu.name or "").lower()
+    for min_gib, no_a100, seqs, tokens in at(BATCH_TIERS, version):
+        if gib >= min_gib and not (no_a100 and "a100" in name):
+            return seqs, tokens
+    return SMALL_GPU_BATCH
+
+
+def memory_value(s: Scenario, version: str) -> dict[str, object]:
+    release = rules_release(version)
+    batch = batch_defaults(s, release)
+    seqs, tokens = batch if batch else (None, None)
+    given = {key: s.flag(flag) for key, flag in MEMORY_FLAGS.items()}
+    if given["max_num_seqs"]:
+        seqs = _number(given["max_num_seqs"], int, seqs)
+    if given["max_num_batched_tokens"]:
+        tokens = _number(given["max_num_batched_tokens"], int, tokens)
+    elif seqs is not None and tokens is not None:
+        tokens = max(tokens, 0)
+    if seqs is not None and tokens is not None and not given["max_num_seqs"]:
+        seqs = min(seqs, tokens)
+    return {
+        "gpu_memory_utilization": _number(given["gpu_memory_utilization"], float, at(GPU_MEMORY_UTILIZATION, release)),
+        "max_num_seqs": seqs,
+        "max_num_batched_tokens": tokens,
+        "kv_cache_dtype": given["kv_cache_dtype"] or "auto",
+        "block_size": mla_block_size(s, release, _number(given["block_size"], int, 16)),
+        # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
+        "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
+    }
+
+
+# MLA models: up to v0.17.x CudaPlatform.check_and_update_config (vllm/platforms/cuda.py) forces the KV-cache block size
+# of the MLA backend it expects. v0.12.0: CUTLASS MLA (128) on capability 10.0 only, FlashMLA (64) on SM90. v0.15.1:
+# FlashInfer MLA (64, 32 kept) on SM100 when qk_nope_head_dim is 128, else CUTLASS MLA (128); FlashMLA (64) on SM90;
+# v0.16.0 and v0.17.1 the same. v0.19.1 forces nothing (the block size stays 16); the v0.18 releases were not read.
+MLA_BLOCK_RULE: list[tuple[str, str | None]] = [("0.12.0", "0.12"), ("0.15.1", "0.15"), ("0.19.1", None)]
+MLA_NOPE_FOR_FLASHINFER = 128  # FlashInfer MLA's kernel constraint on qk_nope_head_dim (v0.15.1)
+
+
+def mla_block_size(s: Scenario, version: str, block: int) -> int:
+    """The block size after the MLA backend's forcing (``block`` unchanged for other models, GPUs and releases)."""
+    rule = at(MLA_BLOCK_RULE, version)
+    model, cap = s.model, s.capability
+    if rule is None or model is None or not model.uses_mla or cap is None:
+        return block
+    chosen = s.flag(ATTENTION_FLAG) if rule != "0.12" else None  # v0.12.0 has no --attention-backend
+    if chosen:  # the backend given forces its own block size (only these three)
+        if chosen == "FLASHINFER_MLA":
+            return block if block == 32 or block % 64 == 0 else 64
+        if chosen == "CUTLASS_MLA":
+            return block if block % 128 == 0 else 128
+        return block if chosen != "FLASHMLA" or cap[0] != 9 or block % 64 == 0 else 64
+    # v0.12 tests for capability 10.0 exactly (is_device_capability(100)), v0.15 for the family (10.x)
+    if (rule == "0.12" and tuple(cap) == (10, 0)) or (rule == "0.15" and cap[0] == 10):
+        nope = (model.head_dim or 0) - (model.qk_rope_head_dim or 0)
+        if rule == "0.15" and nope == MLA_NOPE_FOR_FLASHINFER:
+            return block if block == 32 or block % 64 == 0 else 64
+        return block if block % 128 == 0 else 128
+    if cap[0] == 9:  # FlashMLA (dense) runs on Hopper only
+        return block if block % 64 == 0 else 64
+    return block
+
+
+def _number(raw: str | None, kind, default):
+    try:
+        return kind(raw) if raw else default
+    except ValueError:
+        return default
+
+
+def memory_decision(s: Scenario, version: str) -> Decision:
+    release = rules_release(version)
+    value = memory_value(s, release)
+
+    def gpu(s: Scenario):
+        g = s.gpu
+        if s.no_gpu:
+            return False, "no GPU", "GPU name and memory known"
+        if g is None or g.memory_total_mib is None:
+            return None, "unknown", "GPU name and memory known"
+        return True, f"{g.name}, {g.memory_total_mib * MiB / GiB:.1f} GiB", "GPU name and memory known"
+
+    conditions = (
+        rules.Condition("gpu_memory", "GPU name and memory", gpu,
+                  "vLLM sizes max_num_seqs and max_num_batched_tokens by GPU memory (A100 excluded from the large tier)",
+                  "pass --max-num-seqs / --max-num-batched-tokens / --gpu-memory-utilization to choose"),
+    )  # fmt: skip
+    results = rules.evaluate(conditions, s)
+    forced = any(s.flag(flag) for flag in MEMORY_FLAGS.values())
+    state = rules.state_of(results, forced_on=forced)
+    tiers = ", ".join(f">= {g} GiB{' (not A100)' if no else ''}: {q} seqs / {t} tokens" for g, no, q, t in at(BATCH_TIERS, release))
+    notes = [f"`vllm serve` tiers: {tiers}; else {SMALL_GPU_BATCH[0]} / {SMALL_GPU_BATCH[1]}",
+             "max_num_batched_tokens is also capped at max_num_seqs x max_model_len"]  # fmt: skip
+    source = rules.Source(f"vllm v{release}", ARG_UTILS_FILE, f"get_batch_defaults; gpu_memory_utilization in {CACHE_CONFIG_FILE}")
+    return rules.decided("memory_defaults", "memory and batch defaults", state, results, source, value=value, notes=notes)
+
+
+def memory_need(fraction: float | None, total: float, weights: float) -> float:
+    """vLLM asks for gpu_memory_utilization x the total at start-up, as if the GPU were empty."""
+    return fraction * total  # type: ignore[operator]  # vLLM always has a fraction (its default)
+
+
+def memory_short(setting: str, need_gib: float) -> str:
+    return (f"{setting} asks for {need_gib:.1f} GiB per GPU as if the GPU were empty, so vLLM refuses to start"
+            " ('Free memory on device ... on startup is less than desired GPU memory utilization')")
+
+
+GPU_MEMORY = rules.GpuMemory(
+    fraction="gpu_memory_utilization",
+    default=default_gpu_memory_utilization,
+    need=memory_need,
+    short=memory_short,
+    automatic="vLLM's default gpu_memory_utilization",
+    source="vllm vllm/v1/worker/gpu_worker.py ('Free memory on device ... on startup is less than desired GPU memory"
+           " utilization'); vllm/config/cache.py gpu_memory_utilization = 0.9",
+    kv_block=16,  # vLLM's default KV-cache block (tokens) on CUDA
+    refuses_short_context="vLLM refuses to start",
+)  # fmt: skip
+# Caveat of the layouts' KV arithmetic.
+KV_NOTES = ("vLLM also subtracts the activation peak and non-torch memory measured at start-up: the KV tokens are an"
+            " upper bound",)  # fmt: skip

@@ -1,0 +1,62 @@
+"""Scheduling switches: chunked prefill, prefix caching and async scheduling."""
+
+from __future__ import annotations
+
+from advisor.rules import engine as rules
+from advisor.rules.engine import Decision, Scenario
+from advisor.rules.releases import at
+from advisor.rules.vllm.common import ARG_UTILS_FILE, VLLM_CONFIG_FILE, rules_release
+
+# Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
+# released wheels' code: a version gets the value of the newest entry at or below it. The releases named are the
+# first read with the change (the one before it, read too, lacks it).
+
+# (decision id, title, --flag, why it is on by default)
+SWITCHES = (
+    ("chunked_prefill", "chunked prefill", "--enable-chunked-prefill",
+     "on for every generative model that supports it (ModelConfig.is_chunked_prefill_supported)"),
+    ("prefix_caching", "prefix caching", "--enable-prefix-caching",
+     "on for every model that supports it (ModelConfig.is_prefix_caching_supported)"),
+    ("async_scheduling", "async scheduling", "--async-scheduling",
+     "on unless pipeline parallelism, speculative decoding, a pooling model or an executor without support rules it out"),
+)  # fmt: skip
+
+
+def switch_setting(s: Scenario, flag: str) -> bool | None:
+    """True for --flag, False for --no-flag (the last one wins), None when neither is given."""
+    setting = None
+    negative = "--no-" + flag[2:]
+    for token in s.overrides:
+        name = token.split("=", 1)[0]
+        if name == flag:
+            setting = token.split("=", 1)[1].lower() not in ("false", "0") if "=" in token else True
+        elif name == negative:
+            setting = False
+    return setting
+
+
+# SchedulerConfig.async_scheduling: False up to v0.13.0, None (rules.decided by VllmConfig: on where supported) from v0.14.1.
+ASYNC_SCHEDULING_DEFAULT_ON: list[tuple[str, bool]] = [("0.12.0", False), ("0.14.1", True)]
+
+
+def switch_decision(s: Scenario, version: str, which: str) -> Decision:
+    release = rules_release(version)
+    decision_id, title, flag, why = next(sw for sw in SWITCHES if sw[0] == which)
+
+    def single_node(s: Scenario):
+        return True, "generative model, no pipeline parallelism", "a generative model"
+
+    def by_default(s: Scenario):
+        on = at(ASYNC_SCHEDULING_DEFAULT_ON, release)
+        return on, f"vllm {version}", "v0.14.1 or newer (on by default)"
+
+    conditions = (rules.Condition("default", f"{title} supported", single_node, why, f"pass --no-{flag[2:]} to turn it off"),)
+    if which == "async_scheduling":
+        conditions += (rules.Condition("release_default", "on by default in this release", by_default,
+                                 "SchedulerConfig.async_scheduling defaulted to False before v0.14.1",
+                                 f"pass {flag} or upgrade vLLM"),)  # fmt: skip
+    results = rules.evaluate(conditions, s)
+    setting = switch_setting(s, flag)
+    state = rules.state_of(results, forced_on=setting is True, forced_off=setting is False)
+    source = rules.Source(f"vllm v{release}", ARG_UTILS_FILE if which != "async_scheduling" else VLLM_CONFIG_FILE)
+    return rules.decided(decision_id, title, state, results, source)
