@@ -1,6 +1,6 @@
 """Plan -> argv: what every engine's command builder (advisor/rules/<engine>/command.py) shares.
 
-    command_for(plan, *, mode=None, extra=(), python=None, node_rank=0, dist_init_addr=None) -> list[str]
+    command_for(plan, **options) -> list[str]   (options: Engine.command_line's mode, extra, python, node_rank, dist_init_addr)
 
 Each engine's command is built by its own builder (the ``command`` of its Engine, advisor.rules.engine);
 ``Engine.command_line`` applies what every engine shares (the node rank, the rendezvous address) and calls it. One argv
@@ -21,29 +21,22 @@ from advisor.rules.problem import EngineCommandError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
     from advisor.plan import Plan
 
 DEMO_MODEL = "demo"
 
 
-def command_for(
-    plan: Plan,
-    *,
-    mode: str | None = None,
-    extra: Sequence[str] = (),
-    python: str | None = None,
-    node_rank: int = 0,
-    dist_init_addr: str | None = None,
-) -> list[str]:
-    """The argv that starts ``plan.intent.engine`` on node ``node_rank`` (0 for single-node plans), built by the engine
-    the registry names; :class:`EngineCommandError` when the engine is not registered or the plan cannot start."""
+def command_for(plan: Plan, **options: Any) -> list[str]:
+    """The argv that starts ``plan.intent.engine``: the registered engine's :meth:`Engine.command_line` with
+    ``options`` (mode, extra, python, node_rank, dist_init_addr); :class:`EngineCommandError` when the engine is not
+    registered or the plan cannot start."""
     try:
         engine = registry.get(plan.intent.engine)
     except registry.UnknownEngine as exc:
         raise EngineCommandError(str(exc)) from None
-    return engine.command_line(plan, mode=mode, extra=extra, python=python, node_rank=node_rank,
-                               dist_init_addr=dist_init_addr)  # fmt: skip
+    return engine.command_line(plan, **options)
 
 
 def install_command(engine: str, version: str | None = None) -> str:
