@@ -57,7 +57,7 @@ def scenarios(limit: int | None = None) -> list[dict]:
         for gpu in GPU_PROFILES
         for model in MODELS
         for layout in layouts(model)
-    ] + speculative_scenarios()  # after the plain grid, so each GPU group runs its plain scenarios first, as before
+    ] + speculative_scenarios()  # after the plain grid: each GPU group runs its plain scenarios first
     return out if limit is None else out[:limit]
 
 
