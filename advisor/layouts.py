@@ -20,13 +20,19 @@ and off for MoE models) the advisor builds the ordinary plan, then sizes memory 
   smallest GPU. Its concurrency is the slot count, for sequences no longer than ``--max-model-len``.
 
 The free memory before loading (SGLang) is taken as the GPU's total memory; the CUDA context and communicator buffers
-take a little of it in practice. Cheap to import: the plan machinery is imported inside the functions.
+take a little of it in practice.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+
+from advisor.context import plan_for, resolve, usage_error
+from advisor.models import dtype_bytes, weight_bytes_per_param
+from advisor.rules.engine import Scenario, flag_value
+from advisor.rules.registry import get as get_engine
+from launcher.engines import RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN
 
 if TYPE_CHECKING:
     from advisor.context import Options
@@ -97,7 +103,6 @@ class LayoutsReport:
 def default_context_len(model: ModelSpec | None, engine: str = "sglang") -> int:
     """The model's context capped at CONTEXT_CAP (the cap when the model does not say), or at the engine's own cap (the
     bundled runtime's --max-model-len default, the longest sequence it takes)."""
-    from advisor.rules.registry import get as get_engine
 
     length = model.max_position_embeddings if model is not None else None
     cap = get_engine(engine).context_cap or CONTEXT_CAP
@@ -154,7 +159,6 @@ def attention_params(model: ModelSpec) -> int | None:
 def weights_bytes_per_gpu(model: ModelSpec, dtype: str | None, tp: int, attention_tp: int) -> float | None:
     """num_params x bytes per param / tp; under DP attention the attention and the embedding are split over the
     attention tp only (sglang models: VocabParallelEmbedding(use_attn_tp_group=is_dp_attention_enabled()))."""
-    from advisor.models import weight_bytes_per_param
 
     per_param = weight_bytes_per_param(dtype, model.quantization)
     if not model.num_params or per_param is None:
@@ -171,7 +175,6 @@ def weights_bytes_per_gpu(model: ModelSpec, dtype: str | None, tp: int, attentio
 def memory_fraction(plan: Plan) -> float | None:
     """The engine's static memory fraction (SGLang's mem_fraction_static, vLLM's gpu_memory_utilization): from a
     decision that reports it, else (an engine with a default) an explicit flag, else its default for the release."""
-    from advisor.rules.registry import get as get_engine
 
     memory = get_engine(plan.intent.engine).memory
     if memory is None:
@@ -181,7 +184,6 @@ def memory_fraction(plan: Plan) -> float | None:
             return float(decision.value[memory.fraction])
     if memory.default is None:
         return None
-    from advisor.rules.engine import flag_value
 
     default = memory.default(plan.engine.get("rules"))
     raw = flag_value(plan.intent.overrides, memory.flag)
@@ -193,17 +195,14 @@ def memory_fraction(plan: Plan) -> float | None:
 
 def _kv_dtype_bytes(plan: Plan) -> int:
     """The KV cache's element size: the model's dtype ("auto"), or the engine's own choice for its device."""
-    from advisor.models import dtype_bytes
 
     return dtype_bytes(_weights_dtype(plan)) or 2
 
 
 def _weights_dtype(plan: Plan) -> str | None:
-    from advisor.rules.registry import get as get_engine
 
     device_dtype = get_engine(plan.intent.engine).device_dtype
     if device_dtype is not None:
-        from advisor.rules.engine import Scenario
 
         return device_dtype(Scenario(plan.facts, plan.model, plan.intent))
     dtype = plan.intent.dtype if plan.intent.dtype not in (None, "auto") else None
@@ -211,7 +210,6 @@ def _weights_dtype(plan: Plan) -> str | None:
 
 
 def _smallest_gpu_mib(plan: Plan) -> int | None:
-    from advisor.rules.engine import Scenario
 
     return Scenario(plan.facts, plan.model, plan.intent).min_memory_mib
 
@@ -222,8 +220,6 @@ def _gib(n: float) -> str:
 
 def size_layout(plan: Plan, context_len: int) -> Layout:
     """The memory columns of one layout from its plan."""
-    from advisor.rules.registry import get as get_engine
-    from launcher.engines import RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN
 
     intent, model, engine = plan.intent, plan.model, get_engine(plan.intent.engine)
     memory = engine.memory
@@ -301,7 +297,6 @@ def size_layout(plan: Plan, context_len: int) -> Layout:
 
 def candidate_intents(facts: Facts, model: ModelSpec | None, base: Intent) -> list[Intent]:
     """tp = nnodes x 2^k up to the GPUs of every node; DP attention on and off (dp = tp) for SGLang MoE models."""
-    from advisor.rules.registry import get as get_engine
 
     engine = get_engine(base.engine)
     per_node = len(facts.engine_gpus) or engine.demo_tp or 1
@@ -353,7 +348,6 @@ def model_notes(model: ModelSpec | None, engine: str) -> tuple[str, ...]:
     """Caveats of the KV arithmetic for this model."""
     if model is None:
         return ()
-    from advisor.rules.registry import get as get_engine
 
     spec = get_engine(engine)
     pooled = spec.memory is not None  # it sizes a KV pool from the memory left, and sizes these layers separately
@@ -373,7 +367,6 @@ def model_notes(model: ModelSpec | None, engine: str) -> tuple[str, ...]:
 
 def build_layouts(facts: Facts, model: ModelSpec | None, base: Intent, context_len: int | None = None) -> LayoutsReport:
     """Plan and size every candidate layout of ``base`` (its tp, DP attention and dp size are what vary)."""
-    from advisor.context import plan_for, usage_error
 
     if context_len is None:
         context_len = default_context_len(model, base.engine)
@@ -397,7 +390,6 @@ def build_layouts(facts: Facts, model: ModelSpec | None, base: Intent, context_l
 
 
 def layouts_for(options: Options, context_len: int | None = None) -> LayoutsReport:
-    from advisor.context import resolve
 
     facts, model, intent = resolve(options)
     return build_layouts(facts, model, intent, context_len)
@@ -467,8 +459,8 @@ def table_rows(report: LayoutsReport) -> list[tuple[str, ...]]:
 def print_layouts(report: LayoutsReport, console: Any) -> None:
     from rich.table import Table
 
-    from advisor.report.render import _box, emit
-    from advisor.rules.registry import get as get_engine
+    from advisor.report.render import _box, emit  # rich: only when a table is drawn
+
 
     memory = get_engine(report.engine["name"]).memory
     fraction = memory.fraction if memory is not None else None

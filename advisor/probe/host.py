@@ -1,4 +1,4 @@
-"""The host: hostname, OS, Python, CPU count, each learned on its own (os and sys only: cheap to import)."""
+"""The host: hostname, OS, Python, CPU count, each learned on its own."""
 
 from __future__ import annotations
 
