@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING
+from typing import Any
 
+from advisor.facts import Facts, FactsError
+from advisor.intent import COUNT_OPTIONS, Intent, count_error
+from advisor.models import DEMO_ID, ModelError, ModelSpec, catalog_spec, resolve_model
+from advisor.plan import Plan, PlanError, build_plan
+from advisor.probe.environment import visible_gpus
+from advisor.probe.profiles import ProfileError, load_profile
 from advisor.rules.registry import get as get_engine
+from advisor.rules.registry import names as engine_names
 from advisor.versions import is_version, parse_release
-
-if TYPE_CHECKING:
-    from typing import Any
-
-    from advisor.facts import Facts
-    from advisor.models import ModelSpec
-    from advisor.plan import Intent, Plan
+from launcher.engines import MOE_A2A_BACKENDS
 
 EXIT_OK = 0
 EXIT_ERRORS = 1  # problems of severity error (or warnings with --strict), or inputs that could not be read
@@ -132,7 +134,6 @@ def load_facts(options: Options) -> Facts:
 
 def _check_python_path(python: str) -> None:
     """A cheap check before probing: the path (or a name on PATH) must exist."""
-    import shutil
 
     if os.sep in python or (os.altsep and os.altsep in python):
         if not os.path.exists(python):
@@ -144,7 +145,6 @@ def _check_python_path(python: str) -> None:
 def _load_profile(name: str) -> Facts:
     """The simulated machine, seen through this shell's CUDA_VISIBLE_DEVICES as the live probe sees a real one (an
     engine started with it set would see only those GPUs)."""
-    from advisor.probe.profiles import ProfileError, load_profile
 
     try:
         facts = load_profile(name)
@@ -153,7 +153,6 @@ def _load_profile(name: str) -> Facts:
     value = os.environ.get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return facts
-    from advisor.probe.environment import visible_gpus
 
     visible, note = visible_gpus(value, facts.gpus)
     environment = {**facts.environment, "CUDA_VISIBLE_DEVICES": value}
@@ -161,7 +160,6 @@ def _load_profile(name: str) -> Facts:
 
 
 def _load_file(path: str) -> Facts:
-    from advisor.facts import Facts, FactsError
 
     try:
         return Facts.load(path)
@@ -216,8 +214,6 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
     """Facts, the model (None: the bundled runtime's demo model) and the Intent, with every default filled in.
 
     ``facts``: already loaded for these options (the TUI caches them, so a form change does not probe again)."""
-    from advisor.intent import COUNT_OPTIONS, Intent, count_error
-    from advisor.rules.registry import names as engine_names
 
     for name in COUNT_OPTIONS:  # before any probe; tp None means "the default", resolved below
         value = getattr(options, name)
@@ -231,7 +227,6 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
         raise usage_error(
             f"--engine-version {options.engine_version!r} is not a release number; pass X.Y.Z, e.g. 0.5.14"
         )
-    from launcher.engines import MOE_A2A_BACKENDS
 
     backend = options.moe_a2a_backend
     if backend is not None and backend not in MOE_A2A_BACKENDS:
@@ -259,7 +254,6 @@ def _resolve_model(ref: str | None, engine: str) -> ModelSpec | None:
             f"{engine} needs a model: pass --model ID|DIR (a Hugging Face id such as Qwen/Qwen3-30B-A3B, or a local"
             " model directory)"
         )
-    from advisor.models import ModelError, resolve_model
 
     try:
         return resolve_model(ref)
@@ -269,7 +263,6 @@ def _resolve_model(ref: str | None, engine: str) -> ModelSpec | None:
 
 def _demo_spec() -> ModelSpec | None:
     """The bundled runtime's demo model (catalog entry "demo"), so the rules see its real shape; None if absent."""
-    from advisor.models import DEMO_ID, ModelError, catalog_spec
 
     try:
         return catalog_spec(DEMO_ID)
@@ -285,7 +278,6 @@ def make_plan(options: Options) -> Plan:
 
 def plan_for(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     """build_plan with its errors turned into AdvisorError (for callers that resolve once and re-plan, like the TUI)."""
-    from advisor.plan import PlanError, build_plan
 
     try:
         return build_plan(facts, model, intent)

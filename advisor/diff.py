@@ -8,13 +8,18 @@ planning each modelled release in between (plans are cheap: no probing, the fact
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import shlex
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from advisor.context import Options, plan_for, resolve, usage_error
+from advisor.report import jsonable, problem_dict
+from advisor.rules import registry
+from advisor.rules.engine import parse_release, release_text
 from advisor.rules.registry import modelled_releases
 
 if TYPE_CHECKING:
-    from advisor.context import Options
     from advisor.facts import Facts
     from advisor.models import ModelSpec
     from advisor.plan import Intent, Plan
@@ -48,8 +53,6 @@ class Diff:
 
 def _normalise(engine: str, text: str, option: str) -> str:
     """A modelled release as the tables spell it ("v0.5.14.post2" -> "0.5.14"), else a usage error naming them."""
-    from advisor.context import usage_error
-    from advisor.rules.engine import parse_release, release_text
 
     releases = modelled_releases(engine)
     parsed = parse_release(text)
@@ -63,7 +66,6 @@ def _normalise(engine: str, text: str, option: str) -> str:
 
 
 def _installed(facts: Facts, engine: str) -> str | None:
-    from advisor.rules import registry
 
     package = facts.package(registry.get(engine).package)
     return package.base_version if package.installed and package.version else None
@@ -73,10 +75,8 @@ def resolve_releases(facts: Facts, engine: str, release_from: str | None, releas
                      engine_version: str | None = None) -> tuple[str, str, str | None]:  # fmt: skip
     """(from, to, why from was chosen) with the defaults: to = the newest modelled release; from = --engine-version,
     else the installed release, else the modelled release before `to`."""
-    from advisor.context import usage_error
 
     if not modelled_releases(engine):
-        from advisor.rules import registry
 
         versioned = registry.versioned()
         raise usage_error(
@@ -103,9 +103,7 @@ def resolve_releases(facts: Facts, engine: str, release_from: str | None, releas
 def _snapshot(decision: Decision | None) -> tuple[Any, ...] | None:
     if decision is None:
         return None
-    import json
 
-    from advisor.report import jsonable
 
     return decision.state, json.dumps(jsonable(decision.value), sort_keys=True), tuple(decision.flags)
 
@@ -127,9 +125,7 @@ def _between(engine: str, start: str, end: str) -> list[str]:
 
 def build_diff(facts: Facts, model: ModelSpec | None, intent: Intent, release_from: str | None = None,
                release_to: str | None = None) -> Diff:  # fmt: skip
-    from dataclasses import replace
 
-    from advisor.context import plan_for
 
     start, end, why = resolve_releases(facts, intent.engine, release_from, release_to, intent.engine_version)
     plans: dict[str, Plan] = {}
@@ -165,7 +161,6 @@ def build_diff(facts: Facts, model: ModelSpec | None, intent: Intent, release_fr
 
 
 def diff_for(options: Options, release_from: str | None, release_to: str | None) -> Diff:
-    from advisor.context import resolve
 
     facts, model, intent = resolve(options)
     return build_diff(facts, model, intent, release_from, release_to)
@@ -175,7 +170,6 @@ def diff_for(options: Options, release_from: str | None, release_to: str | None)
 
 
 def _side(decision: Decision | None) -> dict[str, Any] | None:
-    from advisor.report import jsonable
 
     if decision is None:
         return None
@@ -185,7 +179,6 @@ def _side(decision: Decision | None) -> dict[str, Any] | None:
 
 def condition_changes(change: Change) -> list[dict[str, Any]]:
     """Conditions whose verdict differs (or that exist on one side only): {"id", "from", "to", "observed"}."""
-    from advisor.report import jsonable
 
     old = {c.id: c for c in (change.before.conditions if change.before else ())}
     new = {c.id: c for c in (change.after.conditions if change.after else ())}
@@ -206,7 +199,6 @@ def condition_changes(change: Change) -> list[dict[str, Any]]:
 
 def diff_dict(diff: Diff) -> dict[str, Any]:
     """The `advisor diff --json` object (advisor/schema/diff.schema.json)."""
-    from advisor.report import problem_dict
 
     return {
         "schema_version": DIFF_SCHEMA_VERSION,
@@ -235,9 +227,7 @@ def diff_dict(diff: Diff) -> dict[str, Any]:
 
 
 def _value(value: Any) -> str:
-    import json
 
-    from advisor.report import jsonable
 
     return value if isinstance(value, str) else json.dumps(jsonable(value))
 
@@ -248,7 +238,6 @@ def _flags(flags: tuple[str, ...]) -> str:
 
 def diff_lines(diff: Diff, marks: dict[object, str] | None = None) -> list[str]:
     """The human report, one string per line (the CLI prints them; the TUI shows them)."""
-    import shlex
 
     marks = marks or {True: "[ok]", False: "[x]", None: "[?]"}
     intent = diff.plan_to.intent
