@@ -134,7 +134,6 @@ def load_facts(options: Options) -> Facts:
 
 def _check_python_path(python: str) -> None:
     """A cheap check before probing: the path (or a name on PATH) must exist."""
-
     if os.sep in python or (os.altsep and os.altsep in python):
         if not os.path.exists(python):
             raise AdvisorError(f"--python {python}: no such file; pass the path of a Python interpreter", EXIT_USAGE)
@@ -145,7 +144,6 @@ def _check_python_path(python: str) -> None:
 def _load_profile(name: str) -> Facts:
     """The simulated machine, seen through this shell's CUDA_VISIBLE_DEVICES as the live probe sees a real one (an
     engine started with it set would see only those GPUs)."""
-
     try:
         facts = load_profile(name)
     except ProfileError as exc:
@@ -160,7 +158,6 @@ def _load_profile(name: str) -> Facts:
 
 
 def _load_file(path: str) -> Facts:
-
     try:
         return Facts.load(path)
     except FactsError as exc:
@@ -214,7 +211,6 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
     """Facts, the model (None: the bundled runtime's demo model) and the Intent, with every default filled in.
 
     ``facts``: already loaded for these options (the TUI caches them, so a form change does not probe again)."""
-
     for name in COUNT_OPTIONS:  # before any probe; tp None means "the default", resolved below
         value = getattr(options, name)
         message = None if value is None else count_error(name, value)
@@ -263,7 +259,6 @@ def _resolve_model(ref: str | None, engine: str) -> ModelSpec | None:
 
 def _demo_spec() -> ModelSpec | None:
     """The bundled runtime's demo model (catalog entry "demo"), so the rules see its real shape; None if absent."""
-
     try:
         return catalog_spec(DEMO_ID)
     except ModelError:
@@ -278,7 +273,6 @@ def make_plan(options: Options) -> Plan:
 
 def plan_for(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     """build_plan with its errors turned into AdvisorError (for callers that resolve once and re-plan, like the TUI)."""
-
     try:
         return build_plan(facts, model, intent)
     except PlanError as exc:

@@ -53,7 +53,6 @@ class Diff:
 
 def _normalise(engine: str, text: str, option: str) -> str:
     """A modelled release as the tables spell it ("v0.5.14.post2" -> "0.5.14"), else a usage error naming them."""
-
     releases = modelled_releases(engine)
     parsed = parse_release(text)
     if parsed is None:
@@ -66,7 +65,6 @@ def _normalise(engine: str, text: str, option: str) -> str:
 
 
 def _installed(facts: Facts, engine: str) -> str | None:
-
     package = facts.package(registry.get(engine).package)
     return package.base_version if package.installed and package.version else None
 
@@ -75,7 +73,6 @@ def resolve_releases(facts: Facts, engine: str, release_from: str | None, releas
                      engine_version: str | None = None) -> tuple[str, str, str | None]:  # fmt: skip
     """(from, to, why from was chosen) with the defaults: to = the newest modelled release; from = --engine-version,
     else the installed release, else the modelled release before `to`."""
-
     if not modelled_releases(engine):
 
         versioned = registry.versioned()
@@ -126,7 +123,6 @@ def _between(engine: str, start: str, end: str) -> list[str]:
 def build_diff(facts: Facts, model: ModelSpec | None, intent: Intent, release_from: str | None = None,
                release_to: str | None = None) -> Diff:  # fmt: skip
 
-
     start, end, why = resolve_releases(facts, intent.engine, release_from, release_to, intent.engine_version)
     plans: dict[str, Plan] = {}
 
@@ -161,7 +157,6 @@ def build_diff(facts: Facts, model: ModelSpec | None, intent: Intent, release_fr
 
 
 def diff_for(options: Options, release_from: str | None, release_to: str | None) -> Diff:
-
     facts, model, intent = resolve(options)
     return build_diff(facts, model, intent, release_from, release_to)
 
@@ -170,7 +165,6 @@ def diff_for(options: Options, release_from: str | None, release_to: str | None)
 
 
 def _side(decision: Decision | None) -> dict[str, Any] | None:
-
     if decision is None:
         return None
     return {"state": decision.state, "value": jsonable(decision.value), "flags": list(decision.flags),
@@ -179,7 +173,6 @@ def _side(decision: Decision | None) -> dict[str, Any] | None:
 
 def condition_changes(change: Change) -> list[dict[str, Any]]:
     """Conditions whose verdict differs (or that exist on one side only): {"id", "from", "to", "observed"}."""
-
     old = {c.id: c for c in (change.before.conditions if change.before else ())}
     new = {c.id: c for c in (change.after.conditions if change.after else ())}
     out = []
@@ -199,7 +192,6 @@ def condition_changes(change: Change) -> list[dict[str, Any]]:
 
 def diff_dict(diff: Diff) -> dict[str, Any]:
     """The `advisor diff --json` object (advisor/schema/diff.schema.json)."""
-
     return {
         "schema_version": DIFF_SCHEMA_VERSION,
         "engine": diff.engine,
@@ -228,7 +220,6 @@ def diff_dict(diff: Diff) -> dict[str, Any]:
 
 def _value(value: Any) -> str:
 
-
     return value if isinstance(value, str) else json.dumps(jsonable(value))
 
 
@@ -238,7 +229,6 @@ def _flags(flags: tuple[str, ...]) -> str:
 
 def diff_lines(diff: Diff, marks: dict[object, str] | None = None) -> list[str]:
     """The human report, one string per line (the CLI prints them; the TUI shows them)."""
-
     marks = marks or {True: "[ok]", False: "[x]", None: "[?]"}
     intent = diff.plan_to.intent
     model = diff.plan_to.model.id if diff.plan_to.model is not None else "demo"

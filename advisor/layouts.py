@@ -103,7 +103,6 @@ class LayoutsReport:
 def default_context_len(model: ModelSpec | None, engine: str = "sglang") -> int:
     """The model's context capped at CONTEXT_CAP (the cap when the model does not say), or at the engine's own cap (the
     bundled runtime's --max-model-len default, the longest sequence it takes)."""
-
     length = model.max_position_embeddings if model is not None else None
     cap = get_engine(engine).context_cap or CONTEXT_CAP
     return min(length, cap) if length else cap
@@ -159,7 +158,6 @@ def attention_params(model: ModelSpec) -> int | None:
 def weights_bytes_per_gpu(model: ModelSpec, dtype: str | None, tp: int, attention_tp: int) -> float | None:
     """num_params x bytes per param / tp; under DP attention the attention and the embedding are split over the
     attention tp only (sglang models: VocabParallelEmbedding(use_attn_tp_group=is_dp_attention_enabled()))."""
-
     per_param = weight_bytes_per_param(dtype, model.quantization)
     if not model.num_params or per_param is None:
         return None
@@ -175,7 +173,6 @@ def weights_bytes_per_gpu(model: ModelSpec, dtype: str | None, tp: int, attentio
 def memory_fraction(plan: Plan) -> float | None:
     """The engine's static memory fraction (SGLang's mem_fraction_static, vLLM's gpu_memory_utilization): from a
     decision that reports it, else (an engine with a default) an explicit flag, else its default for the release."""
-
     memory = get_engine(plan.intent.engine).memory
     if memory is None:
         return None
@@ -195,12 +192,10 @@ def memory_fraction(plan: Plan) -> float | None:
 
 def _kv_dtype_bytes(plan: Plan) -> int:
     """The KV cache's element size: the model's dtype ("auto"), or the engine's own choice for its device."""
-
     return dtype_bytes(_weights_dtype(plan)) or 2
 
 
 def _weights_dtype(plan: Plan) -> str | None:
-
     device_dtype = get_engine(plan.intent.engine).device_dtype
     if device_dtype is not None:
 
@@ -210,7 +205,6 @@ def _weights_dtype(plan: Plan) -> str | None:
 
 
 def _smallest_gpu_mib(plan: Plan) -> int | None:
-
     return Scenario(plan.facts, plan.model, plan.intent).min_memory_mib
 
 
@@ -220,7 +214,6 @@ def _gib(n: float) -> str:
 
 def size_layout(plan: Plan, context_len: int) -> Layout:
     """The memory columns of one layout from its plan."""
-
     intent, model, engine = plan.intent, plan.model, get_engine(plan.intent.engine)
     memory = engine.memory
     dp_attention = intent.dp_attention and engine.dp_attention
@@ -297,7 +290,6 @@ def size_layout(plan: Plan, context_len: int) -> Layout:
 
 def candidate_intents(facts: Facts, model: ModelSpec | None, base: Intent) -> list[Intent]:
     """tp = nnodes x 2^k up to the GPUs of every node; DP attention on and off (dp = tp) for SGLang MoE models."""
-
     engine = get_engine(base.engine)
     per_node = len(facts.engine_gpus) or engine.demo_tp or 1
     intents: list[Intent] = []
@@ -367,7 +359,6 @@ def model_notes(model: ModelSpec | None, engine: str) -> tuple[str, ...]:
 
 def build_layouts(facts: Facts, model: ModelSpec | None, base: Intent, context_len: int | None = None) -> LayoutsReport:
     """Plan and size every candidate layout of ``base`` (its tp, DP attention and dp size are what vary)."""
-
     if context_len is None:
         context_len = default_context_len(model, base.engine)
     limit = model.max_position_embeddings if model is not None else None
@@ -390,7 +381,6 @@ def build_layouts(facts: Facts, model: ModelSpec | None, base: Intent, context_l
 
 
 def layouts_for(options: Options, context_len: int | None = None) -> LayoutsReport:
-
     facts, model, intent = resolve(options)
     return build_layouts(facts, model, intent, context_len)
 
