@@ -369,7 +369,7 @@ def explain(ctx: click.Context, rule: str, as_json: bool, engine_args: tuple[str
     "--output",
     metavar="FILE",
     type=click.Path(dir_okay=False, writable=True),
-    help="Save the facts to FILE (atomically), to replay elsewhere with `--facts FILE`.",
+    help="Save the facts to FILE (atomically; - for stdout), to replay elsewhere with `--facts FILE`.",
 )
 @python_option("Probe another interpreter's packages.")
 @profile_option("Export a simulated machine instead.")
@@ -378,6 +378,12 @@ def explain(ctx: click.Context, rule: str, as_json: bool, engine_args: tuple[str
 def probe(ctx: click.Context, as_json: bool, output: str | None, **_params) -> None:
     """Probe this machine (GPUs, topology, driver, packages, environment) and show or save the facts."""
     given = options_from_context(ctx)  # also takes --python/--profile/--with-package given before `probe`
+    if output == "":
+        raise AdvisorError("-o/--output needs a file name (or - for stdout)", exit_code=2)
+    if output == "-":  # the facts file's text on stdout, as `--facts -` reads it
+        facts = load_facts(Options(python=given.python, profile=given.profile, with_package=given.with_package))
+        click.echo(facts.to_json())
+        return
     if output:
         try:
             output_target(output, "facts file")  # refuse a FIFO, a device or a directory before the (slow) probe

@@ -16,15 +16,20 @@ from concurrent.futures import Future
 from functools import cached_property
 from typing import Any
 
+from textual import events
 from textual.app import App
 from textual.screen import Screen
 
+from advisor.context import AdvisorError
 from advisor.probe.profiles import list_profiles
 from advisor.tui import keys
 from advisor.tui.commands import AdvisorCommands
 from advisor.tui.screens.help import HelpScreen
 from advisor.tui.screens.main import MainScreen
+from advisor.tui.screens.too_small import TooSmallScreen, too_small
 from advisor.tui.session import Evaluation, Session, model_suggestions, probes, profile_names
+
+TOO_SMALL = "too-small"  # the mode shown while the terminal is too small (screens/too_small.py)
 
 
 class AdvisorApp(App[None]):
@@ -32,9 +37,12 @@ class AdvisorApp(App[None]):
     TITLE = "tp-advisor"
     COMMANDS = App.COMMANDS | {AdvisorCommands}
     BINDINGS = keys.APP
+    DEFAULT_MODE = "app"  # the app's screens; MODES adds the one shown while the terminal is too small
+    MODES = {TOO_SMALL: TooSmallScreen}
 
     def __init__(self, options: Any, *, on_ready: Callable[[AdvisorApp], None] | None = None) -> None:
         super().__init__()
+        self.add_mode(self.DEFAULT_MODE, self.get_default_screen)  # so that the app can switch back to it
         self.options = options
         self.session = Session()
         self.models = model_suggestions()
@@ -113,6 +121,27 @@ class AdvisorApp(App[None]):
                 self._signals.append(sig)
         except (NotImplementedError, RuntimeError, ValueError, AttributeError):
             pass  # not the main thread, or no such signal on this platform
+        self._fit_screen(*self.size)  # started in a terminal already too small
+
+    # -- the terminal's size ---------------------------------------------------------------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        # Runs before Textual passes the new size on to the screens (App._on_resize defers that): a screen too small to
+        # lay out is covered by then, and is not laid out at that size.
+        self._fit_screen(event.size.width, event.size.height)
+
+    def _fit_screen(self, width: int, height: int) -> None:
+        """While the terminal is too small, show TooSmallScreen in a mode of its own: the app's screens (a dialog and
+        the screen beneath it alike) are not laid out at that size, and come back as they were once it is not."""
+        if too_small(width, height):
+            if self.current_mode != TOO_SMALL:
+                self.switch_mode(TOO_SMALL)
+        elif self.current_mode == TOO_SMALL:
+            self.switch_mode(self.DEFAULT_MODE)  # lays out the screen on top at the new size
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # While the terminal is too small only quitting works: a dialog or the palette opened now would be laid out at
+        # that size, above the screen that says so.
+        return self.current_mode != TOO_SMALL or action == "quit"
 
     def on_unmount(self) -> None:
         # However the app ends (quit, ctrl+c, a signal, an exception, a test harness), no engine outlives it.
@@ -142,10 +171,20 @@ class AdvisorApp(App[None]):
             self.push_screen(HelpScreen())
 
 
+# The exit code of an app that Textual ended after an error in it (Textual prints the error; README, "Exit codes").
+APP_CRASHED = 3
+
+
 def run_app(options: Any) -> None:
-    """Open the app with the common options filled in; whatever happens, no engine it started outlives it."""
+    """Open the app with the common options filled in; whatever happens, no engine it started outlives it. An error
+    inside the app (Textual prints it as it closes) is an AdvisorError with exit code APP_CRASHED."""
     app = AdvisorApp(options)
     try:
         app.run()
     finally:
         app.stop_all_runs()
+    if app.return_code:
+        raise AdvisorError(
+            "the interactive app stopped after an internal error (shown above); `advisor check` prints the same plan",
+            exit_code=APP_CRASHED,
+        )
