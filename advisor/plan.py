@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from advisor import __version__
 from advisor.facts import Facts
 from advisor.intent import Intent  # its home is advisor.intent; `from advisor.plan import Intent` keeps working
 from advisor.models import ModelSpec
@@ -30,6 +31,7 @@ from advisor.rules.engine import (
     flag_groups,
     parse_release,
 )
+from advisor.versions import parse_version
 
 
 class PlanError(Exception):
@@ -82,6 +84,35 @@ def _engine_version(facts: Facts, intent: Intent, engine: Engine) -> tuple[str, 
     return newest, []
 
 
+def _version_ignored(intent: Intent) -> Problem:
+    """An engine without releases of its own (the bundled runtime ships with tp-advisor) has no rules to pick."""
+    return Problem(
+        "engine_version_ignored", "warning",
+        f"--engine-version {intent.engine_version} does not apply to the {intent.engine} engine: it ships with"
+        f" tp-advisor, whose version is its own ({__version__})",
+        "drop --engine-version, or pass --engine sglang|vllm to plan for a release of those",
+        "tp-advisor",
+    )  # fmt: skip
+
+
+def _prerelease(intent: Intent, installed: str | None, rules: str) -> list[Problem]:
+    """A pre-release or development build (0.5.9rc1, 0.6.0.dev3) is planned with the rules of the release it leads
+    to, whose code it may not have yet; say so rather than silently treat it as that release."""
+    shown = intent.engine_version.strip().lstrip("v") if intent.engine_version else installed
+    version = parse_version(shown)
+    if version is None or not (version.is_prerelease or version.is_devrelease):
+        return []
+    if parse_release(version.base_version) != parse_release(rules):
+        return []  # planned with another release's rules: the newer / older warning says so
+    return [Problem(
+        "engine_version_prerelease", "warning",
+        f"{intent.engine} {shown} is a pre-release; this plan uses the rules of release v{rules}, which may differ"
+        " from what the pre-release does",
+        f"check {intent.engine} {shown}'s changes against v{rules}, or plan for a release with --engine-version",
+        f"{intent.engine} v{rules}", (intent.engine,),
+    )]  # fmt: skip
+
+
 def _merge_flags(decisions: list[Decision]) -> tuple[str, ...]:
     """The decisions' flags in order, each flag once."""
     seen: set[str] = set()
@@ -105,11 +136,15 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     if engine.releases:
         version, found = _engine_version(facts, intent, engine)
         problems += found
+    elif intent.engine_version:
+        problems.append(_version_ignored(intent))
     try:
         rules, found = engine.resolve(version)  # once per plan
     except ReleaseError as exc:
         raise PlanError(str(exc)) from None
     problems += found
+    if engine.releases:
+        problems += _prerelease(intent, facts.package(engine.package).version, rules)
     version = version or rules
     decisions, found = engine.decide(scenario, Release(version, rules))
     problems += found

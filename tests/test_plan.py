@@ -66,6 +66,31 @@ def test_newer_engine_version_warns_and_uses_newest():
 
 
 @pytest.mark.parametrize(
+    ("engine", "version", "rules"),
+    [("sglang", "0.5.9rc1", "0.5.9"), ("sglang", "v0.5.14.dev2", "0.5.14"), ("vllm", "0.12.0rc1", "0.12.0")],
+)
+def test_a_pre_release_says_whose_rules_it_gets(engine, version, rules):
+    plan = plan_for("h100-sxm-8", "Qwen/Qwen3-30B-A3B", tp=8, engine=engine, engine_version=version)
+    warning = next(p for p in plan.problems if p.id == "engine_version_prerelease")
+    assert plan.engine["rules"] == rules and f"rules of release v{rules}" in warning.message
+    release = plan_for("h100-sxm-8", "Qwen/Qwen3-30B-A3B", tp=8, engine=engine, engine_version=rules)
+    assert "engine_version_prerelease" not in {p.id for p in release.problems}
+
+
+def test_an_installed_pre_release_says_so_too():
+    facts = load_profile("h100-sxm-8").with_packages({"sglang": "0.5.9rc1"})
+    plan = build_plan(facts, resolve_model("Qwen/Qwen3-30B-A3B"), Intent(model="Qwen/Qwen3-30B-A3B", tp=8, engine="sglang"))
+    assert plan.engine["rules"] == "0.5.9" and "engine_version_prerelease" in {p.id for p in plan.problems}
+
+
+def test_engine_version_for_the_bundled_runtime_is_reported_not_ignored():
+    plan = plan_for("h100-sxm-8", None, tp=1, engine="bundled", engine_version="0.5.9")
+    warning = next(p for p in plan.problems if p.id == "engine_version_ignored")
+    assert warning.severity == "warning" and "--engine-version 0.5.9" in warning.message
+    assert "engine_version_ignored" not in {p.id for p in plan_for("h100-sxm-8", None, tp=1, engine="bundled").problems}
+
+
+@pytest.mark.parametrize(
     ("intent", "needle"),
     [
         ({"tp": 0}, "--tp must be"),
