@@ -233,7 +233,7 @@ def test_escape_sequences_in_facts_never_reach_the_output(tmp_path, env):
     assert human.returncode == 0, human.stderr
     assert human.stdout.isascii(), [c for c in human.stdout if not c.isascii()][:5]  # piped: plain ASCII, as promised
     assert "\x1b" not in human.stdout and "\x07" not in human.stdout
-    assert "evil\\x1b]0;pwned" in human.stdout and "\\u202egpu e" in human.stdout  # shown, escaped
+    assert "evil\\x1b]0;pwned\\x07\\x1b[2J" in human.stdout and "\\u202egpu e" in human.stdout  # shown, escaped
     out = run(["check", *BUNDLED, "--json", "--facts", str(path)], env).stdout
     assert not any(c in out for c in "\x1b\x07\x9b\u202e")  # C0 escaped by json, C1 and bidi by advisor.sanitize
     assert json.loads(out)["facts"]["host"]["hostname"] == HOSTILE  # the value itself is kept, only escaped
@@ -320,3 +320,11 @@ def test_one_sanitizing_function_for_text_and_json():
     dumped = json.dumps({"name": "x\x1b\x9b\u202e\U000e0001y"}, ensure_ascii=False)
     safe = clean_json(dumped)
     assert safe.isascii() and json.loads(safe) == json.loads(dumped)
+
+
+def test_controls_rich_drops_are_shown_escaped_too(tmp_path, env):
+    """rich drops BEL, backspace, vertical tab, form feed and CR from a value; the report shows them escaped instead."""
+    path = saved_facts(tmp_path, env, hostname="ho\x07st\x08a\x0bb\x0cc\rd")
+    human = run(["check", *BUNDLED, "--facts", str(path)], env)
+    assert human.returncode == 0, human.stderr
+    assert "ho\\x07st\\x08a\\x0bb\\x0cc\\x0dd" in human.stdout

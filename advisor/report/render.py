@@ -17,7 +17,7 @@ from rich.console import Console, Group, RenderableType
 from rich.rule import Rule
 from rich.segment import Segment
 from rich.table import Table
-from rich.text import Text
+from rich.text import Text as RichText
 
 from advisor.render_facts import (
     GPU_COLUMNS,
@@ -97,9 +97,24 @@ def make_console(file: Any = None, stderr: bool = False) -> Console:
     )
 
 
+class Text(RichText):
+    """rich's Text, except that the control characters rich drops on the way in (BEL, backspace, vertical tab, form
+    feed, carriage return) are shown escaped, as :func:`advisor.sanitize.clean` shows every other one: a value that
+    holds them is printed as it is, not silently shortened."""
+
+    def __init__(self, text: str = "", *args: Any, **kwargs: Any) -> None:
+        super().__init__(clean(text), *args, **kwargs)
+
+    def append(self, text: Any, style: Any = None) -> Text:
+        return super().append(clean(text) if isinstance(text, str) else text, style)
+
+
 class CleanConsole(Console):
     """A rich Console whose every rendered text segment goes through advisor.sanitize.clean (ASCII-only off a
     terminal), so what a machine, a file or a package says never reaches the terminal as escape sequences."""
+
+    def render_str(self, text: str, **kwargs: Any) -> RichText:
+        return super().render_str(clean(text), **kwargs)  # a plain str cell: escaped before rich drops controls
 
     def render(self, renderable, options=None):
         ascii_only = not self.is_terminal
