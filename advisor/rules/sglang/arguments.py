@@ -14,6 +14,7 @@ import os
 from functools import cache
 
 from advisor.rules.engine import Problem, Scenario, flag_values
+from advisor.rules.plan_arguments import PlanArgument, plan_argument_problems
 from advisor.rules.sglang.common import SERVER_ARGS
 
 # A str, not a pathlib.Path: importing pathlib would cost `advisor check` more than reading the file.
@@ -92,3 +93,33 @@ def _unknown_flags(overrides: tuple[str, ...], release: str) -> list[str]:
     known_elsewhere = {flag for arguments in _releases().values() for flag in arguments}
     given = {token.split("=", 1)[0] for token in overrides if token.startswith("--")}
     return sorted(flag for flag in given if flag in known_elsewhere and flag not in own)
+
+
+# The settings the command builder (advisor/rules/sglang/command.py) puts on the line, as SGLang spells them: ServerArgs
+# .add_cli_args in python/sglang/srt/server_args.py declares "--model-path", "--model"; "--tensor-parallel-size",
+# "--tp-size"; "--data-parallel-size", "--dp-size" (one destination each, the last value wins).
+PLAN_ARGUMENTS = (
+    PlanArgument("model path", "--model", ("--model-path", "--model"), lambda intent: intent.model),
+    PlanArgument("tensor-parallel size", "--tp", ("--tensor-parallel-size", "--tp-size"), lambda intent: intent.tp, int),
+    PlanArgument("data-parallel size", "--dp-size", ("--data-parallel-size", "--dp-size"), lambda intent: intent.dp_size,
+                 int),
+)  # fmt: skip
+DP_ATTENTION_ID = "sglang_dp_attention_tp_indivisible"
+
+
+def plan_problems(s: Scenario) -> list[Problem]:
+    """The engine arguments after -- that set what the plan sets (advisor.rules.plan_arguments), and DP attention with a
+    dp size that does not divide tp, which ServerArgs._handle_data_parallelism asserts (``assert self.tp_size %
+    self.dp_size == 0``, no message: SGLang stops with a bare AssertionError)."""
+    problems = plan_argument_problems(s.intent, PLAN_ARGUMENTS, "sglang", f"sglang, {SERVER_ARGS} (ServerArgs.add_cli_args)")
+    dp = s.intent.dp_size
+    if s.intent.dp_attention and dp > 1 and s.tp % dp:
+        divisors = [d for d in range(2, s.tp + 1) if s.tp % d == 0]
+        problems.append(Problem(
+            DP_ATTENTION_ID, "error",
+            f"DP attention with --dp-size {dp} and --tp {s.tp}: SGLang asserts tp_size % dp_size == 0 at start-up"
+            " and stops with an AssertionError",
+            f"pass a --dp-size that divides tp {s.tp} ({', '.join(map(str, divisors)) or 'none above 1: use --tp 2 or more'})",
+            f"sglang, {SERVER_ARGS} (ServerArgs._handle_data_parallelism)",
+        ))  # fmt: skip
+    return problems
