@@ -116,3 +116,10 @@ def test_any_spelling_and_order_gives_one_value_and_the_right_verdict(
     argv = command_for(p)
     assert len(values(argv, spellings)) <= 1  # the plan's value only (SGLang and vLLM leave dp 1 off the line)
     assert p.has_errors is (conflicts > 0)
+
+
+@pytest.mark.parametrize(("engine", "spelling"), [("sglang", "--tp-size"), ("vllm", "-tp"), ("vllm", "--data-parallel-size")])
+def test_a_value_that_is_not_a_number_is_an_error_and_left_off(engine, spelling):
+    p = plan(engine, (spelling, "four"))
+    assert (f"{engine}_argument_conflicts_plan", "error") in ids(p, engine)
+    assert "four" not in command_for(p)

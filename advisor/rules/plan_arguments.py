@@ -57,8 +57,13 @@ def plan_argument_problems(
                 continue  # "needs a value": the parser check reports it
             try:
                 value = argument.parse(raw)
-            except ValueError:
-                continue  # not a number: the parser check reports it
+            except ValueError:  # not a number: the engine's parser refuses it; the line carries the plan's value
+                problems.append(Problem(
+                    f"{engine}_argument_conflicts_plan", "error",
+                    f"{name} {raw} after -- is not a {argument.setting} the engine takes, and the plan sets"
+                    f" {argument.option} {planned}", f"drop {name} {raw}: {argument.option} {planned} sets it", source,
+                ))  # fmt: skip
+                continue
             if value == planned:
                 problems.append(Problem(
                     f"{engine}_argument_in_plan", "info",
