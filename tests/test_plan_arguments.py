@@ -6,6 +6,8 @@ ServerArgs._handle_data_parallelism asserts tp_size % dp_size == 0)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -123,3 +125,20 @@ def test_a_value_that_is_not_a_number_is_an_error_and_left_off(engine, spelling)
     p = plan(engine, (spelling, "four"))
     assert (f"{engine}_argument_conflicts_plan", "error") in ids(p, engine)
     assert "four" not in command_for(p)
+
+
+@pytest.mark.parametrize(("engine", "args", "tp", "exit_code"), [
+    ("sglang", ("--tp-size", "4"), 4, 0), ("sglang", ("--tensor-parallel-size=2",), 2, 0), ("vllm", ("-tp", "4"), 4, 0),
+    # two values after --: the last is the engine's and the plan's, the other contradicts it
+    ("vllm", ("--tensor-parallel-size", "2", "-tp=4"), 4, 1),
+])  # fmt: skip
+def test_without_tp_the_plan_adopts_the_engine_tp_and_says_so(engine, args, tp, exit_code):
+    """`advisor check -- --tp-size 4` (no --tp): the plan is made for tp 4, not for the number of GPUs."""
+    from tests.cli_json import invoke
+
+    result = invoke("check", "--json", "--profile", "h100-sxm-8", "--engine", engine, "--model", MODEL, "--", *args)
+    data = json.loads(result.stdout)
+    found = {(p["id"], p["severity"]) for p in data["problems"] if p["id"].startswith(f"{engine}_argument_")}
+    assert (f"{engine}_argument_in_plan", "info") in found
+    assert data["intent"]["tp"] == tp and values(data["argv"], TP_SPELLINGS[engine]) == [str(tp)]
+    assert result.exit_code == exit_code

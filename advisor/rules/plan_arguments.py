@@ -67,8 +67,8 @@ def plan_argument_problems(
             if value == planned:
                 problems.append(Problem(
                     f"{engine}_argument_in_plan", "info",
-                    f"{name} {raw} after -- sets the {argument.setting} the plan already uses ({argument.option}"
-                    f" {planned}); the command carries it once", f"drop {name} {raw}: {argument.option} sets it", source,
+                    f"{name} {raw} after -- sets the {argument.setting} {planned}; the plan uses it and the command"
+                    " carries it once", f"nothing to fix; the plan sets it ({argument.option} {planned})", source,
                 ))  # fmt: skip
             else:
                 problems.append(Problem(

@@ -98,9 +98,10 @@ def _unknown_flags(overrides: tuple[str, ...], release: str) -> list[str]:
 # The settings the command builder (advisor/rules/sglang/command.py) puts on the line, as SGLang spells them: ServerArgs
 # .add_cli_args in python/sglang/srt/server_args.py declares "--model-path", "--model"; "--tensor-parallel-size",
 # "--tp-size"; "--data-parallel-size", "--dp-size" (one destination each, the last value wins).
+TP_FLAGS = ("--tensor-parallel-size", "--tp-size")
 PLAN_ARGUMENTS = (
     PlanArgument("model path", "--model", ("--model-path", "--model"), lambda intent: intent.model),
-    PlanArgument("tensor-parallel size", "--tp", ("--tensor-parallel-size", "--tp-size"), lambda intent: intent.tp, int),
+    PlanArgument("tensor-parallel size", "--tp", TP_FLAGS, lambda intent: intent.tp, int),
     PlanArgument("data-parallel size", "--dp-size", ("--data-parallel-size", "--dp-size"), lambda intent: intent.dp_size,
                  int),
 )  # fmt: skip

@@ -12,9 +12,10 @@ from advisor.rules.engine import Problem, Scenario
 from advisor.rules.plan_arguments import PlanArgument, plan_argument_problems
 from advisor.rules.vllm.common import ARG_UTILS_FILE
 
+TP_FLAGS = ("--tensor-parallel-size", "-tp")
 PLAN_ARGUMENTS = (
     PlanArgument("model", "--model", ("--model",), lambda intent: intent.model),
-    PlanArgument("tensor-parallel size", "--tp", ("--tensor-parallel-size", "-tp"), lambda intent: intent.tp, int),
+    PlanArgument("tensor-parallel size", "--tp", TP_FLAGS, lambda intent: intent.tp, int),
     PlanArgument("data-parallel size", "--dp-size", ("--data-parallel-size", "-dp"), lambda intent: intent.dp_size, int),
 )  # fmt: skip
 
