@@ -142,3 +142,33 @@ def test_without_tp_the_plan_adopts_the_engine_tp_and_says_so(engine, args, tp, 
     assert (f"{engine}_argument_in_plan", "info") in found
     assert data["intent"]["tp"] == tp and values(data["argv"], TP_SPELLINGS[engine]) == [str(tp)]
     assert result.exit_code == exit_code
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    flag=st.sampled_from(["--attention-backend", "--mem-fraction-static", "--moe-runner-backend", "--chunked-prefill-size",
+                          "--max-running-requests"]),
+    position=st.integers(3, 40), letter=st.sampled_from("abcdefghijklmnopqrstuvwxyz"),
+    edit=st.sampled_from(["drop", "add", "replace"]), attached=st.booleans(),
+)
+def test_a_flag_one_slip_from_a_known_one_is_reported(flag, position, letter, edit, attached):
+    """A misspelt engine flag after -- used to pass silently (the check knew only the flags some modelled release
+    declares); one edit away from a flag the advisor knows it is the warning sglang_argument_misspelt naming the flag."""
+    from advisor.rules.sglang.arguments import MISSPELT_ID, _known_flags
+
+    i = min(position, len(flag) - 1)
+    slip = {"drop": flag[:i] + flag[i + 1:], "add": flag[:i] + letter + flag[i:],
+            "replace": flag[:i] + letter + flag[i + 1:]}[edit]  # fmt: skip
+    if slip in _known_flags("0.5.9") or slip == flag:
+        return
+    p = plan("sglang", (f"{slip}=1",) if attached else (slip, "1"), engine_version="0.5.9")
+    found = [x for x in p.problems if x.id == MISSPELT_ID]
+    assert len(found) == 1 and found[0].severity == "warning" and flag in found[0].message
+
+
+@pytest.mark.parametrize("overrides", [("--pp-size", "2"), ("--cuda-graph-bs", "8"), ("--page-size", "16"),
+                                       ("--enable-dp-attention",), ("--mem-fraction-static", "0.8")])
+def test_real_flags_are_not_misspellings(overrides):
+    from advisor.rules.sglang.arguments import MISSPELT_ID
+
+    assert not [x for x in plan("sglang", overrides).problems if x.id == MISSPELT_ID]

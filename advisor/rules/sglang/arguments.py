@@ -9,17 +9,23 @@ sglang-args`), so the advisor reports such a command line as an error instead of
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from functools import cache
 
 from advisor.rules.engine import Problem, Scenario, flag_values
 from advisor.rules.plan_arguments import PlanArgument, plan_argument_problems
+from advisor.rules.sglang import common
 from advisor.rules.sglang.common import SERVER_ARGS
 
 # A str, not a pathlib.Path: importing pathlib would cost `advisor check` more than reading the file.
 ARGUMENTS_FILE = os.path.join(os.path.dirname(__file__), "cli_args.json")
 ERROR_ID = "sglang_argument_rejected"
+MISSPELT_ID = "sglang_argument_misspelt"
+# A flag this close to one the advisor knows (difflib's ratio) reads as a misspelling of it: one letter dropped, added or
+# swapped in a name of 10 or more characters ("--atention-backend", "--mem-fraction-statc").
+MISSPELT_CUTOFF = 0.9
 
 
 @cache
@@ -76,6 +82,38 @@ def argument_problems(s: Scenario, release: str) -> list[Problem]:
             ERROR_ID, "error", f"sglang v{release} does not know the argument {flag}: it refuses the command line at start-up",
             fix, f"sglang v{release}, {SERVER_ARGS} (ServerArgs.add_cli_args)",
         ))  # fmt: skip
+    problems += _misspelt(s.overrides, release)
+    return problems
+
+
+def _known_flags(release: str) -> set[str]:
+    """Every flag the advisor knows SGLang to declare: the release's own in cli_args.json, those of any modelled release,
+    the ones the command builder and the rules put on the line."""
+    flags = {flag for arguments in _releases().values() for flag in arguments} | set(declared(release))
+    flags |= {name for argument in PLAN_ARGUMENTS for name in argument.spellings}
+    flags |= {value for name, value in vars(common).items() if name.isupper() and isinstance(value, str)
+              and value.startswith("--")}
+    return flags | {"--enable-dp-attention", "--nnodes", "--node-rank", "--dist-init-addr"}
+
+
+def _misspelt(overrides: tuple[str, ...], release: str) -> list[Problem]:
+    """sglang_argument_misspelt (a warning): a flag no modelled release declares that is one slip away from one the
+    advisor knows. cli_args.json holds the arguments the advisor reads, not the release's whole list, so a flag it does
+    not hold may still be real: this says which flag it looks like instead of refusing the line."""
+    known = _known_flags(release)
+    problems = []
+    for flag in sorted({token.split("=", 1)[0] for token in overrides if token.startswith("--") and token != "--"}):
+        if flag in known or len(flag) < 10:
+            continue
+        close = difflib.get_close_matches(flag, known, n=1, cutoff=MISSPELT_CUTOFF)
+        if close:
+            problems.append(Problem(
+                MISSPELT_ID, "warning",
+                f"{flag} is not an argument the advisor knows for sglang v{release}; it looks like {close[0]} misspelt"
+                " (argparse refuses an unknown flag at start-up)",
+                f"pass {close[0]}, or keep {flag} if this release declares it",
+                f"sglang v{release}, {SERVER_ARGS} (ServerArgs.add_cli_args)",
+            ))  # fmt: skip
     return problems
 
 
