@@ -235,11 +235,29 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
             f"--dtype {options.dtype!r} is not a dtype {engine} accepts; choose one of {', '.join(dtypes)}"
         )
     model = _resolve_model(options.model, engine)
-    tp = options.tp if options.tp is not None else default_tp(facts, engine, options.model)
+    tp = options.tp if options.tp is not None else _engine_tp(engine, options.overrides)
+    if tp is None:
+        tp = default_tp(facts, engine, options.model)
     # Options carries every field of Intent (same names); the defaults resolved here replace the "not given" ones.
     given = {f.name: getattr(options, f.name) for f in fields(Intent)}
     intent = Intent(**{**given, "tp": tp, "engine": engine, "overrides": tuple(options.overrides)})
     return facts, model, intent
+
+
+def _engine_tp(engine: str, overrides) -> int | None:
+    """The tensor-parallel size the engine arguments after -- set in the engine's own spelling (the last one, as its
+    parser keeps), adopted when --tp is not given: the plan says so (<engine>_argument_in_plan). None: not set there,
+    or not a whole number >= 1 (the plan reports that value)."""
+    from advisor.rules.engine import flag_values
+
+    flags = get_engine(engine).tp_flags
+    values = flag_values(tuple(overrides), *flags, next_flag="--") if flags else []
+    raw = values[-1] if values else None
+    try:
+        tp = int(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return tp if tp is not None and tp >= 1 else None
 
 
 def _resolve_model(ref: str | None, engine: str) -> ModelSpec | None:

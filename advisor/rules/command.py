@@ -67,10 +67,11 @@ def without_flag(flags: Sequence[str], name: str) -> list[str]:
     return out
 
 
-def tail(plan: Plan, flags: Sequence[str], extra: Sequence[str]) -> list[str]:
+def tail(plan: Plan, flags: Sequence[str], extra: Sequence[str], overrides: Sequence[str] | None = None) -> list[str]:
     """What follows every engine's own arguments, in the order the module docstring gives: the plan's flags, then the
-    user's overrides, then this launch's extra arguments (a later flag wins)."""
-    return [*flags, *plan.intent.overrides, *extra]
+    user's overrides (``overrides`` where the builder left some out, else all of them), then this launch's extra
+    arguments (a later flag wins)."""
+    return [*flags, *(plan.intent.overrides if overrides is None else overrides), *extra]
 
 
 def served_model(plan: Plan, engine_name: str) -> str:

@@ -500,6 +500,9 @@ class Engine:
     dp_attention: bool = False  # it has DP attention (`advisor layouts` tries it for MoE models)
     # Runs a demo model when no --model is given, with this many ranks on a machine without GPUs; None: needs a model.
     demo_tp: int | None = None
+    # Its own spellings of the tensor-parallel size: read from the arguments after -- when --tp is not given, so the plan
+    # adopts `-- --tp-size 4` (advisor.context.resolve); () for an engine whose tp only --tp sets.
+    tp_flags: tuple[str, ...] = ()
     kv_notes: tuple[str, ...] = ()  # caveats of the layouts' KV arithmetic for this engine
     # (scenario, release) -> its custom allreduce decision; None: it has no custom allreduce.
     custom_allreduce: Callable[[Scenario, str], Decision] | None = None

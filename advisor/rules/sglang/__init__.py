@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.rules.engine import Decision, Problem, Release, Scenario
-from advisor.rules.sglang.arguments import argument_problems
+from advisor.rules.sglang.arguments import argument_problems, plan_problems
 from advisor.rules.sglang.attention import attention_decision
 from advisor.rules.sglang.custom_allreduce import custom_allreduce_decision
 from advisor.rules.sglang.fusion import fusion_decision, fusion_problems
@@ -37,4 +37,4 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
         decisions = [replace(d, notes=(*d.notes, note)) for d in decisions]
     # A release newer than the modelled ones is not judged by the newest one's parser: its own may know more.
     arguments = [] if release.newer else argument_problems(s, version)
-    return decisions, fusion_problems(s, fusion, version) + arguments
+    return decisions, fusion_problems(s, fusion, version) + arguments + plan_problems(s)

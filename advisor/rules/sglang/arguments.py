@@ -9,16 +9,23 @@ sglang-args`), so the advisor reports such a command line as an error instead of
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from functools import cache
 
 from advisor.rules.engine import Problem, Scenario, flag_values
+from advisor.rules.plan_arguments import PlanArgument, plan_argument_problems
+from advisor.rules.sglang import common
 from advisor.rules.sglang.common import SERVER_ARGS
 
 # A str, not a pathlib.Path: importing pathlib would cost `advisor check` more than reading the file.
 ARGUMENTS_FILE = os.path.join(os.path.dirname(__file__), "cli_args.json")
 ERROR_ID = "sglang_argument_rejected"
+MISSPELT_ID = "sglang_argument_misspelt"
+# A flag this close to one the advisor knows (difflib's ratio) reads as a misspelling of it: one letter dropped, added or
+# swapped in a name of 10 or more characters ("--atention-backend", "--mem-fraction-statc").
+MISSPELT_CUTOFF = 0.9
 
 
 @cache
@@ -75,6 +82,38 @@ def argument_problems(s: Scenario, release: str) -> list[Problem]:
             ERROR_ID, "error", f"sglang v{release} does not know the argument {flag}: it refuses the command line at start-up",
             fix, f"sglang v{release}, {SERVER_ARGS} (ServerArgs.add_cli_args)",
         ))  # fmt: skip
+    problems += _misspelt(s.overrides, release)
+    return problems
+
+
+def _known_flags(release: str) -> set[str]:
+    """Every flag the advisor knows SGLang to declare: the release's own in cli_args.json, those of any modelled release,
+    the ones the command builder and the rules put on the line."""
+    flags = {flag for arguments in _releases().values() for flag in arguments} | set(declared(release))
+    flags |= {name for argument in PLAN_ARGUMENTS for name in argument.spellings}
+    flags |= {value for name, value in vars(common).items() if name.isupper() and isinstance(value, str)
+              and value.startswith("--")}
+    return flags | {"--enable-dp-attention", "--nnodes", "--node-rank", "--dist-init-addr"}
+
+
+def _misspelt(overrides: tuple[str, ...], release: str) -> list[Problem]:
+    """sglang_argument_misspelt (a warning): a flag no modelled release declares that is one slip away from one the
+    advisor knows. cli_args.json holds the arguments the advisor reads, not the release's whole list, so a flag it does
+    not hold may still be real: this says which flag it looks like instead of refusing the line."""
+    known = _known_flags(release)
+    problems = []
+    for flag in sorted({token.split("=", 1)[0] for token in overrides if token.startswith("--") and token != "--"}):
+        if flag in known or len(flag) < 10:
+            continue
+        close = difflib.get_close_matches(flag, known, n=1, cutoff=MISSPELT_CUTOFF)
+        if close:
+            problems.append(Problem(
+                MISSPELT_ID, "warning",
+                f"{flag} is not an argument the advisor knows for sglang v{release}; it looks like {close[0]} misspelt"
+                " (argparse refuses an unknown flag at start-up)",
+                f"pass {close[0]}, or keep {flag} if this release declares it",
+                f"sglang v{release}, {SERVER_ARGS} (ServerArgs.add_cli_args)",
+            ))  # fmt: skip
     return problems
 
 
@@ -92,3 +131,34 @@ def _unknown_flags(overrides: tuple[str, ...], release: str) -> list[str]:
     known_elsewhere = {flag for arguments in _releases().values() for flag in arguments}
     given = {token.split("=", 1)[0] for token in overrides if token.startswith("--")}
     return sorted(flag for flag in given if flag in known_elsewhere and flag not in own)
+
+
+# The settings the command builder (advisor/rules/sglang/command.py) puts on the line, as SGLang spells them: ServerArgs
+# .add_cli_args in python/sglang/srt/server_args.py declares "--model-path", "--model"; "--tensor-parallel-size",
+# "--tp-size"; "--data-parallel-size", "--dp-size" (one destination each, the last value wins).
+TP_FLAGS = ("--tensor-parallel-size", "--tp-size")
+PLAN_ARGUMENTS = (
+    PlanArgument("model path", "--model", ("--model-path", "--model"), lambda intent: intent.model),
+    PlanArgument("tensor-parallel size", "--tp", TP_FLAGS, lambda intent: intent.tp, int),
+    PlanArgument("data-parallel size", "--dp-size", ("--data-parallel-size", "--dp-size"), lambda intent: intent.dp_size,
+                 int),
+)  # fmt: skip
+DP_ATTENTION_ID = "sglang_dp_attention_tp_indivisible"
+
+
+def plan_problems(s: Scenario) -> list[Problem]:
+    """The engine arguments after -- that set what the plan sets (advisor.rules.plan_arguments), and DP attention with a
+    dp size that does not divide tp, which ServerArgs._handle_data_parallelism asserts (``assert self.tp_size %
+    self.dp_size == 0``, no message: SGLang stops with a bare AssertionError)."""
+    problems = plan_argument_problems(s.intent, PLAN_ARGUMENTS, "sglang", f"sglang, {SERVER_ARGS} (ServerArgs.add_cli_args)")
+    dp = s.intent.dp_size
+    if s.intent.dp_attention and dp > 1 and s.tp % dp:
+        divisors = [d for d in range(2, s.tp + 1) if s.tp % d == 0]
+        problems.append(Problem(
+            DP_ATTENTION_ID, "error",
+            f"DP attention with --dp-size {dp} and --tp {s.tp}: SGLang asserts tp_size % dp_size == 0 at start-up"
+            " and stops with an AssertionError",
+            f"pass a --dp-size that divides tp {s.tp} ({', '.join(map(str, divisors)) or 'none above 1: use --tp 2 or more'})",
+            f"sglang, {SERVER_ARGS} (ServerArgs._handle_data_parallelism)",
+        ))  # fmt: skip
+    return problems

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from advisor.rules.command import engine_python, pip_install, served_model, tail
+from advisor.rules.plan_arguments import without_plan_arguments
+from advisor.rules.sglang.arguments import PLAN_ARGUMENTS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -37,7 +39,9 @@ def command(
         argv += ["--moe-a2a-backend", intent.moe_a2a_backend]
     if intent.dtype:
         argv += ["--dtype", intent.dtype]
-    return argv + tail(plan, plan.flags, extra)
+    # The overrides that set what the line above sets are checked against the plan (sglang.arguments.plan_problems)
+    # and left out: the line carries one value per setting.
+    return argv + tail(plan, plan.flags, extra, without_plan_arguments(intent, PLAN_ARGUMENTS))
 
 
 def install_command(version: str | None = None) -> str:

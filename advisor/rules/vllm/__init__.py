@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Release, Scenario
+from advisor.rules.vllm.arguments import plan_problems
 from advisor.rules.vllm.attention import MLA_SM100_FIRST, SINKS_SM100, attention_decision
 from advisor.rules.vllm.common import VERIFIED, version_problems
 from advisor.rules.vllm.compilation import EAGER_LOWERS_LEVEL, compilation_decision, optimization_level_problems
@@ -33,7 +34,7 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
         memory_decision(s, version),
         *(switch_decision(s, version, sw[0]) for sw in SWITCHES),
     ]
-    return decisions, problems
+    return decisions, problems + plan_problems(s)
 
 
 # Every release where a modelled behaviour changes, plus those proven by goldens (oldest first): what `advisor diff`, the

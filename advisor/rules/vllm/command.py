@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.rules.command import engine_python, pip_install, probed_live_python, served_model, tail
+from advisor.rules.plan_arguments import without_plan_arguments
+from advisor.rules.vllm.arguments import PLAN_ARGUMENTS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -44,7 +46,9 @@ def command(
         argv += ["--data-parallel-size", str(intent.dp_size)]
     if intent.dtype:
         argv += ["--dtype", intent.dtype]
-    return argv + tail(plan, plan.flags, extra)
+    # The overrides that set what the line above sets are checked against the plan (vllm.arguments.plan_problems) and
+    # left out: the line carries one value per setting.
+    return argv + tail(plan, plan.flags, extra, without_plan_arguments(intent, PLAN_ARGUMENTS))
 
 
 def install_command(version: str | None = None) -> str:
