@@ -19,6 +19,7 @@ from advisor.models import DEMO_ID, ModelError, ModelSpec, catalog_spec, resolve
 from advisor.plan import Plan, PlanError, build_plan
 from advisor.probe.environment import visible_gpus
 from advisor.probe.profiles import ProfileError, load_profile
+from advisor.rules.engine import flag_values
 from advisor.rules.registry import get as get_engine
 from advisor.rules.registry import names as engine_names
 from advisor.versions import is_version, parse_release
@@ -57,7 +58,7 @@ class Options:
     tp: int | None = None
     nnodes: int = 1
     dp_attention: bool = False
-    dp_size: int = 1
+    dp_size: int | None = None  # None: the engine's own after --, else 1
     moe_a2a_backend: str = "none"
     engine: str | None = None
     engine_version: str | None = None
@@ -235,29 +236,29 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
             f"--dtype {options.dtype!r} is not a dtype {engine} accepts; choose one of {', '.join(dtypes)}"
         )
     model = _resolve_model(options.model, engine)
-    tp = options.tp if options.tp is not None else _engine_tp(engine, options.overrides)
+    spec = get_engine(engine)
+    tp = options.tp if options.tp is not None else _engine_count(spec.tp_flags, options.overrides)
     if tp is None:
         tp = default_tp(facts, engine, options.model)
+    dp_size = options.dp_size if options.dp_size is not None else _engine_count(spec.dp_flags, options.overrides)
     # Options carries every field of Intent (same names); the defaults resolved here replace the "not given" ones.
     given = {f.name: getattr(options, f.name) for f in fields(Intent)}
-    intent = Intent(**{**given, "tp": tp, "engine": engine, "overrides": tuple(options.overrides)})
+    intent = Intent(**{**given, "tp": tp, "dp_size": dp_size or 1, "engine": engine,
+                       "overrides": tuple(options.overrides)})  # fmt: skip
     return facts, model, intent
 
 
-def _engine_tp(engine: str, overrides) -> int | None:
-    """The tensor-parallel size the engine arguments after -- set in the engine's own spelling (the last one, as its
-    parser keeps), adopted when --tp is not given: the plan says so (<engine>_argument_in_plan). None: not set there,
-    or not a whole number >= 1 (the plan reports that value)."""
-    from advisor.rules.engine import flag_values
-
-    flags = get_engine(engine).tp_flags
+def _engine_count(flags: tuple[str, ...], overrides) -> int | None:
+    """The size (tensor- or data-parallel) the engine arguments after -- set in the engine's own spellings ``flags``
+    (the last one, as its parser keeps), adopted when the advisor's own option is not given: the plan says so
+    (<engine>_argument_in_plan). None: not set there, or not a whole number >= 1 (the plan reports that value)."""
     values = flag_values(tuple(overrides), *flags, next_flag="--") if flags else []
     raw = values[-1] if values else None
     try:
-        tp = int(raw) if raw is not None else None
+        size = int(raw) if raw is not None else None
     except ValueError:
         return None
-    return tp if tp is not None and tp >= 1 else None
+    return size if size is not None and size >= 1 else None
 
 
 def _resolve_model(ref: str | None, engine: str) -> ModelSpec | None:

@@ -48,7 +48,7 @@ COMMON = (
     ),
     OptionSpec("--nnodes", "nnodes", NUMBER, "Number of nodes.", show_default=True),
     OptionSpec("--dp-attention", "dp_attention", SWITCH, "SGLang DP attention.", off="--no-dp-attention"),
-    OptionSpec("--dp-size", "dp_size", NUMBER, "Data-parallel size.", show_default=True),
+    OptionSpec("--dp-size", "dp_size", NUMBER, "Data-parallel size. Default: the engine's own after --, else 1."),
     OptionSpec("--moe-a2a-backend", "moe_a2a_backend", TEXT, "MoE all-to-all backend.", metavar="NAME", show_default=True),
     OptionSpec(
         "--engine", "engine", ENGINE,

@@ -144,6 +144,27 @@ def test_without_tp_the_plan_adopts_the_engine_tp_and_says_so(engine, args, tp, 
     assert result.exit_code == exit_code
 
 
+DP_SPELLINGS = {"sglang": ("--data-parallel-size", "--dp-size"), "vllm": ("--data-parallel-size", "-dp")}
+
+
+@pytest.mark.parametrize(("engine", "args", "dp"), [
+    ("sglang", ("--dp-size", "2"), 2), ("sglang", ("--data-parallel-size=4",), 4), ("vllm", ("-dp", "2"), 2),
+])  # fmt: skip
+def test_without_dp_size_the_plan_adopts_the_engine_dp_size_and_says_so(engine, args, dp):
+    """`advisor check -- --dp-size 2` (no --dp-size): the engine's own value is the plan's, not a contradiction of a
+    default the user never gave; `--dp-size 4 -- --dp-size 2` still is one."""
+    from tests.cli_json import invoke
+
+    base = ("check", "--json", "--profile", "h100-sxm-8", "--engine", engine, "--model", MODEL, "--tp", "8")
+    result = invoke(*base, "--", *args)
+    data = json.loads(result.stdout)
+    assert result.exit_code == 0, data["problems"]
+    assert (f"{engine}_argument_in_plan", "info") in {(p["id"], p["severity"]) for p in data["problems"]}
+    assert data["intent"]["dp_size"] == dp and values(data["argv"], DP_SPELLINGS[engine]) == [str(dp)]
+    other = json.loads(invoke(*base, "--dp-size", str(dp * 2), "--", *args).stdout)
+    assert f"{engine}_argument_conflicts_plan" in {p["id"] for p in other["problems"]}
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     flag=st.sampled_from(["--attention-backend", "--mem-fraction-static", "--moe-runner-backend", "--chunked-prefill-size",

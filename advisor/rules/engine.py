@@ -503,6 +503,7 @@ class Engine:
     # Its own spellings of the tensor-parallel size: read from the arguments after -- when --tp is not given, so the plan
     # adopts `-- --tp-size 4` (advisor.context.resolve); () for an engine whose tp only --tp sets.
     tp_flags: tuple[str, ...] = ()
+    dp_flags: tuple[str, ...] = ()  # the same for the data-parallel size, when --dp-size is not given
     kv_notes: tuple[str, ...] = ()  # caveats of the layouts' KV arithmetic for this engine
     # (scenario, release) -> its custom allreduce decision; None: it has no custom allreduce.
     custom_allreduce: Callable[[Scenario, str], Decision] | None = None

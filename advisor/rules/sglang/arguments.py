@@ -137,11 +137,11 @@ def _unknown_flags(overrides: tuple[str, ...], release: str) -> list[str]:
 # .add_cli_args in python/sglang/srt/server_args.py declares "--model-path", "--model"; "--tensor-parallel-size",
 # "--tp-size"; "--data-parallel-size", "--dp-size" (one destination each, the last value wins).
 TP_FLAGS = ("--tensor-parallel-size", "--tp-size")
+DP_FLAGS = ("--data-parallel-size", "--dp-size")
 PLAN_ARGUMENTS = (
     PlanArgument("model path", "--model", ("--model-path", "--model"), lambda intent: intent.model),
     PlanArgument("tensor-parallel size", "--tp", TP_FLAGS, lambda intent: intent.tp, int),
-    PlanArgument("data-parallel size", "--dp-size", ("--data-parallel-size", "--dp-size"), lambda intent: intent.dp_size,
-                 int),
+    PlanArgument("data-parallel size", "--dp-size", DP_FLAGS, lambda intent: intent.dp_size, int),
 )  # fmt: skip
 DP_ATTENTION_ID = "sglang_dp_attention_tp_indivisible"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from advisor.rules.engine import Engine, Forcing, Problem
 from advisor.rules.sglang import command, decide
-from advisor.rules.sglang.arguments import TP_FLAGS
+from advisor.rules.sglang.arguments import DP_FLAGS, TP_FLAGS
 from advisor.rules.sglang.common import BACKEND_FLAG, BOOL_FLAG, DISABLE_CUSTOM_AR, ENFORCE_DISABLE
 from advisor.rules.sglang.common import ENGINE as ENGINE_NAME
 from advisor.rules.sglang.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
@@ -33,6 +33,7 @@ ENGINE = Engine(
     name=ENGINE_NAME,
     package="sglang",
     tp_flags=TP_FLAGS,
+    dp_flags=DP_FLAGS,
     releases=RELEASES,
     resolve=resolve,
     decide=decide,

@@ -13,10 +13,11 @@ from advisor.rules.plan_arguments import PlanArgument, plan_argument_problems
 from advisor.rules.vllm.common import ARG_UTILS_FILE
 
 TP_FLAGS = ("--tensor-parallel-size", "-tp")
+DP_FLAGS = ("--data-parallel-size", "-dp")
 PLAN_ARGUMENTS = (
     PlanArgument("model", "--model", ("--model",), lambda intent: intent.model),
     PlanArgument("tensor-parallel size", "--tp", TP_FLAGS, lambda intent: intent.tp, int),
-    PlanArgument("data-parallel size", "--dp-size", ("--data-parallel-size", "-dp"), lambda intent: intent.dp_size, int),
+    PlanArgument("data-parallel size", "--dp-size", DP_FLAGS, lambda intent: intent.dp_size, int),
 )  # fmt: skip
 
 

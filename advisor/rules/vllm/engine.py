@@ -6,7 +6,7 @@ from functools import partial
 
 from advisor.rules.engine import Engine, Forcing, Problem, fusion_outcomes
 from advisor.rules.vllm import RELEASES, command, decide
-from advisor.rules.vllm.arguments import TP_FLAGS
+from advisor.rules.vllm.arguments import DP_FLAGS, TP_FLAGS
 from advisor.rules.vllm.common import DISABLE_CUSTOM_AR, ENFORCE_EAGER, FUSE_FLAG, NEWEST, rules_release
 from advisor.rules.vllm.common import ENGINE as ENGINE_NAME
 from advisor.rules.vllm.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
@@ -24,6 +24,7 @@ ENGINE = Engine(
     name=ENGINE_NAME,
     package="vllm",
     tp_flags=TP_FLAGS,
+    dp_flags=DP_FLAGS,
     releases=RELEASES,
     resolve=resolve,
     decide=decide,

@@ -210,7 +210,7 @@ class PlanForm(Grid):
             number = int(value) if value else None
         except ValueError:
             return  # a lone "-" while typing
-        if key in ("nnodes", "dp_size") and number is None:
+        if key == "nnodes" and number is None:
             number = 1
         self._report({key: number})
 
