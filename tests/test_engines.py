@@ -222,3 +222,25 @@ def test_runtime_extra_installs_from_where_the_advisor_came_from(tmp_path, monke
     assert install_command("bundled") == command
     assert engines.runtime_install_commands(Facts(), torch_missing=True) == [engines.CPU_TORCH_INSTALL, command]
     assert engines.runtime_install_commands(Facts(), torch_missing=False) == [command]
+
+
+@pytest.mark.parametrize(("mode", "overrides", "refused"), [
+    ("serve", ("--bogus", "1"), "unrecognized arguments: --bogus 1"),
+    ("generate", ("--max-batch-size", "-3"), "--max-batch-size -3 must be at least 1"),
+    ("generate", ("--temperature", "nan"), "--temperature nan must be between 0 (greedy) and 2"),
+    ("generate", ("--port", "8000"), "unrecognized arguments: --port 8000"),  # a serve option in generate mode
+    ("bench", ("--batch-size", "x"), "--batch-size: invalid int value: 'x'"),
+])  # fmt: skip
+def test_bundled_arguments_the_runtime_refuses_are_refused_before_torchrun(mode, overrides, refused):
+    """The runtime's own parser and value checks (launcher.runtime.worker.argument_error) run before any rank starts."""
+    with pytest.raises(EngineCommandError, match="the bundled runtime would refuse its arguments") as exc:
+        command_for(plan(tp=2, mode=mode, overrides=overrides))
+    assert refused in str(exc.value)
+
+
+@pytest.mark.parametrize(("mode", "overrides"), [
+    ("serve", ("--port", "8000", "--host", "127.0.0.1")), ("generate", ("--prompt", "hi", "--max-tokens", "4")),
+    ("generate", ("--help",)),
+])  # fmt: skip
+def test_bundled_arguments_the_runtime_takes_pass(mode, overrides):
+    assert command_for(plan(tp=2, mode=mode, overrides=overrides))[-len(overrides):] == list(overrides)

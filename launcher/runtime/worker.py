@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import logging
 import os
 import sys
@@ -23,8 +24,16 @@ log = logging.getLogger("launcher.runtime")
 DTYPES = contract.DTYPES
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m launcher.runtime", description=__doc__)
+class _RefusingParser(argparse.ArgumentParser):
+    """A parser that raises what argparse would print and exit with (Python 3.10's exit_on_error=False still exits
+    for unrecognized arguments)."""
+
+    def error(self, message: str):
+        raise RuntimeUsageError(message)
+
+
+def build_parser(parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser = parser_class(prog="python -m launcher.runtime", description=__doc__)
     parser.add_argument("--model", default="demo", help="Hugging Face model directory, or 'demo' (default)")
     parser.add_argument("--tp-size", type=int, default=1, help="tensor-parallel size (must equal torchrun's WORLD_SIZE)")
     parser.add_argument("--dtype", choices=DTYPES, default="auto", help="auto: bfloat16 on CUDA, float32 on CPU")
@@ -59,9 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(
+    argv: list[str] | None, parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+) -> argparse.Namespace:
     """The serve options come from the serve package, imported only for --mode serve (it pulls in the web stack)."""
-    parser = build_parser()
+    parser = build_parser(parser_class)
     # A first pass that knows only --mode, so `--mode serve --help` lists the serve options instead of exiting early.
     mode_only = argparse.ArgumentParser(add_help=False)
     mode_only.add_argument("--mode")
@@ -74,6 +85,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         else:
             add_serve_args(parser)
     return parser.parse_args(argv)
+
+
+def argument_error(argv: list[str]) -> str | None:
+    """Why the runtime would refuse ``argv`` before loading anything (its parser, then :func:`check_values`), as one
+    line; None when it takes them. The advisor asks before torchrun starts the ranks, so a typo after ``--`` is one
+    line at once rather than a failure on every rank."""
+    if "-h" in argv or "--help" in argv:
+        return None  # the runtime prints its help and exits: nothing to refuse
+    mode_only = argparse.ArgumentParser(add_help=False)
+    mode_only.add_argument("--mode")
+    known, _ = mode_only.parse_known_args(argv)
+    if known.mode == "serve" and importlib.util.find_spec("fastapi") is None:
+        return None  # without the web stack the serve options cannot be read; the launch reports the missing install
+    try:
+        check_values(parse_args(argv, _RefusingParser))
+    except RuntimeUsageError as exc:
+        return str(exc)
+    return None
 
 
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:

@@ -16,6 +16,7 @@ from advisor.rules.problem import EngineCommandError
 from launcher import engines
 from launcher.engines import RUNTIME_DTYPES, RUNTIME_MODULE, TORCHRUN_MODULE
 from launcher.runtime import contract
+from launcher.runtime.worker import argument_error
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -51,7 +52,11 @@ def command(
         "--mode", mode or intent.mode,
     ]  # fmt: skip
     # The allreduce decision's own flag group is placed above, from its value; the rest of the plan's flags follow.
-    return argv + tail(plan, without_flag(plan.flags, contract.ALLREDUCE_FLAG), extra)
+    argv += tail(plan, without_flag(plan.flags, contract.ALLREDUCE_FLAG), extra)
+    refused = argument_error(argv[argv.index(RUNTIME_MODULE) + 1:])
+    if refused:
+        raise EngineCommandError(f"the bundled runtime would refuse its arguments: {refused}; fix the arguments after --")
+    return argv
 
 
 def install_command(version: str | None = None) -> str:
