@@ -297,3 +297,19 @@ def test_sigkill_of_the_torchrun_agent_is_reported_as_such_not_as_a_rank_error(t
         " (SIGKILL); its ranks were stopped"
     )
     assert leftovers(tmp_path) == []
+
+
+def test_sigint_while_the_ranks_start_stops_without_tracebacks(tmp_path: Path):
+    """Ctrl-C while the ranks still import torch: each rank ends with 130, quietly (it printed a KeyboardInterrupt
+    traceback from launcher/runtime/__main__.py's imports before)."""
+    run = Launch(tmp_path, "--tp", "2", "--mode", "generate")
+    deadline = time.monotonic() + 30
+    while len(run.workers()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(run.workers()) == 2
+    time.sleep(0.3)  # inside `import torch`, which takes seconds here
+    run.proc.send_signal(signal.SIGINT)
+    code = run.wait(15)
+    assert code == 130, "\n".join(run.stderr[-10:])
+    assert not any("Traceback" in line or "KeyboardInterrupt" in line for line in run.stderr), "\n".join(run.stderr)
+    assert leftovers(tmp_path) == []

@@ -2,14 +2,20 @@
 
 import sys
 
-from torch.distributed.elastic.multiprocessing.errors import record
+try:
+    from torch.distributed.elastic.multiprocessing.errors import record
 
-from launcher.runtime.worker import main
+    from launcher.runtime.worker import main
+except KeyboardInterrupt:  # Ctrl-C while torch is still being imported: stop quietly with 130, as main() does later
+    sys.exit(130)
 
 
 @record
 def entry() -> int:
-    return main()
+    try:
+        return main()
+    except KeyboardInterrupt:  # before main() reaches its own handler (parsing, the torchrun-agent check)
+        return 130
 
 
 if __name__ == "__main__":
