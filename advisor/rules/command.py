@@ -50,18 +50,20 @@ def pip_install(package: str, version: str | None = None) -> str:
     return f"pip install '{package}=={version}'" if version else f"pip install {package}"
 
 
-def without_flag(flags: Sequence[str], name: str) -> list[str]:
-    """``flags`` minus every ``--name VALUE`` / ``--name=VALUE``."""
+def without_flag(flags: Sequence[str], *names: str, next_flag: str | None = None) -> list[str]:
+    """``flags`` minus every ``--name VALUE`` / ``--name=VALUE`` of any of ``names``. ``next_flag``: a token after
+    ``--name`` that starts with it is the next flag, not the value (``flag_values``' reading), so it is kept."""
     out: list[str] = []
     skip = False
     for i, item in enumerate(flags):
         if skip:
             skip = False
             continue
-        if item == name and i + 1 < len(flags):
-            skip = True
+        if item in names:
+            nxt = flags[i + 1] if i + 1 < len(flags) else None
+            skip = nxt is not None and not (next_flag and nxt.startswith(next_flag))
             continue
-        if item.startswith(name + "="):
+        if item.split("=", 1)[0] in names and "=" in item:
             continue
         out.append(item)
     return out

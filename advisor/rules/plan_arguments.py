@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from advisor.rules.command import without_flag
 from advisor.rules.engine import Problem, flag_values
 
 if TYPE_CHECKING:
@@ -84,19 +85,5 @@ def plan_argument_problems(
 def without_plan_arguments(intent, arguments: Sequence[PlanArgument]) -> list[str]:
     """``intent.overrides`` minus every spelling of the ``arguments`` the plan sets (``--x V``, ``--x=V``): the command
     builder puts the plan's value on the line instead."""
-    overrides = intent.overrides
-    spellings = {name for argument in arguments if argument.planned(intent) is not None for name in argument.spellings}
-    out: list[str] = []
-    skip = False
-    for i, token in enumerate(overrides):
-        if skip:
-            skip = False
-            continue
-        if token in spellings:
-            nxt = overrides[i + 1] if i + 1 < len(overrides) else None
-            skip = nxt is not None and not nxt.startswith("--")  # flag_values' reading with next_flag="--"
-            continue
-        if token.split("=", 1)[0] in spellings and "=" in token:
-            continue
-        out.append(token)
-    return out
+    spellings = [name for argument in arguments if argument.planned(intent) is not None for name in argument.spellings]
+    return without_flag(intent.overrides, *spellings, next_flag="--")  # flag_values' reading with next_flag="--"
