@@ -37,7 +37,7 @@ COMMAND_LINES = [
     (["check", "--json", "--profile", "cpu-only", "--engine", "bundled"], 0, None),
     (["check", "--json", "--profile", "b300-8", "--engine", "sglang", "--model", "Qwen/Qwen3-30B-A3B", "--tp", "3"], 1,
      None),  # fmt: skip
-    (["check", "extra"], 0, None),  # an engine argument
+    (["check", "extra"], 1, None),  # an engine argument, which the bundled runtime's own parser refuses: a plan error
     # what the plan cannot use: unknown profile, release, package spec, model, dtype; files that are not there
     (["check", "--json", "--profile", "nope"], 2, "unknown profile"),
     (["check", "--json", *SGLANG_H100, "--engine-version", "0.5.4"], 2, "oldest modelled release"),
