@@ -9,9 +9,10 @@ Anything it cannot read as a literal (an f-string, a variable) or any other call
 ``add_cli_args_from_dataclass(parser, ServerArgs)`` declares most flags from the dataclass fields) is reported as
 unresolved, never skipped. A release with anything unresolved is then read by building its parser: the wheel unpacked
 to a temporary folder, ``ServerArgs.add_cli_args(argparse.ArgumentParser())`` run under this interpreter (CPU torch)
-with the pure-Python packages the import needs in ~/.cache/tp-advisor/conformance/sglang-flags-deps/ (installed with
-``pip install --no-deps --target`` as the import misses them) and the CUDA-only packages stood in for as the runner does.
-The static flags must all be among the built parser's, or the release fails.
+with the packages the import needs in ~/.cache/tp-advisor/conformance/sglang-flags-deps/ (installed with ``pip install
+--no-deps --target`` as the import misses them) and the CUDA-only packages stood in for as the runner does. The static
+flags must all be among the built parser's, or the release fails; with ``--compare`` the parser is built for every
+release, and where nothing was unresolved it must declare exactly the static flags.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ ABOUT = ("Every option string `python -m sglang.launch_server` accepts, per rele
          "arguments' on any other; note argparse also takes an unambiguous prefix of a long option). Read from the "
          "release's wheel, sglang/srt/server_args.py (python/sglang/srt/server_args.py in the repository): up to "
          "v0.5.13 statically (ast: the literal option strings of parser.add_argument in ServerArgs.add_cli_args and "
-         "prepare_server_args, plus argparse's -h/--help); from v0.5.14, where add_cli_args_from_dataclass declares "
-         "most options from the ServerArgs fields, by building the release's parser (ServerArgs.add_cli_args). "
+         "prepare_server_args, with the --no-X of a BooleanOptionalAction, plus argparse's -h/--help); from v0.5.14, "
+         "where add_cli_args_from_dataclass declares most options from the ServerArgs fields, by building the "
+         "release's parser (ServerArgs.add_cli_args). "
          "Written by `python -m conformance sglang-flags X.Y.Z ...`.")  # fmt: skip
 
 
@@ -79,9 +81,14 @@ def extract(source: str) -> Extraction:
         for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
             name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
             if name == "add_argument":
+                # BooleanOptionalAction declares --no-X beside each --X
+                action = next((k.value for k in call.keywords if k.arg == "action"), None)
+                negated = getattr(action, "attr", getattr(action, "id", None)) == "BooleanOptionalAction"
                 for arg in call.args:
                     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                         found.flags.add(arg.value)
+                        if negated and arg.value.startswith("--"):
+                            found.flags.add("--no-" + arg.value[2:])
                     else:
                         found.unresolved.append(f"line {call.lineno}: {ast.get_source_segment(source, call)}")
             elif name not in INERT and any(isinstance(a, ast.Name) and a.id == "parser" for a in call.args):
