@@ -122,6 +122,14 @@ def dump() -> None:
     import runner
 
     runner.stand_in_for_cuda_packages(CUDA_ONLY)
+    # This interpreter's transformers may already hold a config a release registers under the same name (v0.5.11's
+    # qwen3_asr); the parser does not depend on which one wins.
+    from transformers.models.auto import configuration_auto
+
+    register = type(configuration_auto.CONFIG_MAPPING).register
+    type(configuration_auto.CONFIG_MAPPING).register = lambda self, key, value, exist_ok=False: register(
+        self, key, value, exist_ok=True
+    )
     from sglang.srt.server_args import ServerArgs
 
     parser = argparse.ArgumentParser()
@@ -155,6 +163,13 @@ def dynamic(release: str) -> set[str]:
     raise SystemExit(f"error: sglang {release}: still missing modules after {MAX_INSTALLS} installs")
 
 
+def write(data: dict) -> None:
+    """cli_flags.json, releases in version order, one line each."""
+    data["releases"] = dict(sorted(data["releases"].items(), key=lambda item: Version(item[0])))
+    lines = ",\n".join(f"  {json.dumps(r)}: {json.dumps(f)}" for r, f in data["releases"].items())
+    OUT.write_text(f'{{\n "about": {json.dumps(data["about"])},\n "releases": {{\n{lines}\n }}\n}}\n')
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -178,10 +193,8 @@ def main(argv: list[str]) -> int:
             flags, how = built, f"built ({len(read.flags)} static, {len(read.unresolved)} unresolved: " + "; ".join(
                 u.splitlines()[0] for u in read.unresolved) + ")"  # fmt: skip
         data["releases"][release] = sorted(flags)
+        write(data)  # after each release: a later failure keeps the ones done
         print(f"sglang {release}: {len(flags)} options, {how}", flush=True)
-    data["releases"] = dict(sorted(data["releases"].items(), key=lambda item: Version(item[0])))
-    lines = ",\n".join(f"  {json.dumps(r)}: {json.dumps(f)}" for r, f in data["releases"].items())
-    OUT.write_text(f'{{\n "about": {json.dumps(data["about"])},\n "releases": {{\n{lines}\n }}\n}}\n')
     return 0
 
 
