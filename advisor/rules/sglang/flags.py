@@ -1,0 +1,30 @@
+"""Every option string each modelled SGLang release's `python -m sglang.launch_server` accepts (cli_flags.json).
+
+argparse exits with "unrecognized arguments" on any other option. cli_flags.json is written from the releases' own
+wheels by `python -m conformance sglang-flags` (sglang/srt/server_args.py: ServerArgs.add_cli_args). argparse also
+takes an unambiguous prefix of a long option (allow_abbrev), so a flag outside the list is refused only when it is not
+the prefix of exactly one listed option.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cache
+
+# A str, not a pathlib.Path, as arguments.py: importing pathlib would cost `advisor check` more than reading the file.
+FLAGS_FILE = os.path.join(os.path.dirname(__file__), "cli_flags.json")
+
+
+@cache
+def _releases() -> dict[str, list[str]]:
+    with open(FLAGS_FILE) as file:
+        return json.loads(file.read())["releases"]
+
+
+@cache
+def known_flags(release: str) -> frozenset[str] | None:
+    """The option strings ``release``'s launch_server parser declares (with -h/--help); None for a release with no
+    list."""
+    flags = _releases().get(release)
+    return None if flags is None else frozenset(flags)
