@@ -173,18 +173,23 @@ def test_without_dp_size_the_plan_adopts_the_engine_dp_size_and_says_so(engine, 
     edit=st.sampled_from(["drop", "add", "replace"]), attached=st.booleans(),
 )
 def test_a_flag_one_slip_from_a_known_one_is_reported(flag, position, letter, edit, attached):
-    """A misspelt engine flag after -- used to pass silently (the check knew only the flags some modelled release
-    declares); one edit away from a flag the advisor knows it is the warning sglang_argument_misspelt naming the flag."""
-    from advisor.rules.sglang.arguments import MISSPELT_ID, _known_flags
+    """A misspelt engine flag after -- used to pass silently; the release's own option list (cli_flags.json) refuses it
+    as SGLang's argparse does (sglang_argument_rejected, naming the flag it looks like), unless argparse takes it as the
+    abbreviation of exactly one option."""
+    from advisor.rules.sglang.arguments import ERROR_ID
+    from advisor.rules.sglang.flags import known_flags
 
+    listed = known_flags("0.5.9")
     i = min(position, len(flag) - 1)
     slip = {"drop": flag[:i] + flag[i + 1:], "add": flag[:i] + letter + flag[i:],
             "replace": flag[:i] + letter + flag[i + 1:]}[edit]  # fmt: skip
-    if slip in _known_flags("0.5.9") or slip == flag:
-        return
     p = plan("sglang", (f"{slip}=1",) if attached else (slip, "1"), engine_version="0.5.9")
-    found = [x for x in p.problems if x.id == MISSPELT_ID]
-    assert len(found) == 1 and found[0].severity == "warning" and flag in found[0].message
+    found = [x for x in p.problems if x.id == ERROR_ID and f"does not know the argument {slip}:" in x.message]
+    if slip in listed or sum(option.startswith(slip) for option in listed) == 1:
+        assert found == []  # argparse takes it: the option itself, or an unambiguous abbreviation of one
+    else:
+        assert len(found) == 1 and found[0].severity == "error"
+        assert flag in found[0].fix or "instead" in found[0].fix, found[0].fix
 
 
 @pytest.mark.parametrize("overrides", [("--pp-size", "2"), ("--cuda-graph-bs", "8"), ("--page-size", "16"),

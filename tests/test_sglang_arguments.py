@@ -82,7 +82,8 @@ def test_a_speculative_algorithm_the_release_knows_is_no_problem(overrides, vers
 
 def test_an_ambiguous_old_name_points_to_the_new_one():
     (problem,) = problems(("--cuda-graph-max-bs", "256"), "0.5.20")
-    assert problem.fix == "pass --cuda-graph-max-bs-decode instead"
+    # v0.5.20 declares --cuda-graph-max-bs-decode and -prefill: argparse takes the old name as an ambiguous prefix
+    assert problem.fix == "pass --cuda-graph-max-bs-decode or --cuda-graph-max-bs-prefill instead"
     assert problems(("--cuda-graph-max-bs", "256"), "0.5.19") == []
 
 

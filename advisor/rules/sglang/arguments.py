@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 from functools import cache
+from pathlib import Path
 
 from advisor.rules.engine import Problem, Scenario, flag_values
 from advisor.rules.plan_arguments import PlanArgument, plan_argument_problems
 from advisor.rules.sglang import common
 from advisor.rules.sglang.common import SERVER_ARGS
+from advisor.rules.sglang.flags import known_flags
 
-# A str, not a pathlib.Path: importing pathlib would cost `advisor check` more than reading the file.
-ARGUMENTS_FILE = os.path.join(os.path.dirname(__file__), "cli_args.json")
+ARGUMENTS_FILE = Path(__file__).with_name("cli_args.json")
 ERROR_ID = "sglang_argument_rejected"
 MISSPELT_ID = "sglang_argument_misspelt"
 # A flag this close to one the advisor knows (difflib's ratio) reads as a misspelling of it: one letter dropped, added or
@@ -31,8 +31,7 @@ MISSPELT_CUTOFF = 0.9
 @cache
 def _releases() -> dict[str, dict[str, list[str] | str | dict]]:
     """cli_args.json's releases, read once."""
-    with open(ARGUMENTS_FILE) as file:  # the locale encoding, as Path.read_text() read it
-        return json.loads(file.read())["releases"]
+    return json.loads(ARGUMENTS_FILE.read_text(encoding="utf-8"))["releases"]
 
 
 def declared(release: str) -> dict[str, list[str] | str | dict]:
@@ -75,15 +74,26 @@ def argument_problems(s: Scenario, release: str) -> list[Problem]:
             ))  # fmt: skip
             break
     for flag in _unknown_flags(s.overrides, release):
-        # argparse takes an unknown flag that starts more than one declared name as ambiguous, and refuses it too
-        longer = [name for name in arguments if name.startswith(flag)]
-        fix = f"pass {' or '.join(longer)} instead" if longer else f"drop {flag}, or pass --engine-version of a release that has it"
         problems.append(Problem(
             ERROR_ID, "error", f"sglang v{release} does not know the argument {flag}: it refuses the command line at start-up",
-            fix, f"sglang v{release}, {SERVER_ARGS} (ServerArgs.add_cli_args)",
+            _unknown_fix(flag, release), f"sglang v{release}, {SERVER_ARGS} (ServerArgs.add_cli_args)",
         ))  # fmt: skip
-    problems += _misspelt(s.overrides, release)
+    if known_flags(release) is None:  # without the release's whole list, an unknown flag may be real: a warning
+        problems += _misspelt(s.overrides, release)
     return problems
+
+
+def _unknown_fix(flag: str, release: str) -> str:
+    """How to mend an argument ``release`` refuses: the options it abbreviates ambiguously, the one it misspells, or
+    dropping it."""
+    listed = known_flags(release) or set(declared(release))
+    longer = sorted(name for name in listed if name.startswith(flag))
+    if longer:  # argparse refuses a prefix of several options as ambiguous
+        return f"pass {' or '.join(longer)} instead"
+    close = difflib.get_close_matches(flag, sorted(listed), n=1, cutoff=MISSPELT_CUTOFF)
+    if close:
+        return f"pass {close[0]} (the flag it looks like misspelt)"
+    return f"drop {flag}, or pass --engine-version of a release that has it"
 
 
 def _known_flags(release: str) -> set[str]:
@@ -126,10 +136,15 @@ def cuda_graph_max_bs_flags(release: str) -> tuple[str, ...]:
 
 
 def _unknown_flags(overrides: tuple[str, ...], release: str) -> list[str]:
-    """The arguments of some modelled release that ``release`` does not declare (e.g. a flag added later)."""
+    """The flags after -- that ``release``'s parser refuses: with its whole option list (cli_flags.json), every flag
+    that is neither listed nor the prefix of exactly one listed option (argparse's allow_abbrev takes that one as the
+    option); without it, the arguments of some modelled release that ``release`` does not declare."""
+    given = {token.split("=", 1)[0] for token in overrides if token.startswith("--") and token != "--"}
+    listed = known_flags(release)
+    if listed is not None:
+        return sorted(flag for flag in given if flag not in listed and sum(o.startswith(flag) for o in listed) != 1)
     own = declared(release)
     known_elsewhere = {flag for arguments in _releases().values() for flag in arguments}
-    given = {token.split("=", 1)[0] for token in overrides if token.startswith("--")}
     return sorted(flag for flag in given if flag in known_elsewhere and flag not in own)
 
 

@@ -9,17 +9,15 @@ the prefix of exactly one listed option.
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
+from pathlib import Path
 
-# A str, not a pathlib.Path, as arguments.py: importing pathlib would cost `advisor check` more than reading the file.
-FLAGS_FILE = os.path.join(os.path.dirname(__file__), "cli_flags.json")
+FLAGS_FILE = Path(__file__).with_name("cli_flags.json")
 
 
 @cache
 def _releases() -> dict[str, list[str]]:
-    with open(FLAGS_FILE) as file:
-        return json.loads(file.read())["releases"]
+    return json.loads(FLAGS_FILE.read_text(encoding="utf-8"))["releases"]
 
 
 @cache
