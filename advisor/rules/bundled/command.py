@@ -53,7 +53,9 @@ def command(
     ]  # fmt: skip
     # The allreduce decision's own flag group is placed above, from its value; the rest of the plan's flags follow.
     argv += tail(plan, without_flag(plan.flags, contract.ALLREDUCE_FLAG), extra)
-    refused = argument_error(argv[argv.index(RUNTIME_MODULE) + 1:])
+    # Only what the user added can be refused (the plan's own flags are the runtime's); asking about a plain plan would
+    # load the serve options' web stack on every `advisor check`.
+    refused = argument_error(argv[argv.index(RUNTIME_MODULE) + 1:]) if intent.overrides or extra else None
     if refused:
         raise EngineCommandError(f"the bundled runtime would refuse its arguments: {refused}; fix the arguments after --")
     return argv
