@@ -22,8 +22,8 @@ from advisor.probe.profiles import ProfileError, load_profile
 from advisor.rules.engine import flag_values
 from advisor.rules.registry import get as get_engine
 from advisor.rules.registry import names as engine_names
+from advisor.rules.sglang.common import MOE_A2A_BACKENDS
 from advisor.versions import is_version, parse_release
-from launcher.engines import MOE_A2A_BACKENDS
 
 EXIT_OK = 0
 EXIT_ERRORS = 1  # problems of severity error (or warnings with --strict), or inputs that could not be read

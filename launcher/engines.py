@@ -26,9 +26,6 @@ RUNTIME_MODES = contract.MODES
 RUNTIME_MAX_BATCH_SIZE = contract.MAX_BATCH_SIZE
 RUNTIME_MAX_MODEL_LEN = contract.MAX_MODEL_LEN
 RUNTIME_DTYPES = contract.DTYPES
-# SGLang's --moe-a2a-backend names (python/sglang/srt/server_args.py, MOE_A2A_BACKEND_CHOICES, every name up to
-# v0.5.17's list). Anything else is refused before it reaches an engine's command line.
-MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep", "flashinfer", "megamoe")
 
 # What installs the bundled runtime: one home for the hint in `advisor check`'s warning and in `advisor launch`'s refusal.
 RUNTIME_EXTRA = "runtime"

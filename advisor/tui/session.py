@@ -21,7 +21,6 @@ from advisor.plan import Plan
 from advisor.probe.profiles import list_profiles, profile_summary
 from advisor.rules.registry import modelled_releases
 from advisor.sanitize import clean
-from launcher.engines import MOE_A2A_BACKENDS  # noqa: F401  (the form imports it from here)
 
 LIVE = "live"  # the profile selector's value for "this machine"
 FILE = "file"  # the profile selector's value for "the --facts file given on the command line"

@@ -84,3 +84,7 @@ def is_h20(s: Scenario) -> bool | None:
     if name is None:
         return None
     return "H20" in name and "H200" not in name
+
+# SGLang's --moe-a2a-backend names (python/sglang/srt/server_args.py, MOE_A2A_BACKEND_CHOICES, every name up to
+# v0.5.17's list). Anything else is refused before it reaches an engine's command line.
+MOE_A2A_BACKENDS = ("none", "deepep", "mooncake", "nixl", "mori", "ascend_fuseep", "flashinfer", "megamoe")

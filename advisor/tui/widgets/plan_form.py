@@ -18,7 +18,8 @@ from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
 from advisor.rules.registry import names as engine_names
-from advisor.tui.session import FILE, LIVE, MOE_A2A_BACKENDS, profile_choice, releases_for
+from advisor.rules.sglang.common import MOE_A2A_BACKENDS
+from advisor.tui.session import FILE, LIVE, profile_choice, releases_for
 
 DIGITS = r"\d*"  # the numeric fields take digits only (no validator: its -valid/-invalid classes restyle on mount)
 
