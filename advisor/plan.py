@@ -31,6 +31,7 @@ from advisor.rules.engine import (
     flag_groups,
     parse_release,
 )
+from advisor.rules.startup import Startup, startup_problems
 from advisor.versions import parse_version
 
 
@@ -49,6 +50,7 @@ class Plan:
     flags: tuple[str, ...] = ()  # resolved engine flags
     argv: tuple[str, ...] = ()  # the resolved command line
     release_matrix: tuple[ReleaseOutcome, ...] = field(default_factory=tuple)
+    startup: Startup | None = None  # the engine's start-up arithmetic and verdict (advisor.rules.startup)
 
     def decision(self, decision_id: str) -> Decision | None:
         return next((d for d in self.decisions if d.id == decision_id), None)
@@ -152,6 +154,8 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     custom_ar = next((d.enabled for d in decisions if d.id == "custom_allreduce"), None)
     problems = list(run_checks(facts, model, intent, fusion=fusion, prediction=scenario.flashinfer,
                                custom_allreduce=custom_ar)) + problems  # fmt: skip
+    startup = engine.startup(scenario, Release(version, rules), decisions) if engine.startup else None
+    problems += startup_problems(startup, intent.engine)
     plan = Plan(
         intent=intent,
         facts=facts,
@@ -161,6 +165,7 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
         problems=tuple(problems),
         flags=_merge_flags(decisions),
         release_matrix=engine.release_matrix(scenario),
+        startup=startup,
     )
     return _with_argv(plan, engine)
 

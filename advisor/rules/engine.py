@@ -508,6 +508,11 @@ class Engine:
     # (scenario, release) -> its custom allreduce decision; None: it has no custom allreduce.
     custom_allreduce: Callable[[Scenario, str], Decision] | None = None
     peer_access: PeerAccess | None = None
+    # (scenario, release, its decisions) -> advisor.rules.startup.Startup: the memory it carves at start-up and whether
+    # it refuses to start; the plan computes it once and every face reads it. None: no start-up model.
+    startup: Callable[[Scenario, Release, Sequence[Decision]], Any] | None = None
+    # Its flag for the longest sequence (`advisor layouts --context-len` passes it); None: it has none.
+    context_flag: str | None = None
     cpu_run: str | None = None  # how it runs on a machine without GPUs; None: it needs CUDA GPUs
 
     # -- how it is launched (advisor.launch_prep, `advisor launch`, the app's launch screen) --------------------------
