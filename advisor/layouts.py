@@ -29,9 +29,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from advisor.context import plan_for, resolve, usage_error
-from advisor.models import dtype_bytes, weight_bytes_per_param
+from advisor.models import dtype_bytes
 from advisor.rules.engine import Scenario, flag_value
 from advisor.rules.registry import get as get_engine
+from advisor.rules.startup import kv_bytes_per_token, weights_bytes_per_gpu
 from launcher.engines import RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN
 
 if TYPE_CHECKING:
@@ -106,68 +107,6 @@ def default_context_len(model: ModelSpec | None, engine: str = "sglang") -> int:
     length = model.max_position_embeddings if model is not None else None
     cap = get_engine(engine).context_cap or CONTEXT_CAP
     return min(length, cap) if length else cap
-
-
-def kv_layers(model: ModelSpec) -> int:
-    """Layers that keep a KV cache: all, or every full_attention_interval-th one in hybrid linear-attention models."""
-    layers = model.num_layers or 0
-    if model.full_attention_interval and model.full_attention_interval > 1:
-        return layers // model.full_attention_interval
-    return layers
-
-
-def kv_heads_per_rank(model: ModelSpec, attention_tp: int) -> int:
-    """KV heads one rank stores: split over attention tp, one whole head (replicated) when tp exceeds them."""
-    return max(1, (model.num_kv_heads or 0) // max(attention_tp, 1))
-
-
-def kv_bytes_per_token(model: ModelSpec, attention_tp: int, kv_bytes: int) -> int | None:
-    """One rank's KV-cache bytes per token over all layers (SGLang's cell_size; vLLM's page size / block size x layers).
-
-    MLA models cache one compressed latent per token (kv_lora_rank + qk_rope_head_dim), the same on every rank."""
-    layers = kv_layers(model)
-    if not layers:
-        return None
-    if model.uses_mla:
-        if model.qk_rope_head_dim is None:
-            return None
-        return (model.kv_lora_rank + model.qk_rope_head_dim) * layers * kv_bytes
-    if not model.head_dim or not model.num_kv_heads:
-        return None
-    v_head_dim = model.v_head_dim or model.head_dim
-    return kv_heads_per_rank(model, attention_tp) * (model.head_dim + v_head_dim) * layers * kv_bytes
-
-
-def attention_params(model: ModelSpec) -> int | None:
-    """Parameters of the attention projections over all layers (replicated per attention-DP rank under DP attention)."""
-    h, layers, heads = model.hidden_size, model.num_layers, model.num_heads
-    if not (h and layers and heads and model.head_dim):
-        return None
-    if model.uses_mla:
-        rope, v = model.qk_rope_head_dim, model.v_head_dim
-        if rope is None or v is None:
-            return None
-        qk = model.head_dim  # nope + rope
-        q = h * model.q_lora_rank + model.q_lora_rank * heads * qk if model.q_lora_rank else h * heads * qk
-        kv = h * (model.kv_lora_rank + rope) + model.kv_lora_rank * heads * (qk - rope + v)
-        return layers * (q + kv + heads * v * h)
-    kv_heads = model.num_kv_heads or heads
-    return layers * (h * heads * model.head_dim * 2 + h * kv_heads * model.head_dim * 2)
-
-
-def weights_bytes_per_gpu(model: ModelSpec, dtype: str | None, tp: int, attention_tp: int) -> float | None:
-    """num_params x bytes per param / tp; under DP attention the attention and the embedding are split over the
-    attention tp only (sglang models: VocabParallelEmbedding(use_attn_tp_group=is_dp_attention_enabled()))."""
-    per_param = weight_bytes_per_param(dtype, model.quantization)
-    if not model.num_params or per_param is None:
-        return None
-    if attention_tp >= tp:
-        return model.num_params * per_param / tp
-    attention = attention_params(model)
-    if attention is None:
-        return None
-    replicated = attention + (model.vocab_size or 0) * (model.hidden_size or 0)
-    return ((model.num_params - replicated) / tp + replicated / attention_tp) * per_param
 
 
 def memory_fraction(plan: Plan) -> float | None:
