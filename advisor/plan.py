@@ -30,6 +30,7 @@ from advisor.rules.engine import (
     Scenario,
     flag_groups,
     parse_release,
+    tries_custom_allreduce,
 )
 from advisor.rules.startup import Startup, startup_problems
 from advisor.versions import parse_version
@@ -151,7 +152,8 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     decisions, found = engine.decide(scenario, Release(version, rules))
     problems += found
     fusion = next((d.enabled for d in decisions if d.id == "flashinfer_allreduce_fusion"), None)
-    custom_ar = next((d.enabled for d in decisions if d.id == "custom_allreduce"), None)
+    # Whether the engine sets its custom allreduce up (and finds out about P2P at start-up): p2p_unavailable says how.
+    custom_ar = next((tries_custom_allreduce(d) for d in decisions if d.id == "custom_allreduce"), None)
     problems = list(run_checks(facts, model, intent, fusion=fusion, prediction=scenario.flashinfer,
                                custom_allreduce=custom_ar)) + problems  # fmt: skip
     startup = engine.startup(scenario, Release(version, rules), decisions) if engine.startup else None

@@ -50,8 +50,8 @@ def run_checks(facts: Facts, model: ModelSpec | None, intent: Intent, *, fusion:
 
     ``fusion`` is the plan's fusion decision when known (enabled or not); None lets the checks estimate whether an engine
     would try FlashInfer's fused allreduce from the GPUs, tp and the installed flashinfer. ``prediction``: the plan's
-    ``predict_import(facts)`` when it already has one. ``custom_allreduce``: the plan's custom allreduce decision
-    (None: the machine checks estimate it).
+    ``predict_import(facts)`` when it already has one. ``custom_allreduce``: whether the engine sets its custom allreduce up
+    (advisor.rules.engine.tries_custom_allreduce of the plan's decision; None: the machine checks estimate it).
     """
     if prediction is None:
         prediction = fi.predict_import(facts)

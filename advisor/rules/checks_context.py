@@ -33,7 +33,7 @@ class _Context:
     intent: Intent
     prediction: fi.ImportPrediction
     fusion_decided: bool | None  # the plan's fusion decision, None to estimate it (fusion())
-    custom_allreduce: bool | None = None
+    custom_allreduce: bool | None = None  # whether the engine sets its custom allreduce up (tries_custom_allreduce)
 
     @property
     def engine(self) -> Engine | None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from advisor.facts import MEMLOCK_UNLIMITED, Gpu, Link
 from advisor.models import weight_bytes_per_param
-from advisor.rules.engine import GpuMemory, Problem, Scenario, flag_value
+from advisor.rules.engine import GpuMemory, Problem, Scenario, flag_value, tries_custom_allreduce
 from advisor.rules.sglang.common import DISABLE_CUSTOM_AR  # the same flag in vLLM
 
 if TYPE_CHECKING:
@@ -64,19 +64,20 @@ def _gpu_list(indices) -> str:
 
 # -- p2p_unavailable ----------------------------------------------------------------------------------------------
 
-def custom_allreduce_on(ctx: _Context) -> bool:
-    """The plan's custom allreduce decision; without a plan, the engine's own rule at its newest modelled release."""
+def custom_allreduce_tried(ctx: _Context) -> bool:
+    """Whether the engine sets its custom allreduce up at start-up (the plan's decision; without a plan, the engine's
+    own rule at its newest modelled release): only then does the GPUs' peer-to-peer decide what happens."""
     if ctx.custom_allreduce is not None:
         return ctx.custom_allreduce
     engine = ctx.engine
     scenario = Scenario(ctx.facts, ctx.model, ctx.intent)
-    return engine.custom_allreduce(scenario, ctx.intent.engine_version or engine.newest).enabled
+    return tries_custom_allreduce(engine.custom_allreduce(scenario, ctx.intent.engine_version or engine.newest))
 
 
 def check_p2p(ctx: _Context) -> list[Problem]:
-    """p2p_unavailable: GPUs of the TP group without peer-to-peer while the engine's custom allreduce is on."""
+    """p2p_unavailable: GPUs of the TP group without peer-to-peer where the engine sets its custom allreduce up."""
     engine = ctx.engine
-    if engine is None or engine.peer_access is None or not _multi_gpu(ctx) or not custom_allreduce_on(ctx):
+    if engine is None or engine.peer_access is None or not _multi_gpu(ctx) or not custom_allreduce_tried(ctx):
         return []
     src = engine.peer_access.source
     bad: list[tuple[Gpu, Gpu, str, str]] = []

@@ -320,12 +320,56 @@ def check_custom_ar_nvlink(s: Scenario) -> tuple:
     return full, observed, "every pair NVLink P2P OK (NVML) when more than 2 GPUs"
 
 
-def custom_ar_conditions(why: dict[str, str], *, one_node: tuple[str, str, str], nvlink_fix: str) -> tuple[Condition, ...]:
-    """The four conditions of the custom-allreduce kernel SGLang and vLLM share (same lineage), in evaluation order.
+def check_peer_access(s: Scenario) -> tuple:
+    """Every pair of the node's GPUs has peer-to-peer read and write (NVML's report, the driver's answer to
+    cudaDeviceCanAccessPeer). Custom allreduce maps the peers' buffers through CUDA IPC, which needs it."""
+    expected = "P2P read and write OK between every pair (NVML)"
+    gpus = [g.index for g in s.gpus]
+    if s.tp <= 1 or len(gpus) < 2:
+        return True, "no GPU pair to connect", expected
+    bad, unknown = [], False
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1 :]:
+            link = s.facts.topology.pair(a, b)
+            if link is None or link.p2p_read is None or link.p2p_write is None:
+                unknown = True
+            elif link.p2p_read != "OK" or link.p2p_write != "OK":
+                bad.append(f"{a}-{b}")
+    if bad:
+        return False, f"no P2P between GPUs {', '.join(bad)}", expected
+    if unknown:
+        return None, "P2P not reported for some pair", expected
+    return True, "P2P OK between every pair", expected
+
+
+# The condition id of the runtime P2P check: the engine still sets its kernel up when only this one fails.
+PEER_ACCESS_CONDITION = "peer_access"
+
+
+def _before_p2p(results: Sequence[ConditionResult]) -> bool:
+    return all(r.ok for r in results if r.id != PEER_ACCESS_CONDITION)
+
+
+def tries_custom_allreduce(decision: Decision) -> bool:
+    """Whether the engine sets its custom allreduce up at start-up: no flag turns it off and every condition but the
+    runtime P2P check holds. Without P2P it is then turned off there (the decision says so; p2p_unavailable says how)."""
+    return decision.state != FORCED_OFF and _before_p2p(decision.conditions)
+
+
+def off_at_start_up(results: Sequence[ConditionResult]) -> bool:
+    """Only the runtime P2P check fails: the engine sets its custom allreduce up and turns it off at start-up."""
+    return _before_p2p(results) and any(r.id == PEER_ACCESS_CONDITION and r.ok is False for r in results)
+
+
+def custom_ar_conditions(why: dict[str, str], *, one_node: tuple[str, str, str], nvlink_fix: str,
+                         p2p_fix: str) -> tuple[Condition, ...]:  # fmt: skip
+    """The five conditions of the custom-allreduce kernel SGLang and vLLM share (same lineage), in evaluation order:
+    the ones both check in CustomAllreduce.__init__ before the kernel is built, the last their runtime P2P check.
 
     What the kernel is (its world sizes, the NVLink rule) is worded here once; each engine gives the reasons its own
     source states: ``why`` maps each condition id to its reason, ``one_node`` is (text, expected, fix) of the
-    single-node condition in the engine's terms, ``nvlink_fix`` what that engine's users change for full NVLink."""
+    single-node condition in the engine's terms, ``nvlink_fix`` what that engine's users change for full NVLink,
+    ``p2p_fix`` what they do when the GPUs lack peer-to-peer."""
     sizes = listed(CUSTOM_AR_WORLD_SIZES)
     node_text, node_expected, node_fix = one_node
 
@@ -338,6 +382,8 @@ def custom_ar_conditions(why: dict[str, str], *, one_node: tuple[str, str, str],
         Condition("world_size", f"world size {sizes}", check_custom_ar_world_size, why["world_size"], f"use tp {sizes}"),
         Condition("full_nvlink", "full NVLink when more than 2 GPUs", check_custom_ar_nvlink, why["full_nvlink"],
                   nvlink_fix),
+        Condition(PEER_ACCESS_CONDITION, "peer-to-peer between the GPUs", check_peer_access, why[PEER_ACCESS_CONDITION],
+                  p2p_fix),
     )  # fmt: skip
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.rules.engine import (
+    PEER_ACCESS_CONDITION,
     Decision,
     PeerAccess,
     Scenario,
@@ -12,6 +13,7 @@ from advisor.rules.engine import (
     evaluate,
     has_flag,
     is_enabled,
+    off_at_start_up,
     parse_release,
     state_of,
 )
@@ -24,8 +26,23 @@ CUSTOM_AR_CONDITIONS = custom_ar_conditions({
     "single_node": "the kernel uses CUDA IPC buffers, which do not cross nodes",
     "world_size": "the one-shot/two-shot kernels are built for these sizes",
     "full_nvlink": "'custom allreduce is not supported on more than two PCIe-only GPUs'",
+    PEER_ACCESS_CONDITION: "the kernel maps the peers' buffers through CUDA IPC; without P2P SGLang does not run it:"
+                           " by default it skips its P2P test, opening the buffers fails and it falls back to NCCL"
+                           " ('Setup Custom allreduce failed'); with --enable-p2p-check its test turns the kernel off",
 }, one_node=("TP group on one node", "the TP group on one node", "run the TP group on one node"),
-   nvlink_fix="use NVLink/NVSwitch-connected GPUs or tp 2")  # fmt: skip
+   nvlink_fix="use NVLink/NVSwitch-connected GPUs or tp 2",
+   p2p_fix="pass --disable-custom-all-reduce so SGLang does not try (NCCL carries every allreduce), or use GPUs with"
+           " P2P (NVLink, or PCIe P2P enabled by the driver)")  # fmt: skip
+
+
+P2P_CHECK = "--enable-p2p-check"  # SGLang then runs its real P2P test instead of trusting P2P
+# What SGLang does at start-up when only the P2P condition fails (custom_all_reduce_utils.py
+# can_use_custom_all_reduce_with_nvlink -> can_p2p; parallel_state.py GroupCoordinator.__init__).
+RUNTIME_OFF_IPC = ("off at start-up: P2P test skipped (no --enable-p2p-check), the CUDA IPC setup fails, SGLang logs"
+                   " 'Setup Custom allreduce failed' and NCCL carries every allreduce")  # fmt: skip
+RUNTIME_OFF_P2P_CHECK = ("off at start-up: the P2P test of --enable-p2p-check fails ('CustomAllreduce is disabled"
+                         " because your platform lacks GPU P2P capability or P2P test failed'); NCCL carries every"
+                         " allreduce")  # fmt: skip
 
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
@@ -52,11 +69,12 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
         notes.append("P2P access check skipped by default (--enable-p2p-check turns it on)")
     if off_by:
         notes.append(f"forced off by {' and '.join(off_by)}")
+    elif off_at_start_up(results):
+        notes.append(RUNTIME_OFF_P2P_CHECK if s.has(P2P_CHECK) else RUNTIME_OFF_IPC)
     return decided("custom_allreduce", "SGLang custom allreduce (NVLink IPC kernel)", state, results,
                    Source(f"sglang v{release}", CUSTOM_AR), value=value, notes=notes)  # fmt: skip
 
 
-P2P_CHECK = "--enable-p2p-check"  # SGLang then runs its real P2P test instead of trusting P2P
 
 
 def peer_access_problem(observed: str, overrides) -> tuple[str, str, str]:
@@ -67,7 +85,7 @@ def peer_access_problem(observed: str, overrides) -> tuple[str, str, str]:
                 " ('your platform lacks GPU P2P capability or P2P test failed'); NCCL carries every allreduce",
                 f"pass {DISABLE_CUSTOM_AR} to skip the test and the warning")  # fmt: skip
     return ("warning",
-            f"{observed}, yet SGLang's custom allreduce is on and SGLang skips its P2P check by default: opening the"
+            f"{observed}, yet SGLang sets its custom allreduce up, as it skips its P2P check by default: opening the"
             " peers' CUDA IPC buffers fails with 'CUDART error: peer access is not supported between these two"
             " devices'. SGLang since v0.4.5 catches it ('Setup Custom allreduce failed ... specify"
             f" {DISABLE_CUSTOM_AR} explicitly') and falls back to NCCL; earlier releases crashed at start-up"

@@ -12,7 +12,14 @@ CUSTOM_AR_CONDITIONS = rules.custom_ar_conditions({
     "single_node": "CUDA IPC buffers do not cross nodes",
     "world_size": "kernels exist for these sizes",
     "full_nvlink": "'not supported on more than two PCIe-only GPUs'",
-}, one_node=("all ranks on one node", "all ranks on one node", "use one node"), nvlink_fix="use NVLink-connected GPUs or tp 2")
+    rules.PEER_ACCESS_CONDITION: "CustomAllreduce.__init__ asks _can_p2p, which trusts the driver's P2P report"
+                                 " (VLLM_SKIP_P2P_CHECK defaults to 1); without P2P it turns the kernel off",
+}, one_node=("all ranks on one node", "all ranks on one node", "use one node"), nvlink_fix="use NVLink-connected GPUs or tp 2",
+   p2p_fix="pass --disable-custom-all-reduce to say so (NCCL carries every allreduce either way), or use GPUs with P2P")  # fmt: skip
+
+# What vLLM logs when only the P2P condition fails (custom_all_reduce.py CustomAllreduce.__init__).
+RUNTIME_OFF = ("off at start-up: the driver reports no P2P, vLLM logs 'Custom allreduce is disabled because your"
+               " platform lacks GPU P2P capability or P2P test failed' and NCCL carries every allreduce")
 
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
@@ -20,6 +27,8 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
     results = rules.evaluate(CUSTOM_AR_CONDITIONS, s)
     state = rules.state_of(results, forced_off=s.has(DISABLE_CUSTOM_AR))
     notes = ["messages up to 8 MiB; P2P access trusted from the CUDA runtime unless VLLM_SKIP_P2P_CHECK=0"]
+    if state != rules.FORCED_OFF and rules.off_at_start_up(results):
+        notes.append(RUNTIME_OFF)
     return rules.decided("custom_allreduce", "vLLM custom allreduce", state, results, rules.Source(f"vllm v{release}", CUSTOM_AR_FILE),
                    notes=notes)  # fmt: skip
 
@@ -29,7 +38,7 @@ def peer_access_problem(observed: str, overrides) -> tuple[str, str, str]:
     return ("info",
             f"{observed}: vLLM's own P2P check (the driver's report) turns its custom allreduce off at start-up"
             " ('Custom allreduce is disabled because your platform lacks GPU P2P capability'), so every allreduce"
-            " goes through NCCL although this plan counts on the custom kernel",
+            " goes through NCCL",
             f"pass {DISABLE_CUSTOM_AR} to say so explicitly (and silence the warning)")  # fmt: skip
 
 
