@@ -119,7 +119,9 @@ def test_versions():
     [
         ("h100-sxm-8", 8, {}, AUTO_ENABLED, None),
         ("l40s-4", 4, {}, NOT_ENABLED, "full_nvlink"),
-        ("rtx-4090-2", 2, {}, AUTO_ENABLED, None),
+        # no P2P between the two RTX 4090s: vLLM sets its kernel up and _can_p2p turns it off at start-up
+        ("rtx-4090-2", 2, {}, NOT_ENABLED, "peer_access"),
+        ("h100-pcie-2-bridge", 2, {}, AUTO_ENABLED, None),
         ("h100-sxm-8", 1, {}, NOT_ENABLED, "tp_gt_1"),
         ("h100-sxm-8", 16, {"nnodes": 2}, NOT_ENABLED, "single_node"),
         ("h100-sxm-8", 8, {"overrides": ("--disable-custom-all-reduce",)}, FORCED_OFF, None),
@@ -144,7 +146,7 @@ def test_custom_allreduce_conditions_agree_with_sglang(profile, tp, nnodes):
     ours = vllm_custom_allreduce.custom_allreduce_decision(s, "0.18.0").conditions
     theirs = sglang_custom_allreduce.custom_allreduce_decision(s, "0.5.18").conditions
     assert [(c.id, c.ok, c.observed) for c in ours] == [(c.id, c.ok, c.observed) for c in theirs]
-    assert [c.id for c in ours] == ["tp_gt_1", "single_node", "world_size", "full_nvlink"]
+    assert [c.id for c in ours] == ["tp_gt_1", "single_node", "world_size", "full_nvlink", "peer_access"]
     assert ours[1].expected == "all ranks on one node" and theirs[1].expected == "the TP group on one node"
 
 
