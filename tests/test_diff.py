@@ -55,10 +55,24 @@ def test_changed_in_names_the_first_release_of_the_change():
     assert back["to"]["state"] == "not-enabled" and back["changed_in"] == "0.5.13"  # downgrading: lost at 0.5.13
 
 
-def test_problems_added_and_removed_are_reported():
-    """Two H100 PCIe GPUs with an NVLink bridge have no multicast: when 0.5.14 turns the fusion on for Qwen3-VL, the
-    warning about it appears; going back removes it."""
-    args = ["--profile", "h100-pcie-2-bridge", "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--engine", "sglang"]
+def two_h100s_without_p2p(tmp_path) -> str:
+    """Two H100 PCIe GPUs (SM90: the fusion kernels exist) on a PCIe fabric without peer-to-peer, saved as a facts file."""
+    from dataclasses import replace
+
+    from advisor.probe.profiles import load_profile
+
+    bridge = load_profile("h100-pcie-2-bridge")
+    links = tuple(replace(link, nvlinks=0, nvlink_p2p=None, p2p_read="NS", p2p_write="NS") for link in bridge.topology.links)
+    path = tmp_path / "h100-no-p2p.json"
+    replace(bridge, topology=replace(bridge.topology, links=links)).save(path)
+    return str(path)
+
+
+def test_problems_added_and_removed_are_reported(tmp_path):
+    """Two H100 PCIe GPUs without peer-to-peer cannot map FlashInfer's fusion workspace: when 0.5.14 turns the fusion
+    on for Qwen3-VL, the warning about it appears; going back removes it."""
+    args = ["--facts", two_h100s_without_p2p(tmp_path), "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--engine", "sglang",
+            "--tp", "2"]  # fmt: skip
     up = diff_json(*args, "--from", "0.5.13", "--to", "0.5.14")
     down = diff_json(*args, "--from", "0.5.14", "--to", "0.5.13")
     assert [p["id"] for p in up["problems_added"]] == ["no_multicast_for_fusion"] and up["problems_removed"] == []
