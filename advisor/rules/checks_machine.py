@@ -285,7 +285,7 @@ def check_gpu_memory(ctx: _Context) -> list[Problem]:
             return [_cannot("gpu_memory_in_use", f"the free memory of GPU {gpu.index}", reason, src)]
         used = total - free
         need = memory.need(fraction, total, weights)
-        if need > total:
+        if need > total or weights > total:
             # The layout does not fit even on an idle GPU (weights_exceed_memory says so): what others hold is not to
             # blame, and freeing it would not help.
             continue

@@ -76,7 +76,6 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
 
 
 
-
 def peer_access_problem(observed: str, overrides) -> tuple[str, str, str]:
     """GPUs of the TP group lack P2P while the custom allreduce is on: SGLang skips its P2P check unless asked."""
     if has_flag(overrides, P2P_CHECK):

@@ -19,7 +19,7 @@ CUSTOM_AR_CONDITIONS = rules.custom_ar_conditions({
 
 # What vLLM logs when only the P2P condition fails (custom_all_reduce.py CustomAllreduce.__init__).
 RUNTIME_OFF = ("off at start-up: the driver reports no P2P, vLLM logs 'Custom allreduce is disabled because your"
-               " platform lacks GPU P2P capability or P2P test failed' and NCCL carries every allreduce")
+               " platform lacks GPU P2P capability or P2P test failed' and NCCL carries every allreduce")  # fmt: skip
 
 
 def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
