@@ -75,7 +75,6 @@ def custom_allreduce_decision(s: Scenario, version: str) -> Decision:
                    Source(f"sglang v{release}", CUSTOM_AR), value=value, notes=notes)  # fmt: skip
 
 
-
 def peer_access_problem(observed: str, overrides) -> tuple[str, str, str]:
     """GPUs of the TP group lack P2P while the custom allreduce is on: SGLang skips its P2P check unless asked."""
     if has_flag(overrides, P2P_CHECK):
