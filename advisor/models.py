@@ -43,8 +43,14 @@ def dtype_bytes(dtype: str | None) -> int | None:
     return DTYPE_BYTES.get(dtype.lower().removeprefix("torch."))
 
 
-def weight_bytes_per_param(dtype: str | None, quantization: str | None) -> float | None:
-    """Bytes per parameter of the checkpoint as loaded (quantized formats: an estimate including scales)."""
+def weight_bytes_per_param(dtype: str | None, quantization: str | None, weight_bits: float | None = None) -> float | None:
+    """Bytes per parameter of the checkpoint as loaded (quantized formats: an estimate including scales).
+
+    ``weight_bits``: the bits per quantized weight, scales included, as config.json's quantization_config states them
+    (:func:`quantized_weight_bits`, kept on the ModelSpec); it wins over the per-method estimate. Without it a
+    compressed-tensors checkpoint is unknown (its config_groups say whether it is INT4, INT8 or FP8)."""
+    if weight_bits:
+        return weight_bits / 8
     quant = (quantization or "").lower()
     if quant:
         if "fp4" in quant or quant in ("awq", "gptq", "w4a16", "int4", "awq_marlin", "gptq_marlin", "bitsandbytes"):
@@ -53,6 +59,52 @@ def weight_bytes_per_param(dtype: str | None, quantization: str | None) -> float
             return 1.0
         return None
     return dtype_bytes(dtype)
+
+
+# compressed-tensors checkpoints without config_groups: the bits their format names (compressed_tensors CompressionFormat;
+# the packed formats are 4-bit). Scales are added per group where config_groups give the group size.
+COMPRESSED_FORMAT_BITS = {
+    "pack-quantized": 4.5,  # INT4 packed eight to an int32, plus a bf16 scale per group of 32
+    "nvfp4-pack-quantized": 4.5,  # FP4 plus an FP8 scale per 16
+    "mxfp4-pack-quantized": 4.25,  # FP4 plus an E8M0 scale per 32
+    "float-quantized": 8.0, "int-quantized": 8.0, "naive-quantized": 8.0,
+}  # fmt: skip
+SCALE_BITS = {"int": 16, "float": 8}  # a group's scale: bf16 for integer weights, FP8 for FP4 (NVFP4) weights
+
+
+def quantized_weight_bits(qc: Any) -> float | None:
+    """Bits per quantized weight, scales included, from config.json's ``quantization_config``; None when it does not say.
+
+    compressed-tensors: the widest ``config_groups.*.weights`` (num_bits + scale bits / group_size for group
+    strategies), else the ``format``; fp8: 8 bits plus one fp32 scale per ``weight_block_size`` block (or per tensor);
+    mxfp4: 4 bits plus an 8-bit scale per 32; NVFP4 (modelopt FP4): 4 bits plus an FP8 scale per 16."""
+    if not isinstance(qc, Mapping):
+        return None
+    method = str(qc.get("quant_method") or "").lower()
+    if method == "compressed-tensors":
+        widths = []
+        groups = qc.get("config_groups")
+        for group in (groups.values() if isinstance(groups, Mapping) else ()):
+            weights = group.get("weights") if isinstance(group, Mapping) else None
+            bits = _int(weights.get("num_bits")) if isinstance(weights, Mapping) else None
+            if not bits:
+                continue
+            size = _int(weights.get("group_size"))
+            scale = SCALE_BITS.get(str(weights.get("type") or "int"), 16) / size if size else 0.0
+            widths.append(bits + scale)
+        if widths:
+            return max(widths)
+        return COMPRESSED_FORMAT_BITS.get(str(qc.get("format") or ""))
+    if method == "fp8":
+        block = qc.get("weight_block_size")
+        if isinstance(block, list) and len(block) == 2 and all(_int(b) for b in block):
+            return 8 + 32 / (block[0] * block[1])
+        return 8.0
+    if method == "mxfp4":
+        return 4.25
+    if method == "modelopt" and "FP4" in str(qc.get("quant_algo") or "").upper():
+        return 4.5
+    return None
 
 
 class ModelError(Exception):
@@ -76,6 +128,8 @@ class ModelSpec:
     vocab_size: int | None = None
     dtype: str | None = None  # "bfloat16"
     quantization: str | None = None  # "fp8", "modelopt_fp4", "mxfp4", ...
+    # Bits per quantized weight, scales included, from quantization_config (quantized_weight_bits); None: not stated.
+    weight_bits: float | None = None
     num_params: int | None = None  # total parameters, for memory estimates (catalog value or computed)
     path: str | None = None  # the directory config.json came from, when local
     origin: str = "catalog"  # "directory" | "hf-cache" | "catalog"
@@ -102,6 +156,10 @@ class ModelSpec:
     @property
     def dtype_bytes(self) -> int | None:
         return dtype_bytes(self.dtype)
+
+    def bytes_per_param(self, dtype: str | None = None) -> float | None:
+        """Bytes per parameter of its weights as loaded in ``dtype`` (default: its own); None when unknown."""
+        return weight_bytes_per_param(dtype or self.dtype, self.quantization, self.weight_bits)
 
 
 # -- config.json -> ModelSpec ----------------------------------------------------------------------------------------
@@ -214,6 +272,8 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         vocab_size=size("vocab_size"),
         dtype=dtype if isinstance(dtype, str) else None,
         quantization=_quantization(config) or _quantization(text),
+        weight_bits=quantized_weight_bits(config.get("quantization_config"))
+        or quantized_weight_bits(text.get("quantization_config")),
         path=path,
         origin=origin,
         kv_lora_rank=size("kv_lora_rank"),

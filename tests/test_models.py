@@ -246,3 +246,65 @@ def test_dtype_bytes_one_table_for_every_spelling():
         2, 2, 2, 2, 4, 1]  # fmt: skip
     assert dtype_bytes(None) is None and dtype_bytes("auto") is None and dtype_bytes("int3") is None
     assert ModelSpec(id="m", architecture="A", dtype="bfloat16").dtype_bytes == 2
+
+
+# -- weight sizes -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_id", catalog_ids())
+def test_every_catalog_model_has_a_weight_size(model_id):
+    """Every catalog model gives a parameter count and bytes per parameter, so every layout gets a memory verdict."""
+    spec = catalog_spec(model_id)
+    per_param = spec.bytes_per_param()
+    assert spec.num_params and spec.num_params > 0
+    assert per_param is not None and 0.25 < per_param <= 4
+
+
+def test_quantized_catalog_checkpoints_are_sized_from_their_quantization_config():
+    """Kimi-K2.5: INT4 routed experts (compressed-tensors pack-quantized, group 32, a bf16 scale per group) -> 4.5 bits;
+    DeepSeek-V3: FP8 with an fp32 scale per 128 x 128 block; gpt-oss: MXFP4 (an E8M0 scale per 32)."""
+    kimi, deepseek, oss = (catalog_spec(m) for m in ("moonshotai/Kimi-K2.5", "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-120b"))
+    assert kimi.quantization == "compressed-tensors" and kimi.weight_bits == 4 + 16 / 32
+    assert 590e9 < kimi.num_params * kimi.bytes_per_param() < 600e9  # the checkpoint is about 594 GB
+    assert deepseek.weight_bits == 8 + 32 / (128 * 128) and 670e9 < deepseek.num_params * deepseek.bytes_per_param() < 690e9
+    assert oss.weight_bits == 4.25
+
+
+@pytest.mark.parametrize(
+    ("qc", "bits"),
+    [
+        ({"quant_method": "compressed-tensors", "format": "pack-quantized",
+          "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}}}},
+         4 + 16 / 128),
+        ({"quant_method": "compressed-tensors", "format": "int-quantized",
+          "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int", "strategy": "channel"}}}}, 8),
+        ({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
+          "config_groups": {"g": {"weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                              "group_size": 16}}}}, 4.5),
+        ({"quant_method": "compressed-tensors", "format": "float-quantized"}, 8),  # FP8 block, groups left out
+        ({"quant_method": "compressed-tensors", "format": "something-new"}, None),
+        ({"quant_method": "fp8"}, 8),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, 4.5),
+        ({"quant_method": "awq", "bits": 4}, None),  # the per-method estimate applies
+        ("not a mapping", None),
+    ],
+)  # fmt: skip
+def test_quantized_weight_bits(qc, bits):
+    assert models.quantized_weight_bits(qc) == bits
+
+
+def test_weight_bytes_per_param_prefers_the_stated_bits():
+    assert models.weight_bytes_per_param("bfloat16", "compressed-tensors") is None  # INT4, INT8 or FP8: unknown
+    assert models.weight_bytes_per_param("bfloat16", "compressed-tensors", 4.5) == 0.5625
+    assert models.weight_bytes_per_param("bfloat16", "awq") == 0.5625 and models.weight_bytes_per_param("bf16", None) == 2
+
+
+def test_a_local_compressed_tensors_checkpoint_reads_its_config_groups(tmp_path):
+    config = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+              "torch_dtype": "bfloat16",
+              "quantization_config": {"quant_method": "compressed-tensors", "format": "int-quantized",
+                                      "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int",
+                                                                          "strategy": "channel"}}}}}  # fmt: skip
+    spec = load_config_dir(write_config(tmp_path / "w8a8", config))
+    assert spec.quantization == "compressed-tensors" and spec.bytes_per_param() == 1.0

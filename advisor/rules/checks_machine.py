@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from advisor.facts import MEMLOCK_UNLIMITED, Gpu, Link
-from advisor.models import weight_bytes_per_param
 from advisor.rules.engine import GpuMemory, Problem, Scenario, flag_value, tries_custom_allreduce
 from advisor.rules.sglang.common import DISABLE_CUSTOM_AR  # the same flag in vLLM
 
@@ -249,7 +248,7 @@ def _weights_per_gpu_mib(ctx: _Context) -> float:
     model = ctx.model
     if model is None or not model.num_params:
         return 0.0
-    per_param = weight_bytes_per_param(ctx.dtype, model.quantization)
+    per_param = model.bytes_per_param(ctx.dtype)
     return model.num_params * per_param / max(ctx.intent.tp, 1) / 2**20 if per_param else 0.0
 
 
