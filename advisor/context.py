@@ -184,7 +184,11 @@ def _with_python_packages(facts: Facts, python: str) -> Facts:
     except PythonProbeError as exc:
         raise AdvisorError(str(exc)) from None
     return replace(
-        facts, host=replace(facts.host, python=version), packages=tuple(packages), python_executable=executable
+        facts,
+        host=replace(facts.host, python=version),
+        packages=tuple(packages),
+        python_executable=executable,
+        python_here=True,
     )
 
 

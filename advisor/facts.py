@@ -208,6 +208,9 @@ class Facts:
     packages: tuple[Package, ...] = ()
     environment: dict[str, str] = field(default_factory=dict)
     python_executable: str | None = None  # the interpreter whose packages were probed
+    # python_executable is an interpreter of this machine (probed live, or named by --python here); False for a profile
+    # or a loaded file, whatever it was where they were made. Not saved: it says where the facts are read, not a fact.
+    python_here: bool = False
     errors: tuple[ProbeError, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
@@ -256,7 +259,9 @@ class Facts:
 
     # -- JSON --------------------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        del data["python_here"]
+        return data
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)

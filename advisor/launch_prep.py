@@ -1,7 +1,7 @@
 """Plan -> the commands to start and the reasons not to: the one preparation `advisor launch` and the TUI's launch
 screen share, so both build the same argv and refuse for the same reasons.
 
-    prepare_launch(plan, *, mode=None, python=None, dist_init_addr=None, strict=False, run_dir=None)
+    prepare_launch(plan, *, mode=None, python=None, dist_init_addr=None, strict=False, run_dir=None, here=False)
         -> (commands, refusals)
 
 ``commands`` holds one argv per node (node 0 first; empty when the plan cannot become a command). ``refusals`` lists,
@@ -17,6 +17,7 @@ the one --python names, which directories it writes, and how a missing install i
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -54,15 +55,17 @@ def prepare_launch(
     dist_init_addr: str | None = None,
     strict: bool = False,
     run_dir: str | None = None,
+    here: bool = False,
 ) -> tuple[list[list[str]], list[Refusal]]:
     """The commands that start ``plan`` (one per node) and every reason not to start them.
 
     ``mode``: the bundled runtime's mode (default: the intent's). ``python``: the interpreter that has SGLang or vLLM
-    (the bundled runtime always runs in this one). ``strict``: warnings refuse too, as in `advisor check --strict`."""
+    (the bundled runtime always runs in this one). ``strict``: warnings refuse too, as in `advisor check --strict`.
+    ``here``: the caller starts the commands on this machine whatever machine the plan was made for (the app)."""
     mode = mode or plan.intent.mode
     engine = registry.get(plan.intent.engine)
     refusals: list[Refusal] = []
-    commands = _commands(plan, engine, mode, python, dist_init_addr, refusals)
+    commands = _commands(plan, engine, mode, python, dist_init_addr, refusals, here)
     errors = sum(p.severity == "error" for p in plan.problems)
     warnings = sum(p.severity == "warning" for p in plan.problems)
     if errors or (strict and warnings):
@@ -94,10 +97,18 @@ def commands_for_nodes(
 
 
 def _commands(
-    plan: Plan, engine: Engine, mode: str, python: str | None, dist_init_addr: str | None, refusals: list[Refusal]
+    plan: Plan,
+    engine: Engine,
+    mode: str,
+    python: str | None,
+    dist_init_addr: str | None,
+    refusals: list[Refusal],
+    here: bool = False,
 ) -> list[list[str]]:
-    # An engine that runs in this interpreter (the bundled runtime) ignores --python, which picks SGLang's or vLLM's.
-    engine_python = None if engine.in_this_interpreter else python
+    # An engine that runs in this interpreter (the bundled runtime) ignores --python, which picks SGLang's or vLLM's; one
+    # started here for a simulated machine's plan (the app's demonstration) runs in this interpreter too, where the
+    # printed command of such a plan says what a person types on that machine.
+    engine_python = (sys.executable if here else None) if engine.in_this_interpreter else python
     try:
         return commands_for_nodes(plan, mode=mode, python=engine_python, dist_init_addr=dist_init_addr)
     except EngineCommandError as exc:

@@ -120,8 +120,12 @@ def test_sglang_needs_a_real_model():
 def test_sglang_python_defaults_to_the_live_probed_interpreter_only():
     live = Facts(source="live", python_executable="/opt/sgl/bin/python")
     assert command_for(plan(live, engine="sglang", model="m", tp=1))[0] == "/opt/sgl/bin/python"
+    # another machine: what a person types there, neither its recorded interpreter nor this machine's
     simulated = Facts(source="simulated:h200-8", python_executable="/elsewhere/python")
-    assert command_for(plan(simulated, engine="sglang", model="m", tp=1))[0] == sys.executable
+    assert command_for(plan(simulated, engine="sglang", model="m", tp=1))[0] == "python3"
+    # --python with a profile: the packages (and so the engine) are that interpreter's, on this machine
+    here = Facts(source="simulated:h200-8", python_executable="/opt/sgl/bin/python", python_here=True)
+    assert command_for(plan(here, engine="sglang", model="m", tp=1))[0] == "/opt/sgl/bin/python"
 
 
 def test_vllm():

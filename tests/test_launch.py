@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
@@ -47,7 +46,8 @@ def fusion_flag(release: str) -> list[str]:
 
 
 def sglang(*tail: str, tp: int = 8) -> list[str]:
-    return [sys.executable, "-m", "sglang.launch_server", "--model-path", MODEL, "--tp-size", str(tp), *tail]
+    """A profile's plan: the command a person types on that machine, not this machine's interpreter."""
+    return ["python3", "-m", "sglang.launch_server", "--model-path", MODEL, "--tp-size", str(tp), *tail]
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -101,7 +101,7 @@ def test_bundled_default_is_the_demo_model_at_tp_2_on_cpu():
     result = invoke("--dry-run", "--profile", "cpu-only")
     assert result.exit_code == 0, result.stderr
     assert shlex.split(result.stdout) == [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc-per-node", "2",
+        "python3", "-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc-per-node", "2",
         "--max-restarts", "0", "-m", "launcher.runtime", "--model", "demo", "--tp-size", "2", "--dtype", "auto",
         "--device", "cpu", "--allreduce", "torch", "--mode", "serve",
     ]  # fmt: skip

@@ -73,6 +73,7 @@ def probe_live(python: str | None = None, environ: Mapping[str, str] | None = No
         packages=packages,
         environment=filter_environment(environ),
         python_executable=executable,
+        python_here=executable is not None,
         errors=tuple(errors),
     )
 

@@ -84,15 +84,24 @@ def served_model(plan: Plan, engine_name: str) -> str:
     return model
 
 
+# What a person types on a machine that is not this one (a profile, a saved facts file): its interpreter's path is
+# not ours to know, and this machine's would be wrong there.
+OTHER_MACHINE_PYTHON = "python3"
+
+
 def engine_python(plan: Plan, python: str | None) -> str:
-    """The interpreter that has the engine installed: the explicit one, else the one whose packages were probed live."""
+    """The interpreter that has the engine installed: the explicit one, else the one whose packages were probed on this
+    machine (live, or --python with a profile or facts file); for a plan made for another machine, ``python3``."""
     if python:
         return python
     if probed_live_python(plan):
         return plan.facts.python_executable
-    return sys.executable
+    if plan.facts.source == "live":
+        return sys.executable  # this machine, its interpreter not recorded
+    return OTHER_MACHINE_PYTHON
 
 
 def probed_live_python(plan: Plan) -> bool:
-    """Whether the plan's facts name this machine's probed interpreter (not a plan made for another machine)."""
-    return bool(plan.facts.python_executable and plan.facts.source == "live")
+    """Whether the plan's facts name an interpreter of this machine (not one of a machine the plan was made for)."""
+    facts = plan.facts
+    return bool(facts.python_executable and (facts.python_here or facts.source == "live"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from advisor.rules.command import DEMO_MODEL, tail, without_flag
+from advisor.rules.command import DEMO_MODEL, OTHER_MACHINE_PYTHON, tail, without_flag
 from advisor.rules.problem import EngineCommandError
 from launcher import engines
 from launcher.engines import RUNTIME_DTYPES, RUNTIME_MODULE, TORCHRUN_MODULE
@@ -35,7 +35,7 @@ def command(
     if problem:
         raise EngineCommandError(problem)
     tp, nnodes = intent.tp, intent.nnodes
-    argv = [python or sys.executable, "-m", TORCHRUN_MODULE]
+    argv = [_python(plan, python), "-m", TORCHRUN_MODULE]
     if nnodes == 1:
         argv += ["--standalone", "--nnodes", "1"]
     else:
@@ -64,6 +64,15 @@ def command(
 def install_command(version: str | None = None) -> str:
     """The runtime's dependencies: the ``runtime`` extra of this tp-advisor (its version is the advisor's own)."""
     return engines.runtime_install_command()
+
+
+def _python(plan: Plan, python: str | None) -> str:
+    """The runtime ships with tp-advisor, so it runs in this interpreter on this machine (whatever --python names for
+    the other engines); for a plan made for another machine, what a person types there."""
+    if python:
+        return python
+    here = plan.facts.source == "live" or plan.facts.python_here
+    return sys.executable if here else OTHER_MACHINE_PYTHON
 
 
 def not_installed(plan: Plan, python: str | None, mode: str) -> str | None:

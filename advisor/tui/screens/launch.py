@@ -95,7 +95,7 @@ class LaunchScreen(Screen):
 
     def prepared(self) -> tuple[list[list[str]], list[Any]]:
         """The commands (one per node) and the refusals, exactly as `advisor launch` prepares them."""
-        return prepare_launch(self.plan, mode=self.mode)
+        return prepare_launch(self.plan, mode=self.mode, here=True)  # the app starts them here, on this machine
 
     def argv(self) -> list[str]:
         """Node 0's command (the one started here); ValueError with the reason when there is none."""
