@@ -127,3 +127,19 @@ def test_ctrl_c_while_the_first_plan_is_computed_before_the_app_starts_ends_the_
     monkeypatch.setattr(session.Session, "evaluate", interrupted)
     with pytest.raises(KeyboardInterrupt):
         AdvisorApp(Options(**B300))
+
+
+async def test_the_first_screens_verdict_matches_its_model_field(empty_hf_cache):
+    """No --model on a machine where SGLang is the default engine: the model field does not offer the demo model that
+    SGLang cannot run while the status says SGLang needs a model; the bundled runtime's demo model is offered there."""
+    app = AdvisorApp(Options(profile="b300-8"))  # SGLang installed there: the default engine
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        placeholder = app.main.query_one("#model").placeholder
+        assert "needs a model" in static_text(app, "#status")
+        assert "demo" not in placeholder and "sglang" in placeholder
+    app = AdvisorApp(Options(profile="b300-8", engine="bundled"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert app.main.query_one("#model").placeholder == "demo model"
+        assert app.main.evaluation.plan is not None and app.main.evaluation.plan.model.id == "demo"

@@ -20,6 +20,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Static, TabbedContent, TabPane
 
+from advisor.context import default_engine
 from advisor.plan import Plan
 from advisor.rules.registry import modelled_releases
 from advisor.sanitize import clean
@@ -147,6 +148,7 @@ class MainScreen(Screen):
         if facts is not None:
             host = clean(facts.host.hostname or "unknown host", newlines=False)
             self.app.sub_title = f"{host} · {source_label(facts)}"
+        self.query_one(PlanForm).show_engine(_engine_of(evaluation))
         status = self.query_one("#status", Static)
         table = self.query_one(DecisionTable)
         detail = self.query_one(DetailPane)
@@ -316,6 +318,15 @@ class MainScreen(Screen):
                 self.set_profile(name)
 
         self.app.push_screen(ProfileScreen(self.app.profiles, self.options.profile), chosen)
+
+
+def _engine_of(evaluation: Evaluation) -> str | None:
+    """The engine the evaluation ran (or would have run): the plan's, the one asked for, else the machine's default."""
+    if evaluation.plan is not None:
+        return evaluation.plan.intent.engine
+    if evaluation.options.engine:
+        return evaluation.options.engine
+    return default_engine(evaluation.facts) if evaluation.facts is not None else None
 
 
 def _error_line(evaluation: Evaluation) -> Text:

@@ -17,9 +17,21 @@ from textual.suggester import SuggestFromList
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
+from advisor.rules import registry
 from advisor.rules.registry import names as engine_names
 from advisor.rules.sglang.common import MOE_A2A_BACKENDS
 from advisor.tui.session import FILE, LIVE, profile_choice, releases_for
+
+
+def model_placeholder(engine: str | None) -> str:
+    """What the empty model field stands for under ``engine`` (None: not resolved yet): the demo model only where the
+    engine runs one, so the field never offers a model the plan then says is missing."""
+    if engine is None or engine not in registry.names():
+        return "model id or directory"
+    if registry.get(engine).demo_tp is not None:
+        return "demo model"
+    return f"required by {engine}: an id or a directory"
+
 
 DIGITS = r"\d*"  # the numeric fields take digits only (no validator: its -valid/-invalid classes restyle on mount)
 
@@ -129,7 +141,7 @@ class PlanForm(Grid):
         return [
             _field(
                 o.model or "",
-                placeholder="demo model",
+                placeholder=model_placeholder(o.engine),
                 suggester=SuggestFromList(self._models, case_sensitive=False),
                 id="model",
                 tooltip="Model id (catalog or HF cache) or a directory; → accepts a suggestion",
@@ -195,6 +207,11 @@ class PlanForm(Grid):
     @property
     def model_input(self) -> Input:
         return self.query_one("#model", Input)
+
+    def show_engine(self, engine: str | None) -> None:
+        """The engine the plan resolved (the form's "default" picks it from the machine): the model field says what an
+        empty entry means under it."""
+        self.model_input.placeholder = model_placeholder(engine)
 
     # -- reading the controls ------------------------------------------------------------------------------------------
     def on_input_changed(self, event: Input.Changed) -> None:
