@@ -419,6 +419,14 @@ def profiles(as_json: bool) -> None:
     if as_json:
         click.echo(dumps(rows))
         return
+    import textwrap
+
+    from advisor.report.render import output_width
+
     width = max((len(n) for n in rows), default=0)
+    columns = output_width(sys.stdout)  # COLUMNS, else the terminal: long summaries wrap under their own column
     for name, text in rows.items():
-        click.echo(f"{name:<{width}}  {text}")
+        lines = textwrap.wrap(text, max(20, columns - width - 2), break_on_hyphens=False) or [""]
+        click.echo(f"{name:<{width}}  {lines[0]}")
+        for line in lines[1:]:
+            click.echo(f"{'':<{width}}  {line}")

@@ -332,10 +332,14 @@ def test_intent_conditions(release, intent, cid, ok):
     assert d.enabled is (ok and not d.failed)
 
 
-def test_tp1_auto_enables_before_v0_5_10_but_kernel_unused():
+def test_tp1_sets_the_flag_before_v0_5_10_but_nothing_is_fused():
+    """SGLang sets the flag at tp 1 too (no tp > 1 condition yet), but one rank has no allreduce: the decision says
+    not-enabled, "flag set, no effect", and keeps the flag SGLang sets (the goldens' fusion field)."""
     d = fusion(scenario("h100-sxm-8", tp=1), "0.5.9")
-    assert d.state == AUTO_ENABLED and "tp_gt_1" not in {c.id for c in d.conditions}
-    assert any("tp 1" in n for n in d.notes)
+    assert d.state == NOT_ENABLED and not d.enabled and "tp_gt_1" not in {c.id for c in d.conditions}
+    assert d.flags == ("--enable-flashinfer-allreduce-fusion",) and d.value is True
+    assert any(n.startswith("flag set, no effect") for n in d.notes)
+    assert fusion(scenario("h100-sxm-8", tp=2), "0.5.9").state == AUTO_ENABLED
 
 
 def test_attn_cp_check_removed_in_v0_5_11():

@@ -113,7 +113,8 @@ def advisor_values(release: str, scenario: dict) -> dict:
     memory = plan.decision("memory_defaults").value or {}
     fraction = memory.get("mem_fraction_static")
     return {
-        "fusion": plan.decision("flashinfer_allreduce_fusion").enabled,
+        # the flag SGLang sets: on, or set with no effect at tp 1 (its decision then says not-enabled)
+        "fusion": plan.decision("flashinfer_allreduce_fusion").enabled or bool(plan.decision("flashinfer_allreduce_fusion").flags),
         "attention_backend": plan.decision("attention_backend").value,
         "moe_runner_backend": plan.decision("moe_runner_backend").value,
         "chunked_prefill_size": memory.get("chunked_prefill_size"),

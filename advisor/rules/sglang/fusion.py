@@ -243,6 +243,8 @@ class _Verdict:
     requested: str | None  # what the user asked for explicitly (forced on), else None
     off: tuple[str, ...]  # the user flags that force it off in this release
     notes: tuple[str, ...]  # about the flags the user passed
+    # SGLang sets the flag itself, but with one rank there is no allreduce to fuse: the state says not-enabled.
+    no_effect: bool = False
 
 
 def _verdict(s: Scenario, version: str, evaluated: dict[str, ConditionResult] | None = None) -> _Verdict:
@@ -279,7 +281,10 @@ def _verdict(s: Scenario, version: str, evaluated: dict[str, ConditionResult] | 
         notes.append(f"{BACKEND_FLAG} does not exist in v{release}: SGLang will reject it (use {BOOL_FLAG})")
 
     state = state_of(results, forced_on=requested is not None, forced_off=bool(off))
-    return _Verdict(row, release, results, state, requested, tuple(off), tuple(notes))
+    no_effect = state == AUTO_ENABLED and s.tp <= 1  # releases before the tp > 1 condition set the flag at tp 1 too
+    if no_effect:
+        state = NOT_ENABLED
+    return _Verdict(row, release, results, state, requested, tuple(off), tuple(notes), no_effect)
 
 
 def release_matrix(s: Scenario) -> tuple[ReleaseOutcome, ...]:
@@ -299,18 +304,22 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     requested, off, notes = verdict.requested, verdict.off, list(verdict.notes)
     uses_backend = row.flag == BACKEND_FLAG
     enabled = is_enabled(state)
+    sets_flag = state == AUTO_ENABLED or verdict.no_effect  # SGLang sets its flag (the goldens' fusion field)
     value: str | bool | None
     auto_backend = "cutedsl" if s.model is not None and s.model.architecture in MIMO_ARCHS else "auto"
     if uses_backend:
-        value = (requested or auto_backend) if enabled else None
-        flags = (BACKEND_FLAG, value) if state == AUTO_ENABLED else ()
+        value = (requested or auto_backend) if enabled or sets_flag else None
+        flags = (BACKEND_FLAG, value) if sets_flag else ()
     else:
-        value = enabled
-        flags = (BOOL_FLAG,) if state == AUTO_ENABLED else ()
+        value = enabled or sets_flag
+        flags = (BOOL_FLAG,) if sets_flag else ()
     # Forced on: the user's own flag is already on the command line (intent.overrides); nothing to add.
 
     if off:
         notes.append(f"forced off by {' and '.join(off)} (applied after the auto-enable)")
+    if verdict.no_effect:
+        notes.append(f"flag set, no effect: SGLang v{release} sets {' '.join(map(str, flags))} at tp 1 too, but with one"
+                     " rank there is no allreduce to fuse (the fused kernel needs tp_size > 1)")  # fmt: skip
     if state == AUTO_ENABLED:
         seen = seen_architecture(s.model.architecture, release)
         if parse_release(release) >= (0, 5, 23):
@@ -319,8 +328,6 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
             notes.append("log line: " + LOG_LINE.format(arch=seen))
         else:
             notes.append("auto-enabled silently (no log line before v0.5.10)")
-        if s.tp <= 1:
-            notes.append("with tp 1 the flag is set but no layer uses the fused kernel (it needs tp_size > 1)")
         if s.model.architecture.startswith("Deepseek"):
             notes.append("DeepSeek with context-parallel prefill declares DP attention or an a2a backend itself,"
                          " which blocks the auto-enable")  # fmt: skip
