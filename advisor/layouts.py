@@ -359,7 +359,8 @@ def report_dict(report: LayoutsReport) -> dict[str, Any]:
 
 # -- people --------------------------------------------------------------------------------------------------------------
 
-COLUMNS = ("", "tp", "nodes", "DP attn", "fits", "weights/GPU", "mem frac", "KV tokens", "seqs", "enabled", "problems")
+# Headers break only at spaces (a narrow table wraps them over two lines, never inside a word).
+COLUMNS = ("", "tp", "nodes", "DP attn", "fits", "weights per GPU", "mem frac", "KV tokens", "seqs", "enabled", "problems")
 
 
 def table_rows(report: LayoutsReport) -> list[tuple[str, ...]]:
@@ -385,26 +386,46 @@ def table_rows(report: LayoutsReport) -> list[tuple[str, ...]]:
     return rows
 
 
+LIST_COLUMNS = ("enabled", "problems")  # lists of ids: one per line in the table, or below it when it is narrow
+
+
 def print_layouts(report: LayoutsReport, console: Any) -> None:
+    from rich.measure import Measurement
     from rich.table import Table
 
     from advisor.report.render import _box, emit  # rich: only when a table is drawn
-
 
     memory = get_engine(report.engine["name"]).memory
     fraction = memory.fraction if memory is not None else None
     version = report.engine.get("version")
     title = (f"{report.model} on {report.engine.get('name')}" + (f" {version}" if version else "")
              + f", sequences of {report.context_len} tokens" + (f" (mem frac: {fraction})" if fraction else ""))  # fmt: skip
-    table = Table(title=title, box=_box(console), title_justify="left")
     multi_node = any(lay.nnodes > 1 for lay in report.layouts)
-    shown = [i for i, name in enumerate(COLUMNS) if name != "nodes" or multi_node]
-    for i in shown:
-        wide = COLUMNS[i] in ("enabled", "problems")
-        table.add_column(COLUMNS[i], overflow="fold", ratio=2 if wide else None, no_wrap=i < 2)
-    for i, cells in enumerate(table_rows(report)):
-        table.add_row(*(cells[j] for j in shown), style="bold" if i == report.recommended else None)
+    rows = table_rows(report)
+
+    def build(with_lists: bool) -> Table:
+        """The id lists one per line; the table is built only where it fits unbroken (see below)."""
+        table = Table(title=title, box=_box(console), title_justify="left")
+        shown = [i for i, name in enumerate(COLUMNS)
+                 if (name != "nodes" or multi_node) and (with_lists or name not in LIST_COLUMNS)]  # fmt: skip
+        for i in shown:
+            table.add_column(COLUMNS[i], overflow="fold")
+        for n, cells in enumerate(rows):
+            table.add_row(*(cells[j].replace(", ", "\n") if COLUMNS[j] in LIST_COLUMNS else cells[j] for j in shown),
+                          style="bold" if n == report.recommended else None)  # fmt: skip
+        return table
+
+    table = build(with_lists=True)
+    # the width it takes with nothing broken, measured without the console's limit (which would cap the answer)
+    natural = Measurement.get(console, console.options.update_width(10**6), table).maximum
+    narrow = natural > console.width
+    if narrow:  # the lists go below the table, one line per layout
+        table = build(with_lists=False)
     emit(console, table)
+    if narrow:
+        for lay, cells in zip(report.layouts, rows, strict=True):
+            lists = "; ".join(f"{name} {cells[COLUMNS.index(name)]}" for name in LIST_COLUMNS)
+            console.print(f"{lay.label}: {lists}")
     for lay in report.layouts:
         if lay.why_not:
             console.print(f"{lay.label}: {lay.why_not}")

@@ -36,8 +36,9 @@ def _command_line(out: str) -> str:
 def test_check_fits_80_columns_and_cuts_nothing(profile: str, engine: str):
     out = _check("--profile", profile, "--engine", engine, "--model", MODEL)
     command = _command_line(out)
-    # the command: one unbroken line, however long (vLLM's for a simulated machine is that machine's `vllm serve`)
-    assert command.startswith("vllm serve ") if engine == "vllm" else command.startswith("/") and " -m " in command
+    # the command: one unbroken line, however long (for a simulated machine what a person types there: `vllm serve`,
+    # `python3 -m ...`)
+    assert command.startswith("vllm serve ") if engine == "vllm" else command.startswith("python3 -m ")
     too_wide = [line for line in out.splitlines() if len(line) > 80 and line != command]
     assert too_wide == []
     assert "…" not in out  # rich cuts a cell with "…"; nothing may be cut
@@ -73,7 +74,8 @@ def test_launch_summary_wraps_to_80_columns_and_keeps_the_command_whole(profile:
                                 env={"COLUMNS": "80"})  # fmt: skip
     assert result.exit_code in (0, 1), result.output
     assert [line for line in result.stderr.splitlines() if len(line) > 80] == []
-    assert len(result.stdout.splitlines()) == 1 and len(result.stdout) > 80  # the command: one line, unwrapped
+    assert len(result.stdout.splitlines()) == 1  # the command: one line, unwrapped
+    assert len(result.stdout) > 80 or engine == "sglang"  # (`python3 -m sglang.launch_server ...` may be shorter)
     plan = make_plan(Options(profile=profile, engine=engine, model=model[-1] if model else None))
     wide = summary_lines(plan, width=1000)
     assert len(summary_lines(plan, width=80)) >= len(wide) == 1 + len(plan.decisions) + len(plan.problems)
@@ -111,3 +113,34 @@ def test_columns_out_of_range_or_malformed_are_bounded(monkeypatch, columns, wid
     """A COLUMNS of 99999 would draw 99999-character rules; one of 10 folds every table cell to nothing."""
     monkeypatch.setenv("COLUMNS", columns)
     assert output_width(io.StringIO()) == width
+
+
+def _run(*args: str, columns: int = 80) -> str:
+    result = CliRunner().invoke(main, list(args), env={"COLUMNS": str(columns), "NO_COLOR": "1"})
+    assert result.exit_code in (0, 1), result.output
+    return result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--profile", "h100-sxm-8", "--engine", "sglang", "--model", "Qwen/Qwen3-235B-A22B"),
+        ("--profile", "b200-8", "--nnodes", "2", "--engine", "sglang", "--model", "deepseek-ai/DeepSeek-V3"),
+        ("--profile", "h100-sxm-8", "--engine", "vllm", "--model", MODEL),
+    ],
+)
+def test_layouts_at_80_columns_break_no_name(args):
+    """Every id (decisions, problems) and every number stays whole on one line; nothing is wider than 80 columns."""
+    out = _run(*args, "layouts")
+    wide = _run(*args, "layouts", columns=400)
+    assert [line for line in out.splitlines() if len(line) > 80] == [] and "…" not in out
+    for word in {w.strip(",;|") for w in wide.split()} - {""}:
+        if "_" in word or any(ch.isdigit() for ch in word):  # the ids and the numbers
+            assert word in out, word
+
+
+def test_profiles_follow_columns():
+    out = _run("profiles", columns=60)
+    assert [line for line in out.splitlines() if len(line) > 60] == []
+    assert len(out.splitlines()) > len(list_profiles())  # the long summaries wrapped, under their own column
+    assert len(_run("profiles", columns=300).splitlines()) == len(list_profiles())
