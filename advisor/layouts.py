@@ -360,7 +360,8 @@ def report_dict(report: LayoutsReport) -> dict[str, Any]:
 # -- people --------------------------------------------------------------------------------------------------------------
 
 # Headers break only at spaces (a narrow table wraps them over two lines, never inside a word).
-COLUMNS = ("", "tp", "nodes", "DP attn", "fits", "weights per GPU", "mem frac", "KV tokens", "seqs", "enabled", "problems")
+COLUMNS = ("", "tp", "nodes", "DP attn", "fits", "weights per GPU", "mem frac", "KV tokens", "seqs", "enabled",
+           "problems")  # fmt: skip
 
 
 def table_rows(report: LayoutsReport) -> list[tuple[str, ...]]:
