@@ -134,12 +134,13 @@ def load_facts(options: Options) -> Facts:
 
 
 def _check_python_path(python: str) -> None:
-    """A cheap check before probing: the path (or a name on PATH) must exist."""
+    """A cheap check before probing: the path (or a name on PATH) must exist. An interpreter that is not there is an
+    input that could not be used, like a missing facts file (exit 1, README "Exit codes"), not a usage error."""
     if os.sep in python or (os.altsep and os.altsep in python):
         if not os.path.exists(python):
-            raise AdvisorError(f"--python {python}: no such file; pass the path of a Python interpreter", EXIT_USAGE)
+            raise AdvisorError(f"--python {python}: no such file; pass the path of a Python interpreter")
     elif shutil.which(python) is None:
-        raise AdvisorError(f"--python {python}: not found on PATH; pass the path of a Python interpreter", EXIT_USAGE)
+        raise AdvisorError(f"--python {python}: not found on PATH; pass the path of a Python interpreter")
 
 
 def _load_profile(name: str) -> Facts:

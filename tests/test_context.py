@@ -90,11 +90,12 @@ def test_python_replaces_the_packages_of_a_profile():
     assert facts.source == "simulated:b300-8" and len(facts.gpus) == 8  # the machine stays simulated
     assert facts.package("torch").version == load_facts(Options()).package("torch").version  # this venv's torch
     assert not facts.package("sglang").installed  # the profile's sglang is gone with its packages
-    assert facts.python_executable
+    assert facts.python_executable and facts.python_here  # an interpreter of this machine: printed commands name it
 
 
 def test_python_errors(tmp_path):
-    assert error_of(load_facts, Options(python=str(tmp_path / "nope"))).exit_code == EXIT_USAGE
+    # an interpreter that is not there is an input that could not be used, like a missing facts file: exit 1
+    assert error_of(load_facts, Options(python=str(tmp_path / "nope"))).exit_code == EXIT_ERRORS
     garbage = tmp_path / "fakepython"
     garbage.write_text("#!/bin/sh\necho hello\n", encoding="utf-8")
     garbage.chmod(0o755)

@@ -45,7 +45,7 @@ COMMAND_LINES = [
     (["check", "--json", "--profile", "h100-sxm-8", "--engine", "sglang", "--model", "no/such-model"], 1, "offline"),
     (["check", "--json", *SGLANG_H100, "--dtype", "int3"], 2, "--dtype"),
     (["check", "--json", "--facts", "/nonexistent/facts.json"], 1, "advisor probe -o"),
-    (["check", "--json", "--python", "/nonexistent/python"], 2, "--python"),
+    (["check", "--json", "--python", "/nonexistent/python"], 1, "--python"),  # an input not there, as a facts file
     (["check", "--json", "--model", ""], 1, "empty model reference"),
     (["check", "--json", "--model="], 1, "empty model reference"),
     (["check", "--model", "--json"], 1, "'--json'"),
