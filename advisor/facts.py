@@ -209,7 +209,7 @@ class Facts:
     environment: dict[str, str] = field(default_factory=dict)
     python_executable: str | None = None  # the interpreter whose packages were probed
     # python_executable is an interpreter of this machine (probed live, or named by --python here); False for a profile
-    # or a loaded file, whatever it was where they were made. Not saved: it says where the facts are read, not a fact.
+    # and for a loaded file (load() resets it, as it sets the source), whatever it was where they were made.
     python_here: bool = False
     errors: tuple[ProbeError, ...] = ()
     schema_version: int = SCHEMA_VERSION
@@ -259,9 +259,7 @@ class Facts:
 
     # -- JSON --------------------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        del data["python_here"]
-        return data
+        return asdict(self)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
@@ -309,7 +307,7 @@ class Facts:
         except OSError as exc:  # launcher.files.FileRefused: not a regular file, too large, unreadable, not UTF-8
             raise FactsError(str(exc)) from None
         facts = cls.from_json(text, origin=str(path))
-        return replace(facts, source=f"file:{path}")
+        return replace(facts, source=f"file:{path}", python_here=False)
 
     def save(self, path: str | Path) -> None:
         """Write atomically, so an interrupted save never leaves half a file; a path that is not a regular file is

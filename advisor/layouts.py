@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from advisor.context import plan_for, resolve, usage_error
+from advisor.formats import gib, yes_no
 from advisor.models import dtype_bytes
 from advisor.rules.engine import Scenario, flag_value
 from advisor.rules.registry import get as get_engine
@@ -148,7 +149,7 @@ def _smallest_gpu_mib(plan: Plan) -> int | None:
 
 
 def _gib(n: float) -> str:
-    return f"{n / GIB:.1f} GiB"
+    return gib(n)
 
 
 def size_layout(plan: Plan, context_len: int) -> Layout:
@@ -369,7 +370,7 @@ def table_rows(report: LayoutsReport) -> list[tuple[str, ...]]:
     rows = []
     for i, lay in enumerate(report.layouts):
         fraction = lay.mem_fraction_static if lay.mem_fraction_static is not None else lay.gpu_memory_utilization
-        fits = {True: "yes", False: "no", None: "?"}[lay.fits]
+        fits = yes_no(lay.fits)
         pools = f" x{lay.kv_pools}" if lay.kv_pools > 1 and lay.kv_cache_tokens else ""
         rows.append((
             "*" if i == report.recommended else "",
@@ -377,7 +378,7 @@ def table_rows(report: LayoutsReport) -> list[tuple[str, ...]]:
             str(lay.nnodes),
             f"on (dp {lay.dp_size})" if lay.dp_attention else "off",
             fits,
-            f"{lay.weights_gib_per_gpu:.1f} GiB" if lay.weights_gib_per_gpu is not None else "?",
+            gib(lay.weights_gib_per_gpu * GIB if lay.weights_gib_per_gpu is not None else None),
             f"{fraction:g}" if fraction is not None else "-",
             (f"{lay.kv_cache_tokens:,}" + pools) if lay.kv_cache_tokens is not None else "?",
             str(lay.max_concurrency) if lay.max_concurrency is not None else "?",

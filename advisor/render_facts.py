@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from advisor.formats import gib_of_mib, yes_no
+
 if TYPE_CHECKING:
     from advisor.facts import Facts, Gpu, Package
     from advisor.rules.engine import Problem
@@ -33,7 +35,7 @@ MISSING = "missing"  # not installed, and an error or warning is about it (somet
 ABSENT = "not installed"  # not installed, and nothing needs it
 
 def gib(mib: int | None) -> str:
-    return "?" if mib is None else f"{mib / 1024:.1f} GiB"
+    return gib_of_mib(mib)
 
 
 def unknown_text(value: object, reason: str | None = None) -> str:
@@ -63,7 +65,7 @@ def machine_summary(facts: Facts) -> list[tuple[str, str]]:
         if visible is not None and tuple(visible) != tuple(g.index for g in facts.gpus):
             note = f" (CUDA_VISIBLE_DEVICES={cvd})" if cvd is not None else ""
             lines.append(("engine sees", ", ".join(f"GPU{i}" for i in visible) + note))
-        lines.append(("NVSwitch", {True: "yes", False: "no", None: "unknown"}[topo.nvswitch]))
+        lines.append(("NVSwitch", yes_no(topo.nvswitch, unknown="unknown")))
         fabric = topo.fabric
         if fabric.state and fabric.state != "not supported":
             clique = f", clique {fabric.clique_id}" if fabric.clique_id is not None else ""

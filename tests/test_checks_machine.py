@@ -207,7 +207,7 @@ def test_gpu_memory_in_use_fires_on_the_workstation(tmp_path):
     mixed = load_profile("workstation-mixed-2")
     for engine in ("sglang", "vllm"):
         problem = one(problems(mixed, tmp_path, "gpu_memory_in_use", tp=2, engine=engine), "error")
-        assert "python (48210, 17830 MiB)" in problem.message and "5.6 of 24.0 GiB free" in problem.message
+        assert "python (48210, 17830 MiB)" in problem.message and "5.6 GiB free of 24.0 GiB" in problem.message
     vllm = problems(mixed, tmp_path, "gpu_memory_in_use", tp=2, engine="vllm")[0]
     assert "gpu-memory-utilization 0.9" in vllm.message and "less than desired GPU memory utilization" in vllm.message
 

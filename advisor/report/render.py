@@ -19,6 +19,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text as RichText
 
+from advisor.formats import yes_no
 from advisor.render_facts import (
     GPU_COLUMNS,
     gpu_overview,
@@ -451,4 +452,6 @@ def _shorten(text: str, hint: str, limit: int = 140) -> str:
 def _value_text(value: Any) -> str:
     if isinstance(value, str):
         return value
+    if isinstance(value, bool):  # a person reads yes / no (advisor.formats); inside a JSON value JSON's true stays
+        return yes_no(value)
     return json.dumps(jsonable(value), ensure_ascii=False)

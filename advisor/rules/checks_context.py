@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from advisor.facts import Facts, Gpu
+from advisor.formats import gib
 from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules import flashinfer as fi
 from advisor.rules import registry
@@ -98,4 +99,4 @@ def _cannot(problem_id: str, what: str, reason: str, source: str, packages: tupl
 
 
 def _gib(n: float) -> str:
-    return f"{n / GIB:.1f} GiB"
+    return gib(n)

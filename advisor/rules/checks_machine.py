@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from advisor.facts import MEMLOCK_UNLIMITED, Gpu, Link
+from advisor.formats import gib_of_mib
 from advisor.rules.engine import GpuMemory, Problem, Scenario, flag_value, tries_custom_allreduce
 from advisor.rules.sglang.common import DISABLE_CUSTOM_AR  # the same flag in vLLM
 
@@ -294,8 +295,8 @@ def check_gpu_memory(ctx: _Context) -> list[Problem]:
             busy.append((gpu, used, free, total))
     setting = f"{flag} {fraction:g}" if fraction is not None else memory.automatic
     if short:
-        parts = "; ".join(f"GPU {g.index}: {free / GIB_MIB:.1f} of {total / GIB_MIB:.1f} GiB free,"
-                          f" {used / GIB_MIB:.1f} GiB in use{_holders(g)}" for g, used, free, total, _ in short)  # fmt: skip
+        parts = "; ".join(f"GPU {g.index}: {gib_of_mib(free)} free of {gib_of_mib(total)},"
+                          f" {gib_of_mib(used)} in use{_holders(g)}" for g, used, free, total, _ in short)  # fmt: skip
         crash = memory.short(setting, short[0][4] / GIB_MIB)
         return [
             Problem(
@@ -306,7 +307,7 @@ def check_gpu_memory(ctx: _Context) -> list[Problem]:
             )
         ]  # fmt: skip
     if busy:
-        parts = "; ".join(f"GPU {g.index}: {used / GIB_MIB:.1f} of {total / GIB_MIB:.1f} GiB in use{_holders(g)}"
+        parts = "; ".join(f"GPU {g.index}: {gib_of_mib(used)} of {gib_of_mib(total)} in use{_holders(g)}"
                           for g, used, free, total in busy)  # fmt: skip
         return [
             Problem(
@@ -339,7 +340,7 @@ def check_heterogeneous(ctx: _Context) -> list[Problem]:
         return [_cannot("heterogeneous_gpus", f"the model of GPU {gpu.index}", reason, MIXED_SOURCE)]
     if len(names) == 1 and max(memories) - min(memories) <= 0.01 * max(memories):  # type: ignore[operator]
         return []
-    described = "; ".join(f"GPU {g.index}: {g.name}, {g.memory_total_mib / GIB_MIB:.0f} GiB, SM {g.capability_text}"
+    described = "; ".join(f"GPU {g.index}: {g.name}, {gib_of_mib(g.memory_total_mib)}, SM {g.capability_text}"
                           for g in gpus)  # type: ignore[operator]  # fmt: skip
     order = ctx.facts.environment.get("CUDA_DEVICE_ORDER")
     order_note = ""

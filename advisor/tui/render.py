@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.facts import Facts
+from advisor.formats import yes_no
 from advisor.plan import Plan
 from advisor.render_facts import topology_legend as facts_topology_legend
 from advisor.render_facts import topology_matrix
@@ -63,7 +64,7 @@ def short_value(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(str(v) for v in value.values())
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return yes_no(value)
     return str(value)
 
 
@@ -73,6 +74,8 @@ def show(value: Any) -> str:
         return clean(value)
     if isinstance(value, (list, tuple)):
         return ", ".join(show(v) for v in value) if value else "(none)"
+    if isinstance(value, bool):
+        return yes_no(value)
     return clean(json.dumps(value, default=str))
 
 

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, OptionList, Static
 from textual.widgets.option_list import Option
 
 from advisor.facts import MEMLOCK_UNLIMITED, Facts
+from advisor.formats import gib_of_mib
 from advisor.plan import Plan
 from advisor.render_facts import ABSENT, MISMATCH, MISSING, OK, gpu_rows, package_rows
 from advisor.rules.engine import Problem
@@ -214,9 +215,9 @@ def pitfall_rows(facts: Facts, problems: tuple[Problem, ...]) -> list[tuple[str,
         used = g.memory_total_mib - g.memory_free_mib
         holders = ", ".join(f"{(p.name or 'pid').rsplit('/', 1)[-1]} {p.pid}" for p in g.processes or ())
         if g.processes or used > 1024:
-            busy.append(f"GPU {g.index} {used / 1024:.1f} GiB" + (f" ({holders})" if holders else ""))
+            busy.append(f"GPU {g.index} {gib_of_mib(used)}" + (f" ({holders})" if holders else ""))
     rows.append(("memory in use", "; ".join(busy) or "none beyond the driver's", about("gpu_memory_in_use")))
-    models = sorted({f"{g.name} {round((g.memory_total_mib or 0) / 1024)} GiB" for g in gpus})
+    models = sorted({f"{g.name} {gib_of_mib(g.memory_total_mib)}" for g in gpus})
     rows.append(("GPU models", "mixed: " + ", ".join(models) if len(models) > 1 else "one model",
                  about("heterogeneous_gpus")))  # fmt: skip
     shm = f"{system.shm_mib} MiB" if system.shm_mib is not None else unknown(system.unknown.get("shm_mib"))
