@@ -14,7 +14,7 @@ import pytest
 
 from advisor.context import Options, plan_for, resolve
 from advisor.models import catalog_ids
-from advisor.probe.profiles import list_profiles
+from advisor.probe.profiles import list_profiles, load_profile
 from advisor.rules import registry
 from advisor.rules.engine import tries_custom_allreduce
 
@@ -47,6 +47,25 @@ def grid() -> tuple:
     return tuple(out)
 
 
+@cache
+def without_p2p_grid() -> tuple:
+    """The same over fusion-capable machines whose GPUs lack peer-to-peer (a PCIe fabric without P2P; no profile has
+    one): the fusion and the custom allreduce are set up and turned off at start-up."""
+    out = []
+    for profile in ("h100-sxm-8", "b200-8", "b300-8", "h200-8"):
+        machine = load_profile(profile)
+        links = tuple(replace(link, nvlinks=0, nvlink_p2p="NS", p2p_read="NS", p2p_write="NS")
+                      for link in machine.topology.links)  # fmt: skip
+        facts = replace(machine, topology=replace(machine.topology, links=links, nvswitch=False))
+        for model in catalog_ids():
+            for engine in registry.names():
+                _, spec, intent = resolve(Options(profile=profile, model=model, engine=engine), facts)
+                for tp in (2, 4, 8):
+                    out.append((f"{profile} without P2P", model, engine, tp,
+                                plan_for(facts, spec, replace(intent, tp=tp))))  # fmt: skip
+    return tuple(out)
+
+
 def where(profile, model, engine, tp) -> str:
     return f"--profile {profile} --model {model} --engine {engine} --tp {tp}"
 
@@ -59,7 +78,7 @@ def test_the_grid_covers_every_profile_model_and_engine():
 
 def test_no_decision_contradicts_a_problem():
     contradictions = []
-    for profile, model, engine, tp, plan in grid():
+    for profile, model, engine, tp, plan in grid() + without_p2p_grid():
         decisions = {d.id: d for d in plan.decisions}
         for problem in plan.problems:
             decision = decisions.get(TURNS_OFF.get(problem.id, ""))
@@ -67,6 +86,16 @@ def test_no_decision_contradicts_a_problem():
                 contradictions.append(f"{where(profile, model, engine, tp)}: {decision.id} {decision.state}"
                                       f" beside {problem.id}")  # fmt: skip
     assert contradictions == []
+
+
+def test_without_p2p_no_fusion_or_custom_allreduce_is_on():
+    """Where the GPUs lack P2P, SGLang and vLLM set both up and turn both off at start-up: no decision says on."""
+    on = [where(p, m, e, tp) + f": {d.id}" for p, m, e, tp, plan in without_p2p_grid() for d in plan.decisions
+          if d.id in ("flashinfer_allreduce_fusion", "custom_allreduce") and d.enabled]  # fmt: skip
+    assert on == []
+    said = [plan for _, _, e, _, plan in without_p2p_grid() if e == "sglang"
+            and any(n.startswith("off at start-up") for n in plan.decision("flashinfer_allreduce_fusion").notes)]  # fmt: skip
+    assert said  # the fusion SGLang would set up is said to be off at start-up somewhere in the grid
 
 
 def test_the_p2p_problem_comes_with_a_custom_allreduce_the_engine_sets_up_and_turns_off():

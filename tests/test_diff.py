@@ -55,30 +55,48 @@ def test_changed_in_names_the_first_release_of_the_change():
     assert back["to"]["state"] == "not-enabled" and back["changed_in"] == "0.5.13"  # downgrading: lost at 0.5.13
 
 
-def two_h100s_without_p2p(tmp_path) -> str:
-    """Two H100 PCIe GPUs (SM90: the fusion kernels exist) on a PCIe fabric without peer-to-peer, saved as a facts file."""
+def b300s_without_nvswitch(tmp_path) -> str:
+    """B300 nodes (SM10x: SGLang fuses across nodes) without an NVSwitch, saved as a facts file."""
     from dataclasses import replace
 
     from advisor.probe.profiles import load_profile
 
-    bridge = load_profile("h100-pcie-2-bridge")
-    links = tuple(replace(link, nvlinks=0, nvlink_p2p=None, p2p_read="NS", p2p_write="NS") for link in bridge.topology.links)
-    path = tmp_path / "h100-no-p2p.json"
-    replace(bridge, topology=replace(bridge.topology, links=links)).save(path)
+    b300 = load_profile("b300-8")
+    path = tmp_path / "b300-no-nvswitch.json"
+    replace(b300, topology=replace(b300.topology, nvswitch=False)).save(path)
     return str(path)
 
 
 def test_problems_added_and_removed_are_reported(tmp_path):
-    """Two H100 PCIe GPUs without peer-to-peer cannot map FlashInfer's fusion workspace: when 0.5.14 turns the fusion
-    on for Qwen3-VL, the warning about it appears; going back removes it."""
-    args = ["--facts", two_h100s_without_p2p(tmp_path), "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--engine", "sglang",
-            "--tp", "2"]  # fmt: skip
+    """Two B300 nodes without NVSwitch multicast cannot create the fusion's mnnvl workspace: when 0.5.14 turns the
+    fusion on for Qwen3-VL, the warning about it appears; going back removes it."""
+    args = ["--facts", b300s_without_nvswitch(tmp_path), "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--engine",
+            "sglang", "--tp", "16", "--nnodes", "2"]  # fmt: skip
     up = diff_json(*args, "--from", "0.5.13", "--to", "0.5.14")
     down = diff_json(*args, "--from", "0.5.14", "--to", "0.5.13")
     assert [p["id"] for p in up["problems_added"]] == ["no_multicast_for_fusion"] and up["problems_removed"] == []
     assert [p["id"] for p in down["problems_removed"]] == ["no_multicast_for_fusion"] and down["problems_added"] == []
     result = invoke("diff", *args, "--from", "0.5.13", "--to", "0.5.14")
     assert "problems added:" in result.stdout and "no_multicast_for_fusion" in result.stdout
+
+
+def test_a_fusion_the_gpus_cannot_map_is_off_at_start_up(tmp_path):
+    """Two H100s without peer-to-peer: 0.5.14 sets the fusion flag for Qwen3-VL, but the IPC workspace cannot be
+    created, so the decision says off at start-up (and keeps the flag SGLang sets)."""
+    from dataclasses import replace
+
+    from advisor.probe.profiles import load_profile
+
+    bridge = load_profile("h100-pcie-2-bridge")
+    no_p2p = dict(nvlinks=0, nvlink_p2p=None, p2p_read="NS", p2p_write="NS")
+    links = tuple(replace(link, **no_p2p) for link in bridge.topology.links)
+    path = tmp_path / "h100-no-p2p.json"
+    replace(bridge, topology=replace(bridge.topology, links=links)).save(path)
+    args = ["--facts", str(path), "--model", "Qwen/Qwen3-VL-235B-A22B-Instruct", "--engine", "sglang", "--tp", "2"]
+    data = diff_json(*args, "--from", "0.5.13", "--to", "0.5.14")
+    fusion = change(data, "flashinfer_allreduce_fusion")
+    assert fusion["to"]["state"] == "not-enabled" and fusion["to"]["flags"] == BACKEND
+    assert data["problems_added"] == []
 
 
 def test_defaults_from_installed_to_newest():

@@ -134,14 +134,10 @@ def test_the_checks_read_the_engines_forcing_flags(register):
     on = Intent(tp=8, engine="tpfake", overrides=("--enable-flashinfer-allreduce-fusion",))  # SGLang's spelling
     arch = [p for p in run_checks(a100, None, on) if p.id == "flashinfer_gpu_arch"]
     assert [p.severity for p in arch] == ["warning"]
-    from dataclasses import replace
-
-    bridge = load_profile("h100-pcie-2-bridge")  # without peer-to-peer: FlashInfer's IPC workspace cannot be mapped
-    no_p2p = tuple(replace(link, p2p_read="NS", p2p_write="NS") for link in bridge.topology.links)
-    bridge = replace(bridge, topology=replace(bridge.topology, links=no_p2p))
-    ids = {p.id for p in run_checks(bridge, None, Intent(tp=2, engine="tpfake"))}
+    bridge = load_profile("h100-pcie-2-bridge")  # no NVSwitch: no multicast for a fusion across nodes
+    ids = {p.id for p in run_checks(bridge, None, Intent(tp=4, nnodes=2, engine="tpfake"))}
     assert "no_multicast_for_fusion" in ids
-    forced_off = Intent(tp=2, engine="tpfake", overrides=("--no-fake-fusion",))  # the fake engine's own flag
+    forced_off = Intent(tp=4, nnodes=2, engine="tpfake", overrides=("--no-fake-fusion",))  # the fake engine's own flag
     assert "no_multicast_for_fusion" not in {p.id for p in run_checks(bridge, None, forced_off)}
 
 

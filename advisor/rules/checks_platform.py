@@ -8,51 +8,36 @@ from advisor.rules.engine import Problem
 
 
 def check_multicast(ctx: _Context) -> list[Problem]:
-    """no_multicast_for_fusion: where FlashInfer's fusion workspace cannot be created, so the engine falls back.
+    """no_multicast_for_fusion: a fusion across nodes without NVSwitch multicast, so the engine falls back.
 
     On one node the engines use the trtllm backend, whose workspace is CUDA IPC memory every rank maps (flashinfer
     comm/trtllm_ar.py ``trtllm_create_ipc_workspace_for_all_reduce_fusion``: cudaIpcOpenMemHandle in 0.5.3, symmetric
-    memory with ``enable_multicast=False`` in 0.7.4): it needs peer-to-peer between every pair, not multicast. Across
-    nodes only the mnnvl backend works, and it needs NVLink multicast (an NVSwitch fabric)."""
-    if ctx.tp_per_node < 2 or not ctx.facts.driver.available or len(ctx.gpus_used) < 2:
+    memory with ``enable_multicast=False`` in 0.7.4): it needs peer-to-peer between every pair, not multicast, and the
+    fusion decisions say where it is missing. Across nodes only the mnnvl backend works, and it needs NVLink multicast
+    (an NVSwitch fabric)."""
+    if ctx.intent.nnodes < 2 or ctx.tp_per_node < 2 or not ctx.facts.driver.available or len(ctx.gpus_used) < 2:
         return []
     if ctx.fusion() is not True or ctx.prediction.importable is False:
         return []  # no fusion attempted, or flashinfer never imports (reported by flashinfer_version_mismatch)
     topo = ctx.facts.topology
-    src = ("flashinfer comm/trtllm_ar.py (IPC workspace, one node) and comm/allreduce.py (mnnvl across nodes);"
-           " SGLang/vLLM fall back on failure (docs/flashinfer.md)")  # fmt: skip
-    fallback = "SGLang and vLLM log the error and fall back to plain allreduce + RMSNorm (no speed-up)"
-    fix_words = ("nothing to fix for correctness; to avoid the failed attempt pass"
-                 " --enforce-disable-flashinfer-allreduce-fusion (SGLang) or -cc.pass_config.fuse_allreduce_rms=False"
-                 " (vLLM)")  # fmt: skip
-    if ctx.intent.nnodes > 1:
-        if topo.nvswitch is None:
-            return [_cannot("no_multicast_for_fusion", "whether NVSwitch multicast is available",
-                            topo.unknown.get("nvswitch", "NVLink remote device types not probed"), src)]  # fmt: skip
-        if topo.nvswitch:
-            return []
-        return [Problem("no_multicast_for_fusion", WARNING,
-                        "these GPUs have no NVSwitch, so NVLink multicast is unavailable: across nodes FlashInfer's"
-                        f" fusion needs its mnnvl backend, whose workspace is multicast memory; {fallback}",
-                        f"{fix_words}; fusion across nodes needs a multi-node NVLink fabric", src)]  # fmt: skip
-    no_p2p, unknown = [], False
-    gpus = ctx.gpus_used
-    for i, a in enumerate(gpus):
-        for b in gpus[i + 1 :]:
-            link = topo.pair(a.index, b.index)
-            if link is None or link.p2p_read is None or link.p2p_write is None:
-                unknown = True
-            elif link.p2p_read != "OK" or link.p2p_write != "OK":
-                no_p2p.append(f"{a.index}-{b.index}")
-    if no_p2p:
-        return [Problem("no_multicast_for_fusion", WARNING,
-                        f"no peer-to-peer between GPUs {', '.join(no_p2p)}: FlashInfer's one-node fusion workspace is"
-                        f" CUDA IPC memory every rank maps, so creating it fails; {fallback}",
-                        f"{fix_words}; fusion needs GPUs with peer-to-peer (NVLink, or PCIe P2P)", src)]  # fmt: skip
-    if unknown:
-        return [_cannot("no_multicast_for_fusion", "whether the GPUs can map FlashInfer's fusion workspace",
-                        "peer-to-peer status not probed for some pair", src)]  # fmt: skip
-    return []
+    src = "flashinfer comm/allreduce.py (the mnnvl backend across nodes); SGLang/vLLM fall back on failure (docs/flashinfer.md)"
+    if topo.nvswitch is None:
+        return [_cannot("no_multicast_for_fusion", "whether NVSwitch multicast is available",
+                        topo.unknown.get("nvswitch", "NVLink remote device types not probed"), src)]  # fmt: skip
+    if topo.nvswitch:
+        return []
+    return [
+        Problem(
+            "no_multicast_for_fusion", WARNING,
+            "these GPUs have no NVSwitch, so NVLink multicast is unavailable: across nodes FlashInfer's fusion needs its"
+            " mnnvl backend, whose workspace is multicast memory; SGLang and vLLM log the error and fall back to plain"
+            " allreduce + RMSNorm (no speed-up)",
+            "nothing to fix for correctness; to avoid the failed attempt pass"
+            " --enforce-disable-flashinfer-allreduce-fusion (SGLang) or -cc.pass_config.fuse_allreduce_rms=False (vLLM);"
+            " fusion across nodes needs a multi-node NVLink fabric",
+            src,
+        )
+    ]  # fmt: skip
 
 
 def check_pynvml(ctx: _Context) -> list[Problem]:

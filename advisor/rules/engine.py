@@ -342,6 +342,16 @@ def check_peer_access(s: Scenario) -> tuple:
     return True, "P2P OK between every pair", expected
 
 
+def fusion_workspace_unmapped(s: Scenario) -> str | None:
+    """Why FlashInfer's one-node fusion workspace cannot be created here, or None: it is CUDA IPC memory every rank maps
+    (flashinfer comm/trtllm_ar.py), so GPUs without peer-to-peer fail it at start-up and the engines fall back (SGLang
+    layers/flashinfer_comm_fusion.py, vLLM AllReduceFusionPass). Across nodes the mnnvl backend decides (not this)."""
+    if s.nnodes > 1:
+        return None
+    ok, observed, _ = check_peer_access(s)
+    return observed if ok is False else None
+
+
 # The condition id of the runtime P2P check: the engine still sets its kernel up when only this one fails.
 PEER_ACCESS_CONDITION = "peer_access"
 

@@ -18,6 +18,7 @@ from advisor.rules.engine import (
     Source,
     check_tp_gt_1,
     decided,
+    fusion_workspace_unmapped,
     is_enabled,
     parse_release,
     release_outcome,
@@ -245,6 +246,8 @@ class _Verdict:
     notes: tuple[str, ...]  # about the flags the user passed
     # SGLang sets the flag itself, but with one rank there is no allreduce to fuse: the state says not-enabled.
     no_effect: bool = False
+    # SGLang sets the flag (or the user does), but the workspace cannot be mapped here (why): off at start-up.
+    unmapped: str | None = None
 
 
 def _verdict(s: Scenario, version: str, evaluated: dict[str, ConditionResult] | None = None) -> _Verdict:
@@ -282,9 +285,10 @@ def _verdict(s: Scenario, version: str, evaluated: dict[str, ConditionResult] | 
 
     state = state_of(results, forced_on=requested is not None, forced_off=bool(off))
     no_effect = state == AUTO_ENABLED and s.tp <= 1  # releases before the tp > 1 condition set the flag at tp 1 too
-    if no_effect:
+    unmapped = fusion_workspace_unmapped(s) if is_enabled(state) and not no_effect else None
+    if no_effect or unmapped:
         state = NOT_ENABLED
-    return _Verdict(row, release, results, state, requested, tuple(off), tuple(notes), no_effect)
+    return _Verdict(row, release, results, state, requested, tuple(off), tuple(notes), no_effect, unmapped)
 
 
 def release_matrix(s: Scenario) -> tuple[ReleaseOutcome, ...]:
@@ -304,7 +308,8 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     requested, off, notes = verdict.requested, verdict.off, list(verdict.notes)
     uses_backend = row.flag == BACKEND_FLAG
     enabled = is_enabled(state)
-    sets_flag = state == AUTO_ENABLED or verdict.no_effect  # SGLang sets its flag (the goldens' fusion field)
+    # SGLang sets its flag (the goldens' fusion field); the user's own flag is already on the command line
+    sets_flag = state == AUTO_ENABLED or verdict.no_effect or bool(verdict.unmapped and not requested)
     value: str | bool | None
     auto_backend = "cutedsl" if s.model is not None and s.model.architecture in MIMO_ARCHS else "auto"
     if uses_backend:
@@ -317,6 +322,10 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
 
     if off:
         notes.append(f"forced off by {' and '.join(off)} (applied after the auto-enable)")
+    if verdict.unmapped:
+        notes.append(f"off at start-up: {verdict.unmapped}, so FlashInfer's IPC workspace cannot be created; SGLang logs"
+                     " 'Failed to initialize FlashInfer workspace ... Disabling flashinfer allreduce fusion permanently'"
+                     " and uses the plain allreduce (v0.5.23 layers/flashinfer_comm_fusion.py)")  # fmt: skip
     if verdict.no_effect:
         notes.append(f"flag set, no effect: SGLang v{release} sets {' '.join(map(str, flags))} at tp 1 too, but with one"
                      " rank there is no allreduce to fuse (the fused kernel needs tp_size > 1)")  # fmt: skip

@@ -112,6 +112,12 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
         state = rules.NOT_ENABLED
         notes.append(f"{FUSE_FLAG}=True is set but cannot take effect: -O0 / --enforce-eager compile nothing, so no"
                      " compilation pass runs")  # fmt: skip
+    unmapped = rules.fusion_workspace_unmapped(s) if rules.is_enabled(state) else None
+    if unmapped:  # the pass is configured, but its workspace fails at start-up and the pass disables itself
+        state = rules.NOT_ENABLED
+        notes.append(f"off at start-up: {unmapped}, so FlashInfer's IPC workspace cannot be created; vLLM logs 'Failed"
+                     " to initialize Flashinfer allreduce workspace. Flashinfer allreduce-norm fusion will be disabled.'"
+                     f" ({PASS_FILE} AllReduceFusionPass)")  # fmt: skip
     enabled = rules.is_enabled(state)
     value = None
     size = max_size_mb(cap, s.tp, release)
@@ -122,7 +128,8 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"fuses batches up to {value} tokens ({size} MB / (hidden {hidden} x {elem} bytes)); larger ones"
                      " use the plain allreduce")  # fmt: skip
     if enabled:
-        notes.append("on GPUs without NVSwitch the workspace fails with a multicast error, which vLLM logs and skips")
+        notes.append("a workspace that cannot be created (GPUs without P2P; across nodes, no NVLink fabric) is logged"
+                     " and the pass disables itself")  # fmt: skip
         notes.append("VLLM_FLASHINFER_ALLREDUCE_BACKEND: auto = mnnvl across nodes, trtllm on one node")
     if state == rules.AUTO_ENABLED:
         notes.append("on by default at -O2/-O3; no flag needed")
