@@ -51,4 +51,4 @@ async def test_the_workstation_names_who_holds_the_busy_gpu():
     async with app.run_test(size=(100, 40)) as pilot:
         text = await machine_tab(app, pilot)
         assert "GPU 1 18.4 GiB (Xorg 2143, python 48210)  ✗ gpu_memory_in_use" in text
-        assert "mixed: NVIDIA GeForce RTX 4090 24 GiB, NVIDIA RTX 6000 Ada Generation 48 GiB  ! heterogeneous_gpus" in text
+        assert "mixed: NVIDIA GeForce RTX 4090 24.0 GiB, NVIDIA RTX 6000 Ada Generation 48.0 GiB  ! heterogeneous_gpus" in text
