@@ -528,6 +528,9 @@ class Engine:
     # (plan, python, mode) -> why it cannot start here, naming the fix, or None. Unset: the probed ``package`` decides.
     not_installed: Callable[[Any, str | None, str], str | None] | None = None
     title: str = ""  # how `advisor launch` names it ("bundled runtime"); "": its name
+    # (release version or None) -> advisor.rules.multinode.MultiNode: what a scheduler's job file needs (its image,
+    # HTTP port, health path, shared memory); None: `advisor launch --on` cannot write a job for it.
+    multinode: Callable[[str | None], Any] | None = None
 
     @property
     def newest(self) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from advisor import __version__
 from advisor.rules import bundled
 from advisor.rules.bundled import command
+from advisor.rules.bundled.multinode import multinode
 from advisor.rules.engine import Decision, Engine, Problem, Release, ReleaseOutcome, Scenario
 from launcher.engines import RUNTIME_MAX_MODEL_LEN, RUNTIME_MODES, RUNTIME_READY
 
@@ -53,4 +54,5 @@ ENGINE = Engine(
     kv_notes=("the bundled runtime preallocates --max-batch-size x --max-model-len tokens of KV cache; raise"
               " --max-model-len for longer sequences",),  # fmt: skip
     cpu_run="the bundled runtime will run on CPU with torch.distributed gloo (no NCCL, no FlashInfer fusion)",
+    multinode=multinode,
 )
