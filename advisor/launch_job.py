@@ -20,15 +20,15 @@ def write_job(plan, target: str, settings: JobSettings, *, output: str | None, d
     """Write (and maybe submit) the job; the exit code. AdvisorError for every refusal, before anything is written."""
     if do_submit and not output:
         raise AdvisorError("--submit needs -o FILE: the scheduler's tool reads the job from a file", EXIT_USAGE)
-    errors = sum(p.severity == "error" for p in plan.problems)
-    if errors and not force:
-        raise AdvisorError(f"not writing the job: the plan has {errors} error(s) (listed above); fix them, or pass"
-                           " --force to write it anyway", EXIT_ERRORS)  # fmt: skip
     module = TARGETS[target]
     try:
         text = job_text(plan, target, settings)
     except JobError as exc:
         raise AdvisorError(str(exc), EXIT_USAGE) from None
+    errors = sum(p.severity == "error" for p in plan.problems)
+    if errors and not force:
+        raise AdvisorError(f"not writing the job: the plan has {errors} error(s) (listed above); fix them, or pass"
+                           " --force to write it anyway", EXIT_ERRORS)  # fmt: skip
     if do_submit and (missing := tool_missing(module.TOOL)):
         raise AdvisorError(missing, EXIT_ERRORS)
     if not output or output == "-":

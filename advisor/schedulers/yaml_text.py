@@ -6,6 +6,7 @@ written as a literal block (``|``) so a script stays readable.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 INDENT = "  "
@@ -26,7 +27,7 @@ def _scalar(value: Any) -> str:
         return json.dumps(value)
     if value is None:
         return "null"
-    return json.dumps(str(value), ensure_ascii=False)
+    return quote(str(value))
 
 
 def _lines(value: Any, depth: int) -> list[str]:
@@ -61,12 +62,41 @@ def _entry(prefix: str, item: Any, depth: int) -> list[str]:
     return [f"{prefix} {_scalar(item)}"]
 
 
+# A key written plain: ASCII words such as `apiVersion` or `leaderworkerset.sigs.k8s.io/name`, never one YAML 1.1
+# reads as a boolean or null.
+PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+SPECIAL_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+
+
 def _key(key: str) -> str:
-    plain = key.replace("-", "").replace("_", "").replace(".", "").replace("/", "").isalnum()
-    return key if plain and not key[0].isdigit() else json.dumps(key)
+    plain = PLAIN_KEY.fullmatch(key) and key.lower() not in SPECIAL_WORDS
+    return key if plain else quote(key)
+
+
+def quote(text: str) -> str:
+    """``text`` as a YAML double-quoted scalar: printable characters as they are, the rest escaped."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char.isprintable() and code <= 0xFFFF and char not in "\ufeff":
+            out.append(char)
+        elif code <= 0xFF:
+            out.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
 
 
 def _block_safe(text: str) -> bool:
     """A literal block keeps ``text`` exactly: no trailing spaces, no leading space or tab on the first line."""
     lines = text.splitlines()
-    return not text[0].isspace() and all(line == line.rstrip() and "\t" not in line for line in lines)
+    return not text[0].isspace() and all(line == line.rstrip() and _ordinary(line) for line in lines)
+
+
+def _ordinary(line: str) -> bool:
+    """Printable ASCII only: what a script holds, and what a literal block keeps byte for byte."""
+    return all(" " <= char <= "~" for char in line)
