@@ -380,3 +380,36 @@ def test_the_yaml_writer_round_trips(document):
 @given(st.text())
 def test_job_names_are_dns_labels(model):
     assert re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", _name("vllm", model))
+
+
+# -- vLLM's multi-node arguments, read from the releases' own wheels when they are cached -----------------------------
+
+WHEELS = Path.home() / ".cache" / "tp-advisor" / "wheels"  # `pip download vllm==X --no-deps -d` this directory
+
+
+def cached_vllm_wheels() -> dict[str, Path]:
+    found = {}
+    for path in sorted(WHEELS.glob("vllm-*.whl")) if WHEELS.is_dir() else ():
+        found[path.name.split("-")[1]] = path
+    return found
+
+
+@pytest.mark.skipif(not cached_vllm_wheels(), reason=f"no vLLM wheel cached in {WHEELS}")
+def test_vllm_releases_have_the_native_multinode_arguments_from_the_first_release_the_job_says():
+    import zipfile
+
+    from advisor.rules import engine as rules
+    from advisor.rules.vllm.multinode import NATIVE_MULTINODE_FROM
+
+    made = make_job(plan_for("vllm"), JobSettings())
+    used = {t for t in (*made.head, *made.worker) if t.startswith("--")}
+    for version, wheel in cached_vllm_wheels().items():
+        with zipfile.ZipFile(wheel) as archive:
+            declared = archive.read("vllm/engine/arg_utils.py").decode()
+            serve = archive.read("vllm/entrypoints/cli/serve.py").decode()
+        native = all(f'add_argument("{flag}"' in declared for flag in ("--nnodes", "--node-rank", "--master-addr",
+                                                                       "--master-port"))  # fmt: skip
+        expected = rules.parse_release(version) >= rules.parse_release(NATIVE_MULTINODE_FROM)
+        assert native == expected, version
+        if expected:
+            assert "headless" in serve and {"--nnodes", "--node-rank", "--master-addr", "--headless"} <= used
