@@ -30,4 +30,5 @@ MAIN = [
 ]
 
 # The launch screen: start, stop, back to the plan (the run goes on).
-LAUNCH = [Binding("enter", "start", "Start"), Binding("s", "stop", "Stop"), Binding("escape", "leave", "Back")]
+LAUNCH = [Binding("enter", "start", "Start"), Binding("s", "stop", "Stop"), Binding("escape", "leave", "Back"),
+          Binding("j", "write_job", "Job file")]  # j: multi-node plans only (LaunchScreen.check_action)
