@@ -413,3 +413,59 @@ def test_vllm_releases_have_the_native_multinode_arguments_from_the_first_releas
         assert native == expected, version
         if expected:
             assert "headless" in serve and {"--nnodes", "--node-rank", "--master-addr", "--headless"} <= used
+
+
+# -- SGLang's own parser on the job's commands (the release's cached wheel, as conformance/sglang/flags.py builds it) --
+
+CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance" / "sglang"
+PARSE = """
+import argparse, json, sys
+sys.path.insert(0, sys.argv[2])
+import runner  # conformance/sglang/runner.py: stand-ins for the CUDA-only packages, as the flags golden is built
+runner.stand_in_for_cuda_packages(["torchvision", "sgl_kernel", "flashinfer", "deep_gemm", "deep_ep", "flash_mla"])
+from sglang.srt.server_args import ServerArgs
+parser = argparse.ArgumentParser()
+ServerArgs.add_cli_args(parser)
+keys = ("nnodes", "node_rank", "dist_init_addr", "host", "port")
+print(json.dumps([[getattr(parser.parse_args(argv), k) for k in keys] for argv in json.loads(sys.argv[1])]))
+"""
+
+
+def sglang_wheel(version: str) -> Path | None:
+    from conformance.sglang.flags import WHEELS as SGLANG_WHEELS
+
+    return next(iter(sorted(SGLANG_WHEELS.glob(f"sglang-{version}-*.whl"))), None)
+
+
+@pytest.mark.slow
+def test_sglangs_own_parser_takes_every_nodes_command(tmp_path):
+    import zipfile
+
+    from conformance.sglang.flags import DEPS
+
+    version = release("sglang")
+    wheel = sglang_wheel(version)
+    if wheel is None or not DEPS.is_dir():
+        pytest.skip(f"sglang {version}'s wheel or the flags deps are not cached (python -m conformance sglang-flags)")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(tmp_path, [m for m in archive.namelist() if not re.search(r"\.so(\.\d+)*$", m)])
+    made = make_job(plan_for("sglang"), JobSettings())
+    nodes = [[t.replace("tp-advisor-head-node", "node01").replace("<node-rank>", "1") for t in argv[3:]]
+             for argv in (made.head, made.worker)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(DEPS)]), "SGLANG_LOGGING_CONFIG_PATH": ""}
+    run = subprocess.run([sys.executable, "-c", PARSE, json.dumps(nodes), str(CONFORMANCE)], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    parsed = json.loads(run.stdout.splitlines()[-1])
+    assert parsed == [[2, 0, "node01:29500", "0.0.0.0", 30000], [2, 1, "node01:29500", "127.0.0.1", 30000]]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_preflight_is_a_check_this_advisor_accepts(engine):
+    """The nodes run `advisor check --strict ...` on their own facts; here the same arguments on the plan's profile."""
+    preflight = make_job(plan_for(engine, overrides=("--max-model-len", "8192")), JobSettings()).preflight
+    assert preflight[:3] == ("advisor", "check", "--strict") and preflight[-2:] == ("--max-model-len", "8192")
+    split = preflight.index("--")
+    args = [*preflight[1:split], "--profile", "h100-sxm-8", *preflight[split:]]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code in (0, 1), result.output  # findings, never a usage error
