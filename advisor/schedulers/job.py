@@ -81,11 +81,12 @@ def make_job(plan: Plan, settings: JobSettings, *, needs_image: bool = False) ->
     head, worker = _templates(plan, engine, multinode, settings.python, port)
     python = settings.python or "python3"
     env = {name: settings.interface for name in INTERFACE_VARIABLES} if settings.interface else {}
+    model = plan.intent.model or (plan.model.id if plan.model is not None else None) or "demo"
     return Job(
-        name=settings.name or _name(engine.name, plan.intent.model or "model"),
+        name=settings.name or _name(engine.name, model),
         engine=engine,
         version=version,
-        model=plan.intent.model or "",
+        model=model,
         tp=plan.intent.tp,
         nnodes=max(1, plan.intent.nnodes),
         gpus_per_node=plan.intent.gpus_per_node,
@@ -99,7 +100,7 @@ def make_job(plan: Plan, settings: JobSettings, *, needs_image: bool = False) ->
         preflight=_preflight(plan, settings.python),
         env=env,
         rdma=settings.rdma,
-        install=engine.install_hint(version) if version else "",
+        install=multinode.install or (engine.install_hint(version) if version else ""),
     )
 
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import shlex
 
+from advisor import __version__
 from advisor.schedulers.job import HEAD, RANK, Job
 
 # Set to 0 in the job's environment to skip the pre-flight checks (an image without tp-advisor, say).
 PREFLIGHT_SWITCH = "TP_ADVISOR_PREFLIGHT"
+# The nodes check themselves with this advisor's own release (the same rules that made the plan).
+ADVISOR_INSTALL = f"pip install 'tp-advisor=={__version__}'"
 
 
 def word(token: str, *, rank: str, head: str) -> str:
@@ -62,7 +65,7 @@ def _version_check(job: Job, where: str) -> list[str]:
 def _preflight(job: Job, where: str) -> list[str]:
     return [
         "if ! command -v advisor >/dev/null 2>&1; then",
-        f'  echo "{where}: tp-advisor is not installed here (pip install tp-advisor), or set'
+        f'  echo "{where}: tp-advisor is not installed here ({ADVISOR_INSTALL}), or set'
         f' {PREFLIGHT_SWITCH}=0 to skip the pre-flight checks" >&2',
         "  exit 1",
         "fi",

@@ -13,7 +13,7 @@ from typing import Any
 
 from advisor import __version__
 from advisor.schedulers.job import Job, JobError
-from advisor.schedulers.shell import node_script
+from advisor.schedulers.shell import ADVISOR_INSTALL, node_script
 from advisor.schedulers.yaml_text import dump
 
 NEEDS_IMAGE = False  # the cloud's own image unless --image names one
@@ -43,7 +43,8 @@ def render(job: Job) -> str:
     if job.env:
         task["envs"] = dict(job.env)
     setup = [job.install] if job.install and not job.image else []
-    setup.append("pip install tp-advisor  # the pre-flight check on every node")
+    if ADVISOR_INSTALL not in setup:
+        setup.append(f"{ADVISOR_INSTALL}  # the pre-flight check on every node")
     task["setup"] = "\n".join(setup) + "\n"
     head = '$(echo "$SKYPILOT_NODE_IPS" | head -n 1)'
     task["run"] = node_script(job, rank="$SKYPILOT_NODE_RANK", head=head)

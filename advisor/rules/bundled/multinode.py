@@ -6,6 +6,7 @@ server answers on the head node itself; ``/health`` answers once it serves (laun
 
 from __future__ import annotations
 
+from advisor import __version__
 from advisor.rules.multinode import MultiNode
 
 HTTP_PORT = 30000
@@ -21,4 +22,5 @@ def multinode(version: str | None) -> MultiNode:
         shm_size="8Gi",
         program=("python3",),
         source="launcher/runtime/serve/server.py; torchrun's c10d rendezvous (torch.distributed.run)",
+        install=f"pip install 'tp-advisor[runtime]=={__version__}'",  # the runtime ships with this advisor
     )
