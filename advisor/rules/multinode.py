@@ -22,7 +22,9 @@ class MultiNode:
     # Arguments the head's server needs to be reachable from other hosts (SGLang listens on 127.0.0.1 by default).
     listen: tuple[str, ...]
     shm_size: str  # the /dev/shm a container needs (Kubernetes quantity, e.g. "32Gi")
-    program: tuple[str, ...]  # how a job starts the engine on a node (on PATH there): ("python3",) or ("vllm",)
+    # The interpreter a job names on the nodes (found on PATH there) when --python is not given; None: the engine
+    # starts through its own console script there (vLLM's `vllm`).
+    python: str | None
     source: str  # where these facts come from (the engine's own multi-node and container guides)
     # A plan this release cannot start on several nodes with its own arguments: the one-line reason naming the fix.
     refusal: str | None = None

@@ -129,8 +129,7 @@ def _templates(
         )
     # The nodes are other machines: the engine is named as it is there (on PATH), not by this machine's paths.
     remote = replace(plan, facts=replace(plan.facts, source="job"))
-    if python is None and multinode.program[0] != engine.name:
-        python = multinode.program[0]
+    python = python or multinode.python
     address = f"{HEAD}:{DEFAULT_RDZV_PORT}"
     try:
         argvs = [engine.command_line(remote, python=python, node_rank=r, dist_init_addr=address) for r in range(nnodes)]

@@ -20,7 +20,7 @@ def multinode(version: str | None) -> MultiNode:
         health_path="/health",
         listen=(),
         shm_size="8Gi",
-        program=("python3",),
+        python="python3",
         source="launcher/runtime/serve/server.py; torchrun's c10d rendezvous (torch.distributed.run)",
         install=f"pip install 'tp-advisor[runtime]=={__version__}'",  # the runtime ships with this advisor
     )

@@ -26,6 +26,6 @@ def multinode(version: str | None) -> MultiNode:
         health_path="/health",
         listen=("--host", "0.0.0.0"),
         shm_size="32Gi",
-        program=("python3",),
+        python="python3",
         source="SGLang docs/references/multi_node_deployment (multi_node.md, deploy_on_k8s.md); server_args.py",
     )

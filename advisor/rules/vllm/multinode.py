@@ -33,7 +33,7 @@ def multinode(version: str | None) -> MultiNode:
         health_path="/health",
         listen=(),
         shm_size="15Gi",
-        program=("vllm",),
+        python=None,
         source="vLLM docs/serving/parallelism_scaling.md, docs/deployment/frameworks/lws.md; vllm/engine/arg_utils.py",
         refusal=refusal,
     )
