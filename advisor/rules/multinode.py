@@ -26,7 +26,5 @@ class MultiNode:
     # starts through its own console script there (vLLM's `vllm`).
     python: str | None
     source: str  # where these facts come from (the engine's own multi-node and container guides)
-    # A plan this release cannot start on several nodes with its own arguments: the one-line reason naming the fix.
-    refusal: str | None = None
     # The command that installs it on a node (SkyPilot's setup); None: the engine's install_hint for the release.
     install: str | None = None

@@ -71,8 +71,6 @@ def make_job(plan: Plan, settings: JobSettings, *, needs_image: bool = False) ->
         raise JobError(f"{engine.name} has no multi-node job; choose --engine {' or '.join(_engines_with_jobs())}")
     version = (plan.engine or {}).get("version") if engine.releases else None
     multinode = engine.multinode(version)
-    if multinode.refusal:
-        raise JobError(multinode.refusal)
     # A pod needs an image (the engine's official one by default); SLURM and SkyPilot use one only when asked.
     image = settings.image or (multinode.image if needs_image else None)
     if needs_image and not image:
