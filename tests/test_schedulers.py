@@ -469,3 +469,8 @@ def test_the_preflight_is_a_check_this_advisor_accepts(engine):
     args = [*preflight[1:split], "--profile", "h100-sxm-8", *preflight[split:]]
     result = CliRunner().invoke(main, args)
     assert result.exit_code in (0, 1), result.output  # findings, never a usage error
+
+
+def test_a_vllm_before_native_multinode_is_refused_by_the_dry_run_too():
+    result = invoke("--engine", "vllm", "--engine-version", "0.11.0", "--dry-run")
+    assert result.exit_code == 2 and "needs a Ray cluster" in result.output
