@@ -110,7 +110,9 @@ def engine_message(p: PoolInputs, outcome: PoolOutcome) -> str:
     if outcome.error == "pool":
         current = (f"self.server_args.mem_fraction_static={fraction}" if release < (0, 5, 10)
                    else f"mem_fraction_static={fraction}")  # fmt: skip
-        return f"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: {current}"
+        return (
+            f"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: {current}"
+        )
     return f"AssertionError: {TOO_SMALL}"
 
 
@@ -191,7 +193,9 @@ def _layout(s: Scenario, release: str, fraction: float | None, page: int, per_pa
     weights = weights_bytes_per_gpu(model, weights_dtype(s), s.tp, attn_tp)
     if weights is None:
         if not model.num_params or weight_bytes_per_param(weights_dtype(s), model.quantization) is None:
-            return _Layout(None, f"the size of {model.id}'s weights is unknown (parameter count or bytes per parameter)")
+            return _Layout(
+                None, f"the size of {model.id}'s weights is unknown (parameter count or bytes per parameter)"
+            )
         return _Layout(None, f"{model.id}'s attention shape is unknown (DP attention replicates it)")
     cell = kv_bytes_per_token(model, attn_tp, kv_element_bytes(s))
     if cell is None:
