@@ -1,4 +1,9 @@
-"""Checks of memory: do the weights (per GPU, after tensor parallelism) fit, and is room left for the KV cache."""
+"""Checks of memory: do the weights (per GPU, after tensor parallelism) fit, and is room left for the KV cache.
+
+An engine with a start-up model (``Engine.startup``, advisor.rules.startup) gets its verdict from that model, which the
+plan computes once: ``check_weights_fit`` only speaks for an engine without one, and ``startup_warnings`` reads the
+verdict for what starts but serves little.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,18 @@ from advisor.models import weight_bytes_per_param
 from advisor.rules import flashinfer as fi
 from advisor.rules.checks_context import ERROR, MIB, WARNING, _cannot, _Context, _gib
 from advisor.rules.engine import Problem
+from advisor.rules.startup import Startup
 from launcher.runtime.contract import FUSION_MAX_TOKENS
 
 KV_CACHE_MIN_SHARE = 0.10  # below this share of GPU memory left after weights, the KV cache is starved
 
 
 def check_weights_fit(ctx: _Context) -> list[Problem]:
-    """weights_exceed_memory: weights per GPU (+ the fusion workspace when fusion is on) vs the smallest GPU."""
+    """weights_exceed_memory: weights per GPU (+ the fusion workspace when fusion is on) vs the smallest GPU, for an engine
+    without a start-up model (the start-up verdict replaces this estimate)."""
     model, intent = ctx.model, ctx.intent
+    if ctx.engine is not None and ctx.engine.startup is not None:
+        return []
     if model is None or not ctx.facts.driver.available or not ctx.gpus_used:
         return []
     src = "estimate: num_params x bytes per param / tp (+ FlashInfer fusion workspace, docs/flashinfer.md)"
@@ -60,3 +69,21 @@ def check_weights_fit(ctx: _Context) -> list[Problem]:
             )
         ]  # fmt: skip
     return []
+
+
+def startup_warnings(startup: Startup | None, engine: str, context_flag: str | None) -> list[Problem]:
+    """kv_cache_short: the engine starts, but its KV pool holds no sequence of the context length it will accept."""
+    if startup is None or not startup.starts or not startup.context_len or startup.kv_tokens is None:
+        return []
+    if startup.kv_tokens >= startup.context_len:
+        return []
+    flag = f"{context_flag} {startup.kv_tokens}" if context_flag else "a shorter context"
+    return [
+        Problem(
+            "kv_cache_short", WARNING,
+            f"{engine} starts, but its KV pool ({startup.kv_tokens:,} tokens per pool) holds no full sequence of its"
+            f" context length {startup.context_len:,} ({startup.context_source}): longer requests are refused or cut",
+            f"pass -- {flag} or less, raise --tp, or use a quantized checkpoint",
+            "advisor/rules/startup.py (the engine's start-up model)",
+        )
+    ]  # fmt: skip
