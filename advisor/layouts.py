@@ -112,7 +112,7 @@ def size_layout(plan: Plan) -> Layout:
     if startup.error is not None:
         why = f"{startup.error.explanation} ({startup.error.id})"
     elif startup.starts is None:
-        no_gpu = not plan.facts.engine_gpus and not plan.facts.driver.available
+        no_gpu = not plan.facts.engine_gpus and not plan.facts.driver.available and engine.cpu_run is None
         why = NO_GPU if no_gpu else startup.unknown or "CPU run: the host memory is not probed"
     else:
         why = None
