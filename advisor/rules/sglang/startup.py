@@ -250,7 +250,7 @@ def startup(s: Scenario, release: Release, decisions: Sequence[Decision]) -> Sta
     outcome = pool_outcome(p)
     total = lay.total_mib * MIB
     common = dict(context_len=context, context_source=source, total_bytes=total, weights_bytes=lay.weights,
-                  reserve_bytes=total * (1 - fraction), fraction=fraction, kv_pools=pools,
+                  reserve_bytes=p.pre_model_load_gib * GIB * (1 - fraction), fraction=fraction, kv_pools=pools,
                   estimates=_estimates(s.model, hybrid))  # fmt: skip
     if outcome.error is None:
         tokens = outcome.tokens
