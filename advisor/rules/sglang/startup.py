@@ -38,6 +38,12 @@ KV_DTYPE_FLAG = "--kv-cache-dtype"
 MAX_TOTAL_TOKENS_FLAG = "--max-total-tokens"
 FRACTION_FLAG = "--mem-fraction-static"
 MAMBA_FULL_MEMORY_RATIO = 0.9  # ServerArgs.mamba_full_memory_ratio: the hybrid models' state pool : KV pool
+# v0.5.18+ kv_cache_configurator.mm_runtime_reservation_gb: a multimodal model's embedding cache (SGLANG_VLM_CACHE_SIZE_MB)
+# and, with a GPU feature transport, its pool (SGLANG_MM_FEATURE_CACHE_MB), taken out of the KV budget.
+MM_RESERVE_FROM = "0.5.18"
+VLM_CACHE_MIB = 100
+MM_FEATURE_CACHE_MIB = 1024
+GPU_TRANSPORTS = ("cuda_ipc", "cuda_vmm")
 KV_DTYPE_BYTES = {"fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
 LARGEST_TP = 64  # the fixes look for a tp up to this many GPUs
 TOO_SMALL = "Memory pool size is too small"
@@ -66,6 +72,7 @@ class PoolInputs:
     max_total_tokens: int | None = None  # --max-total-tokens
     mamba_ratio: float | None = None  # hybrid linear-attention models: mamba_full_memory_ratio
     context_len: int = 1
+    mm_reserve_gib: float = 0.0  # multimodal models from v0.5.18: mm_runtime_reservation_gb, out of the KV budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +87,7 @@ def pool_outcome(p: PoolInputs) -> PoolOutcome:
     """max_total_num_tokens as the release computes it from these inputs, and which start-up error it raises."""
     release = parse_release(p.release)
     available = p.pre_model_load_gib - p.weights_bytes / GIB
-    rest = available - p.pre_model_load_gib * (1 - p.mem_fraction_static)
+    rest = available - p.pre_model_load_gib * (1 - p.mem_fraction_static) - p.mm_reserve_gib
     if p.mamba_ratio is not None and rest > 0:  # handle_max_mamba_cache: the state pool takes its share first
         rest -= rest * p.mamba_ratio / (1 + p.mamba_ratio)
     if rest <= 0 and release >= parse_release(BUDGET_ERROR_FROM):
@@ -157,6 +164,14 @@ def attention_tp(s: Scenario) -> int:
     return s.tp
 
 
+def multimodal_reserve_gib(s: Scenario, release: str) -> float:
+    """mm_runtime_reservation_gb: 100 MiB for a multimodal model (+ 1 GiB with a GPU --mm-feature-transport)."""
+    if s.model is None or s.model.vision is None or parse_release(release) < parse_release(MM_RESERVE_FROM):
+        return 0.0
+    transport = s.flag("--mm-feature-transport")
+    return (VLM_CACHE_MIB + (MM_FEATURE_CACHE_MIB if transport in GPU_TRANSPORTS else 0)) / 1024
+
+
 def page_size_of(decisions: Sequence[Decision]) -> int:
     for d in decisions:
         for setting in d.settings:
@@ -206,7 +221,7 @@ def _layout(s: Scenario, release: str, fraction: float | None, page: int, per_pa
         return _Layout(None, "mem_fraction_static is unknown", weights, total)
     context, _ = context_length(s)
     hybrid = bool(model.full_attention_interval and model.full_attention_interval > 1)
-    inputs = PoolInputs(
+    inputs = PoolInputs(mm_reserve_gib=multimodal_reserve_gib(s, release),
         release=release, pre_model_load_gib=free_before_load_mib(total, s.tp) * MIB / GIB, weights_bytes=weights,
         mem_fraction_static=fraction, cell_size=cell, page_size=page, max_total_tokens=s.int_flag(MAX_TOTAL_TOKENS_FLAG),
         mamba_ratio=MAMBA_FULL_MEMORY_RATIO if hybrid else None, context_len=context or 1,
