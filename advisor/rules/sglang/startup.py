@@ -115,11 +115,12 @@ def engine_message(p: PoolInputs, outcome: PoolOutcome) -> str:
                 f" Raise --mem-fraction-static above {math.ceil(minimum * 1000) / 1000:.3f} (minimum viable = 1 -"
                 f" available/pre = {minimum:.4f}). If using speculative decoding, draft weights are now counted.")  # fmt: skip
     if outcome.error == "pool":
-        current = (f"self.server_args.mem_fraction_static={fraction}" if release < (0, 5, 10)
-                   else f"mem_fraction_static={fraction}")  # fmt: skip
-        return (
-            f"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: {current}"
-        )
+        text = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+        if release < (0, 5, 10):  # init_memory_pool's f-string with "=": the expression itself is printed
+            return f"{text} Current value: self.server_args.mem_fraction_static={fraction}"
+        if release < parse_release(POOL_CONFIGURATOR_FROM):  # MemoryPoolConfig built with the fraction
+            return f"{text} Current value: mem_fraction_static={fraction}"
+        return text  # from v0.5.11 calculate_pool_sizes builds MemoryPoolConfig without it
     return f"AssertionError: {TOO_SMALL}"
 
 
@@ -165,10 +166,13 @@ def attention_tp(s: Scenario) -> int:
 
 
 def multimodal_reserve_gib(s: Scenario, release: str) -> float:
+    return mm_reserve_gib(release, s.model is not None and s.model.vision is not None, s.flag("--mm-feature-transport"))
+
+
+def mm_reserve_gib(release: str, multimodal: bool, transport: str | None = None) -> float:
     """mm_runtime_reservation_gb: 100 MiB for a multimodal model (+ 1 GiB with a GPU --mm-feature-transport)."""
-    if s.model is None or s.model.vision is None or parse_release(release) < parse_release(MM_RESERVE_FROM):
+    if not multimodal or parse_release(release) < parse_release(MM_RESERVE_FROM):
         return 0.0
-    transport = s.flag("--mm-feature-transport")
     return (VLM_CACHE_MIB + (MM_FEATURE_CACHE_MIB if transport in GPU_TRANSPORTS else 0)) / 1024
 
 
