@@ -12,8 +12,9 @@ fakes only for what a CPU cannot measure or what the rest of the server would ha
   ``KVCacheConfigurator`` in mem_cache/kv_cache_configurator.py from v0.5.16), ``_apply_token_constraints``,
   ``_resolve_max_num_reqs``, the release's ``MemoryPoolConfig`` and ``DefaultPoolConfigurator.calculate_pool_sizes``
   (model_executor/pool_configurator.py from v0.5.11), and from v0.5.18 ``mm_runtime_reservation_gb``;
-- then, every release, the statements of managers/tp_worker.py that compute ``max_req_len`` and assert
-  "Memory pool size is too small".
+- then, every release, the asserts of managers/tp_worker.py: "max_running_request is zero" (with the
+  ``max_running_requests`` the release computed) and, with the statements computing ``max_req_len``, "Memory pool size
+  is too small".
 
 Faked: the free memory after the weights load (``get_available_gpu_memory``), the KV cell size (``get_cell_size_per_token``
 or the configurator's ``_cell_size``, which follow the model's shape), the server arguments and the parallel state
@@ -50,6 +51,7 @@ CONFIGURATOR = "sglang/srt/mem_cache/kv_cache_configurator.py"
 POOLS = "sglang/srt/model_executor/pool_configurator.py"
 TP_WORKER = "sglang/srt/managers/tp_worker.py"
 TOO_SMALL = "Memory pool size is too small"
+RUNNING_ZERO = "max_running_request is zero"
 RELEASE_MODULE = "conformance_sglang_release"  # the module name the release's functions run under
 
 # The cases: free memory before the weights load and after it (GiB, whole MiB so both sides compute the same floats),
@@ -150,6 +152,14 @@ def dataclass_from(node: ast.ClassDef, namespace: dict) -> type:
     return namespace[node.name]
 
 
+def running_check(source: str) -> list[ast.stmt]:
+    """The tp worker's assert that the pool serves any request at all."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assert) and isinstance(node.msg, ast.Constant) and node.msg.value == RUNNING_ZERO:
+            return [node]
+    raise SystemExit(f"error: no {RUNNING_ZERO!r} assert in {TP_WORKER}")
+
+
 def tp_worker_check(source: str) -> list[ast.stmt]:
     """The statements of the tp worker from the max_req_len computation to its "too small" assert."""
     for parent in ast.walk(ast.parse(source)):
@@ -169,8 +179,8 @@ def tp_worker_check(source: str) -> list[ast.stmt]:
 def run_case(release: str, sources: dict[str, str], case: dict) -> dict:
     """What the release computes for one case: {"max_total_num_tokens": N} or {"error": "Type: message"}."""
     try:
-        tokens = pool_tokens(release, sources, case)
-        check_request_fits(sources[TP_WORKER], tokens, case["context_len"])
+        tokens, running = pool_tokens(release, sources, case)
+        check_request_fits(sources[TP_WORKER], tokens, running, case["context_len"])
     except (RuntimeError, ValueError, AssertionError) as exc:
         return {"max_total_num_tokens": None, "error": f"{type(exc).__name__}: {exc}"}
     return {"max_total_num_tokens": tokens, "error": None}
@@ -240,14 +250,25 @@ def pool_tokens(release: str, sources: dict[str, str], case: dict) -> int:
         )
     pre = case["pre_model_load_gib"]
     if hasattr(runner_class, "_resolve_memory_pool_config"):
-        return runner._resolve_memory_pool_config(pre).max_total_num_tokens
+        config = runner._resolve_memory_pool_config(pre)
+        return config.max_total_num_tokens, config.max_running_requests
     runner_class.req_to_token_pool = property(lambda self: (_ for _ in ()).throw(Reached()))
     takes_server_args = runner_class.init_memory_pool.__code__.co_argcount == 3  # v0.5.7; v0.5.8-v0.5.9 read self's
     try:
         runner.init_memory_pool(pre, server_args) if takes_server_args else runner.init_memory_pool(pre)
-    except Reached:
-        return runner.max_total_num_tokens
+    except Reached as stop:
+        return runner.max_total_num_tokens, _local(stop, "init_memory_pool", "max_num_reqs")
     raise SystemExit(f"error: sglang {release}'s init_memory_pool did not reach its pools")
+
+
+def _local(exc: BaseException, function: str, name: str) -> object:
+    """A local variable of the release's ``function`` where ``exc`` stopped it."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == function:
+            return tb.tb_frame.f_locals[name]
+        tb = tb.tb_next
+    raise SystemExit(f"error: {function} is not on the traceback")
 
 
 def fake_module(name: str, **attrs: object) -> None:
@@ -258,13 +279,16 @@ def fake_module(name: str, **attrs: object) -> None:
     sys.modules[name].__dict__.update(attrs)
 
 
-def check_request_fits(source: str, tokens: int, context_len: int) -> None:
-    """The tp worker's statements, as written, with a model runner whose pool holds ``tokens``."""
+def check_request_fits(source: str, tokens: int, running: int, context_len: int) -> None:
+    """The tp worker's asserts, as written, with a model runner whose pool holds ``tokens`` and serves ``running``
+    requests at once: first that it serves any ("max_running_request is zero"), then that one request fits."""
     runner = Fake(max_token_pool_size=tokens, effective_max_total_num_tokens=tokens,
-                  effective_logical_max_total_num_tokens=tokens, max_running_requests=1, dcp_size=1)  # fmt: skip
-    worker = Fake(model_config=Fake(context_len=context_len), model_runner=runner, ps=Fake(attn_dcp_size=1, dcp_size=1))
-    module = ast.fix_missing_locations(ast.Module(body=tp_worker_check(source), type_ignores=[]))
-    exec(compile(module, "<sglang release>", "exec"), {"self": worker})
+                  effective_logical_max_total_num_tokens=tokens, max_running_requests=running, dcp_size=1)  # fmt: skip
+    worker = Fake(model_config=Fake(context_len=context_len), model_runner=runner, ps=Fake(attn_dcp_size=1, dcp_size=1),
+                  max_running_requests=running)  # fmt: skip
+    for statements in (running_check(source), tp_worker_check(source)):
+        module = ast.fix_missing_locations(ast.Module(body=statements, type_ignores=[]))
+        exec(compile(module, "<sglang release>", "exec"), {"self": worker})
 
 
 def golden(release: str) -> list[dict]:

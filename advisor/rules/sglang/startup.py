@@ -47,6 +47,8 @@ GPU_TRANSPORTS = ("cuda_ipc", "cuda_vmm")
 KV_DTYPE_BYTES = {"fp8_e4m3": 1, "fp8_e5m2": 1, "fp8": 1, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
 LARGEST_TP = 64  # the fixes look for a tp up to this many GPUs
 TOO_SMALL = "Memory pool size is too small"
+RUNNING_ZERO = "max_running_request is zero"
+RUNNING_CAP_FROM = "0.5.10"  # max_running_requests defaults to at most half the pool
 
 # Where each step lives, release by release.
 KV_MIXIN = "python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py"
@@ -72,6 +74,7 @@ class PoolInputs:
     max_total_tokens: int | None = None  # --max-total-tokens
     mamba_ratio: float | None = None  # hybrid linear-attention models: mamba_full_memory_ratio
     context_len: int = 1
+    max_running_requests: int | None = None  # --max-running-requests
     mm_reserve_gib: float = 0.0  # multimodal models from v0.5.18: mm_runtime_reservation_gb, out of the KV budget
 
 
@@ -98,6 +101,9 @@ def pool_outcome(p: PoolInputs) -> PoolOutcome:
     tokens = tokens // p.page_size * p.page_size
     if tokens <= 0:
         return PoolOutcome(tokens, rest, available, "pool")
+    # _resolve_max_num_reqs (v0.5.10+): min(estimate, pool // 2) requests, which the tp worker asserts is not zero
+    if release >= parse_release(RUNNING_CAP_FROM) and p.max_running_requests is None and tokens // 2 == 0:
+        return PoolOutcome(tokens, rest, available, "running_zero")
     max_req_len = min(p.context_len - 1, tokens - 1)
     short_input = release <= parse_release(SHORT_INPUT_UNTIL)
     if max_req_len <= 0 or (short_input and max_req_len - 5 <= 0):
@@ -121,6 +127,8 @@ def engine_message(p: PoolInputs, outcome: PoolOutcome) -> str:
         if release < parse_release(POOL_CONFIGURATOR_FROM):  # MemoryPoolConfig built with the fraction
             return f"{text} Current value: mem_fraction_static={fraction}"
         return text  # from v0.5.11 calculate_pool_sizes builds MemoryPoolConfig without it
+    if outcome.error == "running_zero":
+        return f"AssertionError: {RUNNING_ZERO}"
     return f"AssertionError: {TOO_SMALL}"
 
 
@@ -128,6 +136,10 @@ def error_source(release: str, error: str) -> str:
     current = parse_release(release)
     if error == "too_small":
         return f"sglang v{release}, {TP_WORKER} (TpModelWorker.__init__: max_req_len = min(context_len - 1, pool - 1))"
+    if error == "running_zero":
+        return (
+            f"sglang v{release}, {TP_WORKER} (TpModelWorker.__init__: max_running_requests = min(estimate, pool // 2))"
+        )
     if error == "budget":
         where = KV_CONFIGURATOR if current >= parse_release(KV_CONFIGURATOR_FROM) else KV_MIXIN
         return f"sglang v{release}, {where} (_profile_available_bytes)"
@@ -229,6 +241,7 @@ def _layout(s: Scenario, release: str, fraction: float | None, page: int, per_pa
         release=release, pre_model_load_gib=free_before_load_mib(total, s.tp) * MIB / GIB, weights_bytes=weights,
         mem_fraction_static=fraction, cell_size=cell, page_size=page, max_total_tokens=s.int_flag(MAX_TOTAL_TOKENS_FLAG),
         mamba_ratio=MAMBA_FULL_MEMORY_RATIO if hybrid else None, context_len=context or 1,
+        max_running_requests=s.int_flag("--max-running-requests"),
     )  # fmt: skip
     return _Layout(inputs, None, weights, total)
 
@@ -275,7 +288,7 @@ def startup(s: Scenario, release: Release, decisions: Sequence[Decision]) -> Sta
         tokens = outcome.tokens
         return Startup(starts=True, kv_tokens=tokens, sequences=sequences_held(tokens, pools, context), **common)
     error = StartupError(
-        id="kv_cache_too_small" if outcome.error == "too_small" else "startup_out_of_memory",
+        id="kv_cache_too_small" if outcome.error in ("too_small", "running_zero") else "startup_out_of_memory",
         engine_message=engine_message(p, outcome),
         explanation=explain(p, outcome, s.model),
         fixes=fixes(s, version, decisions, p),
@@ -290,7 +303,7 @@ def explain(p: PoolInputs, outcome: PoolOutcome, model: ModelSpec) -> str:
             f" mem_fraction_static {p.mem_fraction_static:g}) = {outcome.rest_gib:.1f} GiB for the KV pool")  # fmt: skip
     if p.mamba_ratio is not None:
         text += " after the linear-attention state pool"
-    if outcome.error == "too_small":
+    if outcome.error in ("too_small", "running_zero"):
         text += f", {outcome.tokens} tokens of {p.cell_size} bytes: too few for one request"
     elif outcome.error == "pool":
         text += f", {max(outcome.tokens, 0)} tokens of {p.cell_size} bytes (page size {p.page_size})"
@@ -333,6 +346,9 @@ def fixes(s: Scenario, version: str, decisions: Sequence[Decision], p: PoolInput
     out: list[str] = []
     page = p.page_size
     intent = s.intent
+    shortest = 7 if parse_release(version) <= parse_release(SHORT_INPUT_UNTIL) else 2  # what the tp worker accepts
+    if p.context_len < shortest:
+        out.append(f"-- {CONTEXT_FLAG} {shortest} or more: a request needs room for at least {shortest} tokens")
     if intent.dp_attention and intent.dp_size > 1:
         found = _try(_with(s, dp_attention=False, dp_size=1), version, page)
         if _fits(found):
