@@ -303,7 +303,9 @@ def explain(p: PoolInputs, outcome: PoolOutcome, model: ModelSpec) -> str:
             f" mem_fraction_static {p.mem_fraction_static:g}) = {outcome.rest_gib:.1f} GiB for the KV pool")  # fmt: skip
     if p.mamba_ratio is not None:
         text += " after the linear-attention state pool"
-    if outcome.error in ("too_small", "running_zero"):
+    if outcome.error == "too_small" and p.context_len < outcome.tokens:
+        text += f", {outcome.tokens} tokens; the context length {p.context_len} is too short for one request"
+    elif outcome.error in ("too_small", "running_zero"):
         text += f", {outcome.tokens} tokens of {p.cell_size} bytes: too few for one request"
     elif outcome.error == "pool":
         text += f", {max(outcome.tokens, 0)} tokens of {p.cell_size} bytes (page size {p.page_size})"
