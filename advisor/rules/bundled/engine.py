@@ -9,7 +9,7 @@ from advisor.rules import bundled
 from advisor.rules.bundled import command
 from advisor.rules.bundled.startup import CONTEXT_FLAG, startup
 from advisor.rules.engine import Decision, Engine, Problem, Release, ReleaseOutcome, Scenario
-from launcher.engines import RUNTIME_MAX_MODEL_LEN, RUNTIME_MODES, RUNTIME_READY
+from launcher.engines import RUNTIME_MODES, RUNTIME_READY
 
 NAME = "bundled"
 
@@ -48,7 +48,6 @@ ENGINE = Engine(
     ready=(RUNTIME_READY,),
     not_installed=command.not_installed,
     title="bundled runtime",
-    context_cap=RUNTIME_MAX_MODEL_LEN,  # the longest sequence it takes by default
     startup=startup,  # its preallocated KV cache against the free memory (advisor.rules.bundled.startup)
     context_flag=CONTEXT_FLAG,
     device_dtype=bundled.dtype,
