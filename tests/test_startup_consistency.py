@@ -115,6 +115,10 @@ def test_qwen3_235b_with_dp_attention_does_not_start_in_sglangs_words():
     message = next(p["message"] for p in newer["problems"] if p["id"] == "startup_out_of_memory")
     assert "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=" in message
     assert invoke("launch", "--dry-run", *QWEN_DP).exit_code == 1
+    # the FP8 fix, taken: SGLang's online --quantization fp8 halves the weights and the pool is positive
+    fp8 = json.loads(invoke("check", "--json", *QWEN_DP, "--", "--quantization", "fp8").stdout)
+    assert fp8["startup"]["starts"] is True and fp8["startup"]["kv_tokens"] > 0
+    assert fp8["startup"]["weights_bytes"] == pytest.approx(data["startup"]["weights_bytes"] / 2, rel=0.01)
     layouts = command_json("layouts", "layouts.schema.json", *QWEN_DP[:6])
     row = next(r for r in layouts["layouts"] if r["tp"] == 8 and r["dp_attention"])
     assert row["fits"] is False and "startup_out_of_memory" in row["problems"]

@@ -66,7 +66,8 @@ def startup(s: Scenario, release: Release, decisions: Sequence[Decision]) -> Sta
     need = MemoryEstimate(weights=int(weights), kv_cache=tokens * per_token)
     common = dict(base, total_bytes=total_mib * MIB, reserve_bytes=total_mib * MIB - free,
                   estimates=(OVERHEAD_ESTIMATE, "weights: parameters x bytes per parameter / tp, estimate, margin +/- 3%;"
-                             " activations and CUDA graphs are not counted (the runtime does not count them either)"))  # fmt: skip
+                             " activations, CUDA graphs and the FlashInfer fusion workspace are not counted (the runtime's own check does not"
+                             " count them either; they are allocated after it)"))  # fmt: skip
     if need.total <= free:
         return Startup(starts=True, sequences=batch, **common)
     message = f"the model needs {need.describe(batch, max_len)} but cuda:0 has {free / GIB:.1f} GiB free; {FIX}"

@@ -37,6 +37,7 @@ CONTEXT_FLAG = "--context-length"
 KV_DTYPE_FLAG = "--kv-cache-dtype"
 MAX_TOTAL_TOKENS_FLAG = "--max-total-tokens"
 FRACTION_FLAG = "--mem-fraction-static"
+QUANTIZATION_FLAG = "--quantization"
 MAMBA_FULL_MEMORY_RATIO = 0.9  # ServerArgs.mamba_full_memory_ratio: the hybrid models' state pool : KV pool
 # v0.5.18+ kv_cache_configurator.mm_runtime_reservation_gb: a multimodal model's embedding cache (SGLANG_VLM_CACHE_SIZE_MB)
 # and, with a GPU feature transport, its pool (SGLANG_MM_FEATURE_CACHE_MB), taken out of the KV budget.
@@ -214,13 +215,19 @@ class _Layout:
     total_mib: float | None = None
 
 
-def _layout(s: Scenario, release: str, fraction: float | None, page: int, per_param: float | None = None) -> _Layout:
+def quantized_model(s: Scenario, quantization: str | None = None) -> ModelSpec:
+    """The model as SGLang loads it: ``quantization`` (a fix being tried), else --quantization for an unquantized
+    checkpoint (online quantization, e.g. fp8), else the checkpoint's own."""
     model = s.model
     assert model is not None
+    chosen = quantization or (s.flag(QUANTIZATION_FLAG) if not model.quantization else None)
+    return replace(model, quantization=chosen) if chosen else model
+
+
+def _layout(s: Scenario, release: str, fraction: float | None, page: int, quantization: str | None = None) -> _Layout:
+    model = quantized_model(s, quantization)
     total = s.min_memory_mib
     attn_tp = attention_tp(s)
-    if per_param is not None:
-        model = replace(model, quantization="fp8" if per_param == 1 else model.quantization)
     weights = weights_bytes_per_gpu(model, weights_dtype(s), s.tp, attn_tp)
     if weights is None:
         if not model.num_params or weight_bytes_per_param(weights_dtype(s), model.quantization) is None:
@@ -315,12 +322,12 @@ def explain(p: PoolInputs, outcome: PoolOutcome, model: ModelSpec) -> str:
 # -- fixes -------------------------------------------------------------------------------------------------------------
 
 
-def _try(s: Scenario, version: str, page: int, per_param: float | None = None) -> tuple[PoolOutcome, _Layout] | None:
+def _try(s: Scenario, version: str, page: int, quantization: str | None = None) -> tuple[PoolOutcome, _Layout] | None:
     """The pool outcome of scenario ``s`` (its own memory_defaults, so its own reserve), None when unknown."""
     from advisor.rules.sglang.memory import memory_decision
 
     fraction = fraction_of([memory_decision(s, version)])
-    lay = _layout(s, version, fraction, page, per_param)
+    lay = _layout(s, version, fraction, page, quantization)
     return (pool_outcome(lay.inputs), lay) if lay.inputs is not None else None
 
 
@@ -372,8 +379,8 @@ def fixes(s: Scenario, version: str, decisions: Sequence[Decision], p: PoolInput
         if not out:
             out.append(f"more GPUs: no tp up to {LARGEST_TP} fits with this checkpoint")
     model = s.model
-    if model is not None and (weight_bytes_per_param(weights_dtype(s), model.quantization) or 0) > 1:
-        found = _try(s, version, page, per_param=1)
+    if model is not None and (weight_bytes_per_param(weights_dtype(s), quantized_model(s).quantization) or 0) > 1:
+        found = _try(s, version, page, quantization="fp8")
         if _fits(found):
             out.append(f"an FP8 checkpoint of {model.id} (or --quantization fp8): {_figures(found)} at tp {s.tp}")
     fraction = _fraction_that_fits(p)
