@@ -494,7 +494,6 @@ class Engine:
     forcing: dict[str, Forcing] = field(default_factory=dict)  # decision id -> the arguments that force it
     # GPU memory and the KV cache; None: a KV cache preallocated at a fixed size (slots x --max-model-len).
     memory: GpuMemory | None = None
-    context_cap: int | None = None  # the longest default --context-len of `advisor layouts`; None: layouts' own cap
     # The dtype it picks for the device itself, whatever the model's (scenario -> dtype); None: the model's or --dtype.
     device_dtype: Callable[[Scenario], str | None] | None = None
     dp_attention: bool = False  # it has DP attention (`advisor layouts` tries it for MoE models)

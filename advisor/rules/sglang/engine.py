@@ -12,6 +12,7 @@ from advisor.rules.sglang.fusion import release_matrix
 from advisor.rules.sglang.memory import GPU_MEMORY
 from advisor.rules.sglang.multinode import multinode
 from advisor.rules.sglang.releases import NEWEST, RELEASES, row_for, rules_release
+from advisor.rules.sglang.startup import CONTEXT_FLAG, startup
 from launcher.engines import UVICORN_READY
 
 
@@ -54,4 +55,6 @@ ENGINE = Engine(
     custom_allreduce=custom_allreduce_decision,
     peer_access=PEER_ACCESS,
     multinode=multinode,
+    startup=startup,  # its start-up memory arithmetic and errors (advisor.rules.sglang.startup)
+    context_flag=CONTEXT_FLAG,
 )
