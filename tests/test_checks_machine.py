@@ -234,10 +234,10 @@ def test_gpu_memory_in_use_does_not_fire(tmp_path):
 
 def test_gpu_memory_in_use_is_not_blamed_where_the_weights_do_not_fit_anyway(tmp_path):
     """GLM-4.5 (358B parameters in bf16) at tp 2 needs about 334 GiB a GPU: no idle H100 holds it, so the half GiB the
-    driver holds is not the reason SGLang fails; weights_exceed_memory is."""
+    driver holds is not the reason SGLang fails; the start-up verdict is."""
     h100 = load_profile("h100-sxm-8")
     assert problems(h100, tmp_path, "gpu_memory_in_use", model="zai-org/GLM-4.5", tp=2) == []
-    assert problems(h100, tmp_path, "weights_exceed_memory", model="zai-org/GLM-4.5", tp=2)
+    assert problems(h100, tmp_path, "startup_out_of_memory", model="zai-org/GLM-4.5", tp=2)
     # the same GPUs with a process holding most of GPU 1 still blame it for a model that fits an idle GPU
     mixed = load_profile("workstation-mixed-2")
     assert one(problems(mixed, tmp_path, "gpu_memory_in_use", tp=2), "error")
