@@ -25,7 +25,8 @@ ABSENT = object()
 
 
 def golden_releases() -> list[str]:
-    names = [p.name[len("sglang-") : -len(".jsonl")] for p in GOLDEN.glob("sglang-*.jsonl")]
+    # sglang-<release>.jsonl (the argument goldens; sglang-memory-<release>.jsonl are the KV-pool goldens)
+    names = [p.name[len("sglang-") : -len(".jsonl")] for p in GOLDEN.glob("sglang-[0-9]*.jsonl")]
     return sorted(names, key=lambda r: tuple(int(x) for x in r.split(".")))
 
 
