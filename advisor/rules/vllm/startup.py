@@ -160,7 +160,8 @@ def kv_verdict(release: str, spec: KvSpec, max_model_len: int, available: int) -
     needed = spec.need_bytes(max_model_len)
     if needed > check:
         estimate = estimate_max_model_len(spec, max_model_len, check)
-        return KvVerdict(blocks, False, too_short_message(release, max_model_len, needed, check, estimate), estimate)
+        message = too_short_message(release, max_model_len, needed, check, estimate)
+        return KvVerdict(blocks, False, message, estimate or None)  # 0: not even one token fits (no estimate printed)
     return KvVerdict(blocks, True, None, None)
 
 
