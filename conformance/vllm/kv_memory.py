@@ -39,12 +39,16 @@ def _config(item: dict) -> SimpleNamespace:
     parallel = SimpleNamespace(decode_context_parallel_size=1, prefill_context_parallel_size=1, tensor_parallel_size=1,
                                pipeline_parallel_size=1, data_parallel_size=1, dcp_kv_cache_interleave_size=1,
                                cp_kv_cache_interleave_size=1)  # fmt: skip
-    cache = SimpleNamespace(num_gpu_blocks_override=None, block_size=item["block_size"], kv_sharing_fast_prefill=False,
-                            cache_dtype="auto", enable_prefix_caching=True, mamba_cache_mode="none")  # fmt: skip
+    from vllm.config import CacheConfig  # noqa: PLC0415
+
+    cache = CacheConfig(block_size=item["block_size"])  # the release's own, at its defaults (no GPU needed)
+    if hasattr(cache, "get_resolved_kv_cache_layout"):  # v0.33: the pool's block bytes depend on the layout
+        cache.kv_cache_layout = "NHD"  # FlashAttention's, as the engine core resolves it on CUDA
     scheduler = SimpleNamespace(disable_hybrid_kv_cache_manager=False, max_num_batched_tokens=item["batched_tokens"],
                                 max_num_encoder_input_tokens=0, max_model_len=item["max_model_len"])  # fmt: skip
     return SimpleNamespace(model_config=model, parallel_config=parallel, cache_config=cache, scheduler_config=scheduler,
                            speculative_config=None, kv_transfer_config=None, compilation_config=None,
+                           attention_config=SimpleNamespace(hisparse_config=None),
                            device_config=SimpleNamespace(device_type="cuda"))  # fmt: skip
 
 
@@ -55,7 +59,7 @@ def _spec(item: dict):
     wanted = {"block_size": item["block_size"], "num_kv_heads": item["num_kv_heads"], "head_size": item["head_size"],
               "dtype": DTYPES[item["dtype"]]}  # fmt: skip
     names = {f.name for f in dataclasses.fields(kind)}
-    if "head_size_v" in names:  # later releases keep the value head's width apart (same as the key's here)
+    if "head_size_v" in names and not item["mla"]:  # later releases keep the value head apart (MLA: none, its default)
         wanted["head_size_v"] = item["head_size"]
     return kind(**{k: v for k, v in wanted.items() if k in names})
 
@@ -67,14 +71,9 @@ def _num_blocks(planning, config, specs: dict, available: int) -> int:
         params = inspect.signature(planning.get_kv_cache_config_from_groups).parameters
         if "available_memory" in params:
             return planning.get_kv_cache_config_from_groups(config, groups, available).num_blocks
-    # v0.33: get_kv_cache_configs divides by the bytes one block takes in the shared pool
-    if "builder" in inspect.signature(planning._pool_bytes_per_block).parameters:
-        from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder  # noqa: PLC0415
-
-        per_block = planning._pool_bytes_per_block_from_builder(get_kv_cache_config_builder(config), config, groups)
-    else:
-        per_block = planning._pool_bytes_per_block(config, groups)
-    return available // per_block
+    # v0.33: get_kv_cache_configs divides by the bytes one block takes in the shared pool (_pool_bytes_per_block, the
+    # pure form of what its config builder places)
+    return available // planning._pool_bytes_per_block(config, groups)
 
 
 def run(item: dict) -> dict:
@@ -94,7 +93,8 @@ def run(item: dict) -> dict:
 
 
 def main(inputs: str, out: str) -> int:
-    items = json.loads(open(inputs).read())
+    with open(inputs) as f:
+        items = json.load(f)
     with open(out, "w") as f:
         for item in items:
             try:
