@@ -128,7 +128,9 @@ DOCS_LINK = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/
 
 def no_memory_message(release: str) -> str:
     style = at(MESSAGES, release)
-    text = "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine"
+    text = (
+        "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine"
+    )
     if style == "0.12":
         return text + "."
     if style == "0.14":
@@ -139,14 +141,21 @@ def no_memory_message(release: str) -> str:
 def too_short_message(release: str, max_model_len: int, needed: int, available: int, estimate: int) -> str:
     style = at(MESSAGES, release)
     owner = "models's" if style in ("0.12", "0.14") else "model's"
-    head = (f"To serve at least one request with the {owner} max seq len ({max_model_len}), ({_gib(release, needed)} GiB KV"
-            f" cache is needed, which is larger than the available KV cache memory ({_gib(release, available)} GiB).")
-    estimated = f"Based on the available memory, the estimated maximum model length is {estimate}." if estimate > 0 else ""
+    head = (
+        f"To serve at least one request with the {owner} max seq len ({max_model_len}), ({_gib(release, needed)} GiB KV"
+        f" cache is needed, which is larger than the available KV cache memory ({_gib(release, available)} GiB)."
+    )
+    estimated = (
+        f"Based on the available memory, the estimated maximum model length is {estimate}." if estimate > 0 else ""
+    )
     if style == "0.12":
         return f"{head} {estimated} Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
     estimated = f"{estimated} " if estimated else ""
-    util = ("`gpu_memory_utilization`" if style == "0.14"
-            else "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend)")
+    util = (
+        "`gpu_memory_utilization`"
+        if style == "0.14"
+        else "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend)"
+    )
     return (f"{head} {estimated}Try increasing {util} or decreasing `max_model_len` when initializing the engine."
             f" {DOCS_LINK}")  # fmt: skip
 
