@@ -45,7 +45,8 @@ NULL_BLOCK_HELD: list[tuple[str, bool]] = [("0.12.0", False), ("0.29.0", True)]
 CUDAGRAPHS_FROM_KV: list[tuple[str, bool]] = [("0.12.0", False), ("0.20.2", True)]
 
 # Estimates of what the release measures on the GPU at start-up (docs/vllm.md states where each comes from).
-NON_TORCH_TP1 = 0.2 * GiB  # memory_profiling's non_torch_increase, one GPU (vLLM logs 0.1-0.3 GiB)
+# memory_profiling's non_torch_increase: one GPU (logged 0.16 and 0.20 GiB in vLLM PRs #12126, #14447)
+NON_TORCH_TP1 = 0.2 * GiB
 NON_TORCH_TP = 0.6 * GiB  # with NCCL and custom-allreduce buffers (vLLM logs 0.3-1 GiB)
 CUDA_GRAPHS = 0.5 * GiB  # the CUDA-graph pool at the default capture sizes (vLLM logs 0.2-1.5 GiB)
 ESTIMATES = (
@@ -218,14 +219,15 @@ class Budget:
 def activation_peak(model: ModelSpec, tp: int, tokens: int, seqs: int, act_bytes: int) -> float:
     """Estimated torch peak of the profile run: the widest per-token tensors of one layer for max_num_batched_tokens
     tokens (the residual stream and its norm copies, the MLP's gate and up projections or the routed experts' slice)
-    plus the sampler's float32 logits and probabilities for max_num_seqs requests."""
+    plus the sampler's float32 logits for max_num_seqs requests. Against vLLM's logged "PyTorch activation peak
+    memory": Llama-3-8B on an H100, 1.26 GiB logged (PR #10511), 1.4 GiB here."""
     hidden = model.hidden_size or 0
     if model.is_moe:
         ffn = (model.experts_per_token or 1) * (model.moe_intermediate_size or model.intermediate_size or 0)
     else:
         ffn = model.intermediate_size or 4 * hidden
     per_token = act_bytes * (4 * hidden + 3 * ffn // max(tp, 1))
-    return tokens * per_token + 2 * seqs * (model.vocab_size or 0) * 4
+    return tokens * per_token + seqs * (model.vocab_size or 0) * 4
 
 
 def kv_spec(inputs: Inputs) -> KvSpec | None:
