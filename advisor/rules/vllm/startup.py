@@ -211,6 +211,11 @@ class Budget:
         return self.activation + self.non_torch + self.cuda_graphs
 
     @property
+    def margin(self) -> float:
+        """How far the estimated part of the reserve may be off (the margins ESTIMATES states)."""
+        return max(0.5 * self.activation, 0.5 * GiB) + 0.5 * GiB + (0.5 * GiB if self.cuda_graphs else 0.0)
+
+    @property
     def available(self) -> int:
         """Worker.determine_available_memory: the request less the weights and what the profile run measured."""
         return int(self.requested - self.weights - self.reserve)
@@ -324,7 +329,11 @@ def _error(s: Scenario, inputs: Inputs, b: Budget, verdict: KvVerdict) -> Startu
     util, total = inputs.utilization, inputs.total
     numbers = (f"weights {b.weights / GiB:.1f} GiB + estimated activations, non-torch memory and CUDA graphs"
                f" {b.reserve / GiB:.1f} GiB of gpu_memory_utilization {util} x {total / GiB:.1f} GiB ="
-               f" {b.requested / GiB:.1f} GiB leave {b.available / GiB:.2f} GiB for the KV cache")  # fmt: skip
+               f" {b.requested / GiB:.1f} GiB leave {b.available / GiB:.2f} GiB for the KV cache, give or take"
+               f" {b.margin / GiB:.1f} GiB (the estimates' margin)")  # fmt: skip
+    if b.weights > b.requested:
+        numbers = (f"the weights alone, {b.weights / GiB:.1f} GiB a GPU, exceed gpu_memory_utilization {util} x"
+                   f" {total / GiB:.1f} GiB = {b.requested / GiB:.1f} GiB")  # fmt: skip
     if inputs.free is not None and inputs.free < b.requested:
         return StartupError(
             "startup_memory_in_use", free_memory_message(inputs.release, inputs.free, total, util, b.requested),
