@@ -4,6 +4,7 @@ arithmetic (the word-for-word agreement with each release's own code is tests/co
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -101,3 +102,15 @@ def test_estimate_is_the_longest_length_that_fits(spec, length, available, relea
         assert verdict.num_blocks * spec.block_size >= length
     if available > 0:
         assert verdict.num_blocks == num_blocks(spec, available) == available // spec.block_bytes
+
+
+def test_memory_held_by_others_is_the_free_memory_refusal():
+    """Less free than gpu_memory_utilization x total: the worker's own refusal, with a utilization that fits the free."""
+    facts = load_profile("h100-sxm-8")
+    busy = replace(facts, gpus=(replace(facts.gpus[0], memory_free_mib=facts.gpus[0].memory_total_mib // 2),
+                                *facts.gpus[1:]))  # fmt: skip
+    plan = build_plan(busy, resolve_model("Qwen/Qwen3-8B"), Intent(tp=1, engine="vllm"))
+    error = plan.startup.error
+    assert error.id == "startup_memory_in_use"
+    assert "on startup is less than desired GPU memory utilization" in error.engine_message
+    assert error.fixes[0].startswith("--gpu-memory-utilization 0.49 ")  # floored: never above what is free
