@@ -19,6 +19,7 @@ from advisor.rules.vllm.startup import (
     kv_verdict,
     no_memory_message,
     num_blocks,
+    parse_max_model_len,
 )
 
 GiB = 2**30
@@ -114,3 +115,17 @@ def test_memory_held_by_others_is_the_free_memory_refusal():
     assert error.id == "startup_memory_in_use"
     assert "on startup is less than desired GPU memory utilization" in error.engine_message
     assert error.fixes[0].startswith("--gpu-memory-utilization 0.49 ")  # floored: never above what is free
+
+
+def test_max_model_len_as_vllms_parser_reads_it():
+    assert [parse_max_model_len(v) for v in ("32768", "32k", "32K", "25.6k", "auto", "-1", "2.5K", "x")] == [
+        32768, 32000, 32768, 25600, -1, -1, None, None]  # fmt: skip
+
+
+def test_auto_max_model_len_fits_the_kv_cache_from_v0_14():
+    """`--max-model-len auto`: the length the max_model_len error would have named, and the plan starts."""
+    refused = vllm_plan("rtx-4090-2", "meta-llama/Llama-3.1-8B-Instruct", 1).startup.error.fixes[0]
+    fitted = vllm_plan("rtx-4090-2", "meta-llama/Llama-3.1-8B-Instruct", 1, "--max-model-len", "auto").startup
+    assert fitted.starts and f"--max-model-len {fitted.context_len} " in refused + " "
+    nothing = vllm_plan("rtx-4090-2", "deepseek-ai/DeepSeek-V3", 1, "--max-model-len", "-1").startup
+    assert nothing.starts is False and nothing.error.engine_message.startswith("Cannot auto-fit max_model_len")

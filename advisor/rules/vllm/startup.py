@@ -44,6 +44,14 @@ NULL_BLOCK_HELD: list[tuple[str, bool]] = [("0.12.0", False), ("0.29.0", True)]
 # v0.20.2: determine_available_memory then takes the measured CUDA-graph memory out of the KV cache.
 CUDAGRAPHS_FROM_KV: list[tuple[str, bool]] = [("0.12.0", False), ("0.20.2", True)]
 
+# --max-model-len -1 / auto: from v0.14.1 vLLM fits max_model_len to the KV cache at start-up (_auto_fit_max_model_len in
+# get_kv_cache_configs; the flag's parser human_readable_int_or_auto in vllm/engine/arg_utils.py).
+AUTO_FIT: list[tuple[str, bool]] = [("0.12.0", False), ("0.14.1", True)]
+AUTO_FIT_FAILS = ("Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. Try"
+                  " increasing `gpu_memory_utilization`.")  # fmt: skip
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
 # Estimates of what the release measures on the GPU at start-up (docs/vllm.md states where each comes from).
 # memory_profiling's non_torch_increase: one GPU (logged 0.16 and 0.20 GiB in vLLM PRs #12126, #14447)
 NON_TORCH_TP1 = 0.2 * GiB
@@ -276,6 +284,24 @@ def free_memory_message(release: str, free: float, total: float, utilization: fl
             " utilization or reduce GPU memory used by other processes.")  # fmt: skip
 
 
+def parse_max_model_len(raw: str) -> int | None:
+    """--max-model-len as vLLM's parser reads it (human_readable_int_or_auto): "32768", "32k" (32000), "32K" (32768),
+    "-1" or "auto" (-1, fit to memory); None for what it refuses."""
+    value = raw.strip()
+    if value == "-1" or value.lower() == "auto":
+        return -1
+    if value[-1:] in _DECIMAL or value[-1:] in _BINARY:
+        number, suffix = value[:-1], value[-1]
+        try:
+            return int(float(number) * _DECIMAL[suffix]) if suffix in _DECIMAL else int(number) * _BINARY[suffix]
+        except ValueError:
+            return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
 def startup(s: Scenario, release: Release, decisions: Sequence[Decision]) -> Startup:
     """vLLM's start-up verdict for the plan (Engine.startup)."""
     version = rules_release(release.version)
@@ -284,6 +310,13 @@ def startup(s: Scenario, release: Release, decisions: Sequence[Decision]) -> Sta
     source = "--max-model-len" if given else "the model's max_position_embeddings (vLLM's derived max_model_len)"
     length = memory["max_model_len"]
     model = s.model
+    parsed = parse_max_model_len(given) if given else None
+    auto_fit = parsed == -1 and at(AUTO_FIT, version)
+    if auto_fit:
+        length = model.max_position_embeddings if model else None
+        source = "--max-model-len auto (vLLM fits it to the KV cache)"
+    elif parsed and parsed > 0:
+        length = parsed
     if model is None:
         return Startup(length, source, None, unknown="the model's shape (give --model)")
     total_mib = s.min_memory_mib
@@ -307,6 +340,19 @@ def startup(s: Scenario, release: Release, decisions: Sequence[Decision]) -> Sta
     if b is None:
         return Startup(length, source, None, total_bytes=inputs.total, fraction=inputs.utilization,
                        unknown="the model's size or KV shape (num_params, layers, KV heads, head_dim)")  # fmt: skip
+    if auto_fit:  # the longest length that fits, at most the model's; nothing fits: vLLM's own error
+        check = b.available - b.spec.block_bytes if at(NULL_BLOCK_HELD, version) else b.available
+        fitted = estimate_max_model_len(b.spec, length, check) if b.available > 0 else 0
+        if fitted <= 0:
+            error = StartupError("startup_out_of_memory", AUTO_FIT_FAILS,
+                                 f"{b.available / GiB:.2f} GiB left for the KV cache, give or take {b.margin / GiB:.1f}"
+                                 " GiB (the estimates' margin)", _fixes(s, replace(inputs, max_model_len=1)),
+                                 f"vllm v{version}, {at(KV_FILES, version)} (_auto_fit_max_model_len)")  # fmt: skip
+            return Startup(length, source, False, total_bytes=inputs.total, weights_bytes=b.weights,
+                           reserve_bytes=b.reserve, fraction=inputs.utilization, kv_tokens=0, sequences=0, error=error,
+                           estimates=ESTIMATES + _model_caveats(model))  # fmt: skip
+        length = min(length, fitted)
+        inputs = replace(inputs, max_model_len=length)
     verdict = kv_verdict(version, b.spec, length, b.available)
     tokens = verdict.num_blocks * b.spec.block_size if verdict.num_blocks is not None else 0
     error = _error(s, inputs, b, verdict)
