@@ -356,10 +356,11 @@ def startup(s: Scenario, release: Release, decisions: Sequence[Decision]) -> Sta
     verdict = kv_verdict(version, b.spec, length, b.available)
     tokens = verdict.num_blocks * b.spec.block_size if verdict.num_blocks is not None else 0
     error = _error(s, inputs, b, verdict)
+    pools = max(1, s.intent.dp_size)  # each data-parallel replica is an engine with its own KV cache
     return Startup(
         context_len=length, context_source=source, starts=error is None, total_bytes=inputs.total,
         weights_bytes=b.weights, reserve_bytes=b.reserve, fraction=inputs.utilization, kv_tokens=tokens,
-        sequences=sequences_held(tokens, 1, length), error=error,
+        kv_pools=pools, sequences=sequences_held(tokens, pools, length), error=error,
         estimates=ESTIMATES + _model_caveats(model),
     )  # fmt: skip
 
