@@ -9,9 +9,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.models import resolve_model
+from advisor.models import catalog_ids, resolve_model
 from advisor.plan import Intent, build_plan
-from advisor.probe.profiles import load_profile
+from advisor.probe.profiles import list_profiles, load_profile
 from advisor.rules.vllm import RELEASES
 from advisor.rules.vllm.startup import (
     KvSpec,
@@ -129,3 +129,20 @@ def test_auto_max_model_len_fits_the_kv_cache_from_v0_14():
     assert fitted.starts and f"--max-model-len {fitted.context_len} " in refused + " "
     nothing = vllm_plan("rtx-4090-2", "deepseek-ai/DeepSeek-V3", 1, "--max-model-len", "-1").startup
     assert nothing.starts is False and nothing.error.engine_message.startswith("Cannot auto-fit max_model_len")
+
+
+@settings(max_examples=60, deadline=None)
+@given(profile=st.sampled_from(list_profiles()), model=st.sampled_from(catalog_ids()),
+       tp=st.sampled_from([1, 2, 4, 8]), release=st.sampled_from(RELEASES))  # fmt: skip
+def test_every_plan_gets_a_verdict_that_agrees_with_its_problems(profile, model, tp, release):
+    """Any machine x catalog model x tp x release: a verdict or the fact it lacks; an error exactly when it does not
+    start, raised as the plan's error; a verdict that starts holds at least one request of its context length."""
+    plan = vllm_plan(profile, model, tp, version=release)
+    startup = plan.startup
+    assert (startup.starts is None) == (startup.unknown is not None)
+    assert (startup.starts is False) == (startup.error is not None)
+    if startup.error is not None:
+        assert any(p.id == startup.error.id and p.severity == "error" for p in plan.problems)
+        assert startup.error.fixes and startup.error.engine_message
+    if startup.starts:
+        assert startup.sequences >= 1 and startup.kv_tokens >= startup.context_len
