@@ -18,7 +18,7 @@ from advisor.rules.vllm.memory import default_gpu_memory_utilization
 
 MIB = 1024**2
 GIB = 1024**3
-# vLLM's start-up model is branch start26v's (advisor/rules/vllm/startup.py); until it lands, vLLM rows have no verdict.
+# vLLM's start-up model: advisor/rules/vllm/startup.py.
 needs_vllm_startup = pytest.mark.skipif(get_engine("vllm").startup is None, reason="vLLM has no start-up model yet")
 
 
@@ -132,6 +132,11 @@ def test_sglang_dp_attention_pools_per_rank():
     assert "flashinfer_allreduce_fusion" not in r["enabled"]  # DP attention blocks the fusion
 
 
+def vllm_reserve(profile: str, model: str, tp: int) -> float:
+    """The plan's estimate of what vLLM's profile run measures (activations, non-torch memory, CUDA graphs)."""
+    return plan_for(*resolve(Options(profile=profile, model=model, engine="vllm", tp=tp))).startup.reserve_bytes
+
+
 @needs_vllm_startup
 @pytest.mark.parametrize(
     ("model", "tp", "per_token_layer"),
@@ -142,13 +147,15 @@ def test_sglang_dp_attention_pools_per_rank():
     ],
 )
 def test_vllm_kv_tokens_follow_gpu_memory_utilization(model, tp, per_token_layer):
+    """gpu_memory_utilization x total, less the weights and the estimated profile-run reserve, cut into 16-token
+    blocks over all layers (get_num_blocks)."""
     data = layouts_json("--profile", "h100-sxm-8", "--model", model, "--engine", "vllm")
     r = row(data, tp)
     utilization = default_gpu_memory_utilization(data["engine"]["rules"])  # the newest release's default
     assert r["gpu_memory_utilization"] == utilization and r["mem_fraction_static"] is None
     spec = catalog_spec(model)
     weights = spec.num_params * 2 / tp
-    available = int(smallest_gpu_bytes("h100-sxm-8") * utilization - weights)
+    available = int(smallest_gpu_bytes("h100-sxm-8") * utilization - weights - vllm_reserve("h100-sxm-8", model, tp))
     page = 16 * per_token_layer * spec.num_layers  # one 16-token block over all layers
     assert r["kv_cache_tokens"] == available // page * 16
     assert all(not x["dp_attention"] for x in data["layouts"])  # DP attention is SGLang's
@@ -156,13 +163,16 @@ def test_vllm_kv_tokens_follow_gpu_memory_utilization(model, tp, per_token_layer
 
 @needs_vllm_startup
 def test_vllm_mla_block_holds_one_latent_per_token():
-    """MLAAttentionSpec: block_size x 1 x (kv_lora_rank + qk_rope_head_dim) x dtype, no separate K and V."""
-    data = layouts_json("--profile", "h200-8", "--model", "deepseek-ai/DeepSeek-V3", "--engine", "vllm")
+    """MLAAttentionSpec: block_size x 1 x (kv_lora_rank + qk_rope_head_dim) x dtype, no separate K and V; on SM90 the
+    FlashMLA backend's 64-token block."""
+    model = "deepseek-ai/DeepSeek-V3"
+    data = layouts_json("--profile", "h200-8", "--model", model, "--engine", "vllm")
     r = row(data, 8)
-    weights = catalog_spec("deepseek-ai/DeepSeek-V3").num_params * 1.0 / 8  # fp8 checkpoint
-    available = int(smallest_gpu_bytes("h200-8") * r["gpu_memory_utilization"] - weights)
+    weights = catalog_spec(model).num_params * 1.0 / 8  # fp8 checkpoint
+    reserve = vllm_reserve("h200-8", model, 8)
+    available = int(smallest_gpu_bytes("h200-8") * r["gpu_memory_utilization"] - weights - reserve)
     assert r["gpu_memory_utilization"] == default_gpu_memory_utilization(data["engine"]["rules"])
-    assert r["fits"] is True and r["kv_cache_tokens"] == available // (16 * 576 * 2 * 61) * 16
+    assert r["fits"] is True and r["kv_cache_tokens"] == available // (64 * 576 * 2 * 61) * 64
 
 
 @needs_vllm_startup
@@ -172,7 +182,7 @@ def test_vllm_refuses_when_one_sequence_does_not_fit():
     data = layouts_json("--profile", "rtx-4090-2", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--engine", "vllm",
                         "--context-len", "131072")  # fmt: skip
     tp1, tp2 = row(data, 1), row(data, 2)
-    assert tp1["fits"] is False and 0 < tp1["kv_cache_tokens"] < 131072 and "refuses" in tp1["why_not"]
+    assert tp1["fits"] is False and 0 < tp1["kv_cache_tokens"] < 131072 and "kv_cache_too_small" in tp1["why_not"]
     assert tp2["fits"] is True and tp2["kv_cache_tokens"] >= 131072
     assert data["layouts"][data["recommended"]] == tp2
 

@@ -144,3 +144,30 @@ def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> boo
             tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
             raise EnvError(f"vllm {version} resolver failed: {tail[0]}")
     raise EnvError(f"vllm {version} still misses modules after {MAX_INSTALLS} installs; see {root}")
+
+
+def ensure_importable(version: str, module: str, log=print) -> None:
+    """Unpack vllm==version and install what ``import module`` misses under it, one module at a time (the KV-cache
+    arithmetic of conformance.vllm.memory needs far less than the config resolution)."""
+    _unpack(version)
+    deps = release_dir(version) / "deps"
+    if not deps.exists():
+        _seed(deps)
+    deps.mkdir(exist_ok=True)
+    pins = _pins(version)
+    environ = dict(os.environ, PYTHONPATH=pythonpath(version), PYTHONNOUSERSITE="1")
+    tried: set[str] = set()
+    for _ in range(MAX_INSTALLS):
+        done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, env=environ,
+                              timeout=600)  # fmt: skip
+        if done.returncode == 0:
+            return
+        missing = _MISSING.findall(done.stderr)
+        if not missing:
+            tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
+            raise EnvError(f"vllm {version}: import {module} failed: {tail[0]}")
+        if missing[-1] in tried:  # present but too old (a seeded copy lacks a submodule): replace it at the pin
+            shutil.rmtree(deps / missing[-1], ignore_errors=True)
+        tried.add(missing[-1])
+        _install(version, missing[-1], pins, deps, log)
+    raise EnvError(f"vllm {version} still misses modules after {MAX_INSTALLS} installs; see {release_dir(version)}")
