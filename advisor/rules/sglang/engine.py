@@ -9,6 +9,7 @@ from advisor.rules.sglang.common import BACKEND_FLAG, BOOL_FLAG, DISABLE_CUSTOM_
 from advisor.rules.sglang.common import ENGINE as ENGINE_NAME
 from advisor.rules.sglang.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
 from advisor.rules.sglang.fusion import release_matrix
+from advisor.rules.sglang.logs import LOGS
 from advisor.rules.sglang.memory import GPU_MEMORY
 from advisor.rules.sglang.releases import NEWEST, RELEASES, row_for, rules_release
 from launcher.engines import UVICORN_READY
@@ -52,4 +53,5 @@ ENGINE = Engine(
     dp_attention=True,
     custom_allreduce=custom_allreduce_decision,
     peer_access=PEER_ACCESS,
+    logs=LOGS,
 )
