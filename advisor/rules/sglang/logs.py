@@ -37,9 +37,11 @@ from advisor.verify.parse import (
 
 SERVER_ARGS = re.compile(r"^(?:server_args=)?(?P<body>ServerArgs\(.*|(?<==)\{.*)$", re.S)
 WEIGHTS = re.compile(r"Load weight end\..*?mem usage=(?P<gib>[\d.]+) ?GB")
-KV_POOL = re.compile(r"KV [Cc]ache (?:is )?allocated\..*?#tokens: (?P<tokens>[\d,]+)")
+KV_POOL = re.compile(r"(?<![Dd]raft )KV [Cc]ache (?:is )?allocated\..*?#tokens: (?P<tokens>[\d,]+)")
 SCHEDULER = re.compile(r"^max_total_num_tokens=(?P<body>-?\d+, .*)$")
-GRAPH_BS = re.compile(r"^Capture cuda graph (?:bs (?P<old>\[[\d, ]*\]?)|.*?\bbs=(?P<new>\[[\d, ]*\]?))")
+GRAPH_BS = re.compile(
+    r"^Capture (?:target )?(?:decode )?(?:cuda|CUDA) graph (?:bs (?P<old>\[[\d, ]*\]?)|(?:begin|end)\..*?\bbs=(?P<new>\[[\d, ]*\]?))"
+)
 CUSTOM_AR_OFF = re.compile(r"^(?:Custom allreduce|CustomAllreduce) is disabled (?P<reason>(?:because|due to) .*)$")
 READY = re.compile(r"The server is fired up and ready to roll!")
 VERSION = re.compile(r"\b[Ss][Gg][Ll]ang(?: version|==|\s+v)\s*:?\s*v?(?P<version>\d+\.\d+\.\d+\S*)")
@@ -100,8 +102,8 @@ def read(lines: Sequence[LogLine]) -> Reading:
                 )
             for name, value in values.items():
                 keep(name, value, line)
-            graph_max = _cuda_graph_max_bs(values)
-            keep("cuda_graph_max_bs", graph_max, line)
+            keep("cuda_graph_max_bs", _cuda_graph_max_bs(values), line)
+            keep("flashinfer_allreduce_fusion", _fusion(values), line)
         elif match := WEIGHTS.search(message):
             keep("weights_gib", number(match.group("gib")), line)
         elif match := KV_POOL.search(message):
@@ -147,6 +149,15 @@ def _cuda_graph_max_bs(values: dict[str, Any]) -> int | None:
     return None
 
 
+def _fusion(values: dict[str, Any]) -> bool | None:
+    """FlashInfer allreduce fusion as logged: enable_flashinfer_allreduce_fusion, or (from v0.5.14) a
+    flashinfer_allreduce_fusion_backend other than none."""
+    if "enable_flashinfer_allreduce_fusion" not in values and "flashinfer_allreduce_fusion_backend" not in values:
+        return None
+    backend = values.get("flashinfer_allreduce_fusion_backend")
+    return values.get("enable_flashinfer_allreduce_fusion") is True or backend not in (None, "", "none")
+
+
 def intent(observed: dict[str, Any]) -> dict[str, Any]:
     """The logged arguments -> the intent's parts and the engine arguments a user must have given."""
     args: list[str] = []
@@ -180,7 +191,7 @@ PREDICTED = (
     ("page_size", "attention_backend", "setting.page_size"),
     ("moe_runner_backend", "moe_runner_backend", "value"),
     ("ep_size", "moe_runner_backend", "setting.ep_size"),
-    ("enable_flashinfer_allreduce_fusion", "flashinfer_allreduce_fusion", "enabled"),
+    ("flashinfer_allreduce_fusion", "flashinfer_allreduce_fusion", "enabled"),
     ("custom_allreduce_disabled", "custom_allreduce", "disabled"),
 )
 STARTUP = {"kv_cache_tokens": "kv_tokens", "context_len": "context_len", "weights_gib": "weights_gib"}
