@@ -27,6 +27,7 @@ import builtins
 import contextlib
 import json
 import logging
+import re
 import sys
 import time
 import zipfile
@@ -40,7 +41,10 @@ CONFIGS = "tests/conformance/configs"
 OUT = REPO / "tests" / "fixtures" / "logs"
 SGLANG_WHEELS = Path.home() / ".cache" / "tp-advisor" / "conformance" / "wheels"
 VLLM_WHEELS = Path.home() / ".cache" / "tp-advisor" / "wheels"
-LOG_CALLS = {"info", "warning", "info_once", "warning_once", "debug", "error", "log_info_on_rank0"}
+LOG_CALLS = {"info", "warning", "info_once", "warning_once", "debug", "error", "log_info_on_rank0", "rank0_log"}
+# Older releases no table models, rendered to test the best-effort reading: (release, the modelled release whose
+# recorded values fill in its arguments).
+SGLANG_UNMODELLED = (("0.4.6.post5", "0.5.7"),)
 START = time.struct_time((2026, 11, 2, 9, 0, 0, 0, 306, 0))
 
 
@@ -266,7 +270,7 @@ VLLM_SCENARIOS = (
 
 
 def _release_key(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split("."))
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
 
 
 def _wheel(directory: Path, package: str, release: str) -> Path | None:
@@ -301,10 +305,11 @@ def sglang_fixture(wheel: Wheel, release: str, golden: dict) -> tuple[list[str],
         "max_total_num_tokens": kv_tokens, "chunked_prefill_size": recorded["chunked_prefill_size"],
         "max_prefill_tokens": 16384, "max_running_requests": recorded.get("max_running_requests") or 4096,
         "context_len": context_len, "device": "cuda", "avail_mem": 9.5, "startup_available_gpu_memory_gb": 9.5,
-        "after_avail_memory": round(79.2 - weights, 2), "weight_load_mem_usage": weights, "weight_load_time": 4.2,
+        "after_avail_memory": round(79.2 - weights, 2), "before_avail_memory": 79.2, "weight_load_mem_usage": weights, "weight_load_time": 4.2,
         "model": type(arch, (), {})(), "dtype": Shown("torch.bfloat16"), "quant_str": "", "tic_total": 0.0,
         "time": type("Clock", (), {"perf_counter": staticmethod(lambda: 4.2)}), "num_tokens": kv_tokens,
-        "k_size_GB": 30.1, "v_size_GB": 30.1, "kv_size_GB": 60.2, "capture_bs": capture_bs,
+        "k_size_GB": 30.1, "v_size_GB": 30.1, "GB": 2**30, "size": kv_tokens, "k_size": 30.1 * 2**30,
+        "v_size": 30.1 * 2**30, "kv_size_GB": 60.2, "capture_bs": capture_bs,
         "post_capture_active": False, "allocation_label": None, "cache_name": "KV Cache",
         "capture_name": "target decode", "graph_backend": {"cuda": "CUDA graph"}, "decode_backend": "full",
         "num_tokens_per_bs": 1, "num_tokens_per_req": 1, "before_mem": 9.5, "after_mem": 8.9, "capture_time": 12.3,
@@ -593,6 +598,16 @@ def main(argv: list[str] | None = None) -> int:
                 for variant, (text, exp, notes) in messy_variants(name, lines, expected).items():
                     write(args.out, variant, text, exp, notes, unrendered)
                     written += 1
+    for release, values_of in SGLANG_UNMODELLED:
+        path = _wheel(args.sglang_wheels, "sglang", release)
+        if path is None:
+            logging.warning("sglang %s: no wheel in %s; skipped", release, args.sglang_wheels)
+            continue
+        goldens = {g["id"]: g for g in map(json.loads, (GOLDEN / f"sglang-{values_of}.jsonl").open())}
+        lines, expected, unrendered = sglang_fixture(Wheel(path, "sglang"), release, goldens[SGLANG_SCENARIOS[0]])
+        name = f"sglang-{release}-unmodelled-llama-3.1-8b-tp8"
+        write(args.out, name, "\n".join(lines) + "\n", expected, [], unrendered)
+        written += 1
     for release in VLLM_RELEASES:
         path = _wheel(args.vllm_wheels, "vllm", release)
         if path is None:

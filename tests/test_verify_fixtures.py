@@ -16,7 +16,8 @@ from advisor.verify.compare import AGREE, LogText, observe, verify
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs"
 LOGS = sorted(FIXTURES.glob("*.log"))
 VARIANTS = (".ansi-crlf.", ".two-runs.", ".kubectl.")  # what conformance/logs.py's messy_variants add
-PLAIN = [p for p in LOGS if not any(v in p.name for v in VARIANTS)]
+PLAIN = [p for p in LOGS if not any(v in p.name for v in VARIANTS) and "-unmodelled-" not in p.name]
+UNMODELLED = [p for p in LOGS if "-unmodelled-" in p.name]  # older releases no table models (best effort)
 # The scenario each plain fixture renders (conformance/logs.py SGLANG_SCENARIOS, VLLM_SCENARIOS): the machine.
 PROFILES = {"llama-3.1-8b-tp8": "h100-sxm-8", "qwen3-30b-a3b-tp4": "b200-8"}
 # Rows the start-up model predicts are estimates; the fixtures' measured figures are illustrative.
@@ -75,3 +76,11 @@ def test_the_prediction_agrees_with_what_the_release_resolved(path):
     if path.name.startswith("vllm-"):
         core = {"max_model_len", "compilation_mode", "cudagraph_mode", "enable_prefix_caching"}
     assert core <= compared, compared
+
+
+@pytest.mark.parametrize("path", UNMODELLED, ids=lambda p: p.name)
+def test_a_release_no_table_models_is_read_and_predicted_with_a_note(path):
+    result = verify([LogText(path.name, read(path))], Options(profile="h100-sxm-8"))
+    assert result.observed["kv_cache_tokens"] == expected(path)["observed"]["kv_cache_tokens"]
+    assert result.notes, "an unmodelled release must be said"
+    assert result.rows

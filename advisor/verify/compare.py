@@ -191,8 +191,17 @@ def verify(logs: list[LogText], options: Options, engine: str | None = None) -> 
     notes = list(observation.notes)
     try:
         rebuilt = rebuilt_options(observation, options)
-        facts, model, intent = resolve(rebuilt)
-        plan = plan_for(facts, model, intent)
+        try:
+            facts, model, intent = resolve(rebuilt)
+            plan = plan_for(facts, model, intent)
+        except AdvisorError as exc:
+            oldest = registry.modelled_releases(observation.engine)[:1]
+            if options.engine_version or not rebuilt.engine_version or not oldest or "older" not in exc.message:
+                raise
+            # A release older than every modelled one (SGLang 0.4.x): best effort with the oldest rules.
+            notes.append(f"{exc.message.split(';')[0]}; predicted with v{oldest[0]}'s rules (best effort)")
+            facts, model, intent = resolve(replace(rebuilt, engine_version=oldest[0]))
+            plan = plan_for(facts, model, intent)
     except AdvisorError as exc:
         exc.observation = observation  # type: ignore[attr-defined]  (the command still shows what was read)
         raise
