@@ -13,6 +13,10 @@ SGLang's ``server_args=`` line is the ServerArgs dataclass as that release's cod
 ``VllmConfig.__str__`` of the wheel evaluated the same way with the values of tests/conformance/golden/vllm-X.jsonl, and
 the lines that run recorded (attention backend, max model len) are printed with the wheel's logger format.
 
+Two releases no table models are rendered the same way to test the best-effort reading: SGLang 0.4.6.post5 and
+vLLM 0.7.3 (the V0 engine), their arguments filled with the oldest modelled release's recorded values; V0's
+compilation_config (pydantic model_dump_json of the set fields) holds illustrative values.
+
 What a faked GPU cannot measure (weight memory, the KV pool, free memory) is filled with illustrative figures; a field
 whose default is not a literal and that no golden records is printed as None, and any expression the renderer has no
 value for prints as ``<name>`` (listed under "unrendered" in the expected file). Each fixture X.log comes with
@@ -45,6 +49,7 @@ LOG_CALLS = {"info", "warning", "info_once", "warning_once", "debug", "error", "
 # Older releases no table models, rendered to test the best-effort reading: (release, the modelled release whose
 # recorded values fill in its arguments).
 SGLANG_UNMODELLED = (("0.4.6.post5", "0.5.7"),)
+VLLM_UNMODELLED = (("0.7.3", "0.12.0"),)  # the V0 engine's log
 START = time.struct_time((2026, 11, 2, 9, 0, 0, 0, 306, 0))
 
 
@@ -506,6 +511,58 @@ def vllm_fixture(wheel: Wheel, release: str, golden: dict) -> tuple[list[str], d
     return lines, expected, sorted(values.unrendered)
 
 
+def vllm_v0_fixture(wheel: Wheel, release: str, golden: dict) -> tuple[list[str], dict, list[str]]:
+    """The V0 engine's start-up (v0.7): args: Namespace(...), the V0 config line, weights in GB, blocks, not tokens.
+    The arguments' values are those the modelled release ``golden`` recorded; the Namespace holds only the given ones."""
+    scenario = golden["scenario"]
+    model, tp = scenario["model"], scenario["tp"]
+    _, weights_total, _ = MODELS[model]
+    weights = round(weights_total / tp, 4)
+    blocks, max_len = 125000, golden["max_model_len"]
+    named = {
+        "model": model, "tokenizer": model, "max_model_len": max_len, "tensor_parallel_size": tp,
+        "pipeline_parallel_size": 1, "disable_custom_all_reduce": golden["disable_custom_all_reduce"],
+        "quantization": None, "enforce_eager": golden["enforce_eager"], "cache_dtype": golden["kv_cache_dtype"],
+        "device": Shown("cuda"), "dtype": Shown(f"torch.{golden['dtype']}"), "seed": 0, "served_model_name": model,
+        "enable_prefix_caching": False, "chunked_prefill_enabled": golden["enable_chunked_prefill"],
+        "speculative_config": None, "skip_tokenizer_init": False, "tokenizer_mode": "auto", "revision": None,
+        "tokenizer_revision": None, "trust_remote_code": False, "download_dir": None, "load_format": Shown("auto"),
+        "num_scheduler_steps": 1, "multi_step_stream_outputs": True, "use_async_output_proc": True,
+        "disable_mm_preprocessor_cache": False, "mm_processor_kwargs": None, "override_neuron_config": None,
+        "pooler_config": None, "compilation_config": Shown('{"level":0,"splitting_ops":[],"cudagraph_capture_sizes":[]}'),
+        "VLLM_VERSION": release, "use_cached_outputs": False, "model_memory_usage": weights * 2**30,
+        "device_name": "cuda", "num_gpu_blocks": blocks, "num_cpu_blocks": 2048,
+        "max_concurrency": blocks * 16 / max_len, "args": Shown(f"Namespace(model_tag={model!r}, model={model!r},"
+                                                                f" tensor_parallel_size={tp})"),
+    }  # fmt: skip
+    values = Values(named)
+    named["vllm_config"] = Shown(render(*_method_return(wheel, "vllm/config.py", "VllmConfig", "__str__"), values))
+    found = (
+        (0, "INFO", "vLLM API server version", "vllm/entrypoints/openai/", ()),
+        (1, "INFO", "args: %s", "vllm/entrypoints/openai/api_server.py", ()),
+        (2, "INFO", "Initializing a V0 LLM engine", "vllm/engine/llm_engine.py", ()),
+        (9, "INFO", "Using Flash Attention backend.", "vllm/platforms/cuda.py", ()),
+        (20, "INFO", "Loading model weights took", "vllm/worker/model_runner.py", ()),
+        (22, "INFO", " blocks: %d, # CPU blocks", "vllm/executor/executor_base.py", ()),
+        (23, "INFO", "Maximum concurrency for", "vllm/executor/executor_base.py", ()),
+    )
+    lines = []
+    for at, level, anchor, under, _ in found:
+        _, node, args = wheel.message(anchor, under=under)
+        text = render(node, args, values)
+        stamp = _stamp(at, "%m-%d %H:%M:%S")
+        lines.append(
+            f"{level} {stamp} {Path(under).name if under.endswith('.py') else 'api_server.py'}:{100 + at}] {text}"
+        )
+    lines.append(f"INFO {_stamp(40, '%m-%d %H:%M:%S')} launcher.py:80] Application startup complete.")
+    expected = {
+        "engine": "vllm", "release": release, "model": model, "tensor_parallel_size": tp, "max_model_len": max_len,
+        "enforce_eager": golden["enforce_eager"], "attention_backend": "FLASH_ATTN", "weights_gib": weights,
+        "kv_cache_blocks": blocks, "compilation_mode": 0,
+    }  # fmt: skip
+    return lines, expected, sorted(values.unrendered)
+
+
 def _enum_names(wheel: Wheel, member: str, name: str) -> dict:
     """An enum's value -> name (CompilationMode) or name -> value text (CUDAGraphMode), from the wheel's class."""
     cls = next(n for n in ast.walk(wheel.tree(member)) if isinstance(n, ast.ClassDef) and n.name == name)
@@ -626,6 +683,23 @@ def main(argv: list[str] | None = None) -> int:
                 for variant, (text, exp, notes) in messy_variants(name, lines, expected).items():
                     write(args.out, variant, text, exp, notes, unrendered)
                     written += 1
+    for release, values_of in VLLM_UNMODELLED:
+        path = _wheel(args.vllm_wheels, "vllm", release)
+        if path is None:
+            logging.warning("vllm %s: no wheel in %s; skipped", release, args.vllm_wheels)
+            continue
+        golden = next(g for g in map(json.loads, (GOLDEN / f"vllm-{values_of}.jsonl").open())
+                      if g["scenario"] == VLLM_SCENARIOS[0])  # fmt: skip
+        lines, expected, unrendered = vllm_v0_fixture(Wheel(path, "vllm"), release, golden)
+        write(
+            args.out,
+            f"vllm-{release}-unmodelled-v0-llama-3.1-8b-tp8",
+            "\n".join(lines) + "\n",
+            expected,
+            [],
+            unrendered,
+        )
+        written += 1
     logging.info("wrote %d fixtures to %s", written, args.out)
     return 0
 

@@ -37,11 +37,17 @@ API_VERSION = re.compile(r"vLLM API server version (?P<version>\d+\.\d+\.\d+\S*)
 NON_DEFAULT = re.compile(r"^non-default args: (?P<body>\{.*)$")
 ENGINE_CONFIG = re.compile(r"Initializing an? (?:V\d )?LLM engine \(v(?P<version>[^)\s]+)\) with config: (?P<body>.*)$")
 BACKEND = re.compile(r"^Using (?:AttentionBackendEnum\.|_Backend\.)?(?P<name>[A-Z][A-Z0-9_]+) (?:attention )?backend")
-WEIGHTS = re.compile(r"Model loading took (?P<gib>[\d.]+) ?GiB")
+# The V0 engine named its backends in words (vllm/platforms/cuda.py, v0.7): "Using Flash Attention backend."
+V0_BACKEND = re.compile(r"^Using (?P<name>Flash Attention|XFormers|FlashInfer|Triton MLA) backend\.")
+V0_BACKEND_NAMES = {"Flash Attention": "FLASH_ATTN", "XFormers": "XFORMERS", "FlashInfer": "FLASHINFER",
+                    "Triton MLA": "TRITON_MLA"}  # fmt: skip
+# v0.7's "args: Namespace(...)": every argument, defaults included (only the model and sizes are taken from it).
+V0_ARGS = re.compile(r"^args: Namespace\((?P<body>.*)$")
+WEIGHTS = re.compile(r"(?:Model loading|Loading model weights) took (?P<gib>[\d.]+) ?Gi?B\b")
 KV_MEMORY = re.compile(r"Available KV cache memory: (?P<gib>-?[\d.]+) ?GiB")
 KV_TOKENS = re.compile(r"\bKV cache size: (?P<tokens>[\d,]+) tokens")
 CONCURRENCY = re.compile(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<x>[\d.]+)x")
-V0_BLOCKS = re.compile(r"# (?:GPU|CUDA) blocks: (?P<blocks>\d+)")
+V0_BLOCKS = re.compile(r"# (?:GPU|CUDA|cuda) blocks: (?P<blocks>\d+)")
 CUSTOM_AR_OFF = re.compile(r"^Custom allreduce is disabled (?P<reason>(?:because|due to) .*)$")
 READY = re.compile(r"Application startup complete\.")
 ERROR = re.compile(
@@ -49,7 +55,7 @@ ERROR = re.compile(
     r".*EngineCore failed to start.*|.*CUDA out of memory.*)"
 )
 # The config line's names that differ from EngineArgs' (what non-default args and the plan call them).
-CONFIG_NAMES = {"max_seq_len": "max_model_len", "kv_cache_dtype": "kv_cache_dtype"}
+CONFIG_NAMES = {"max_seq_len": "max_model_len", "chunked_prefill_enabled": "enable_chunked_prefill"}
 # compilation_config as logged: a dict whose enums print as <CompilationMode.VLLM_COMPILE: 3>.
 _MODE = re.compile(r"['\"](?:mode|level)['\"]\s*:\s*(?:<\w+\.\w+: )?(?P<mode>\d+)")
 _GRAPH_MODE = re.compile(r"['\"]cudagraph_mode['\"]\s*:\s*<?(?:CUDAGraphMode\.)?(?P<mode>[A-Z_]+)")
@@ -107,6 +113,12 @@ def read(lines: Sequence[LogLine]) -> Reading:
         elif match := ENGINE_CONFIG.search(message):
             keep("release", match.group("version"), line)
             _read_config(match.group("body"), line, keep, warnings)
+        elif match := V0_ARGS.match(message):
+            args = fields_of("Namespace(" + match.group("body"))
+            for name in ("model", "tensor_parallel_size", "data_parallel_size"):
+                keep(name, args.get(name), line)
+        elif match := V0_BACKEND.match(message):
+            keep("attention_backend", V0_BACKEND_NAMES[match.group("name")], line)
         elif match := BACKEND.match(message):
             keep("attention_backend", match.group("name"), line)
         elif match := WEIGHTS.search(message):
