@@ -7,7 +7,8 @@ An entry's ``condition`` is data, evaluated on the plan's scenario; every key mu
 substring of the GPU's name), ``archs`` (the model's architectures[0]), ``moe``/``mla`` (the model is one),
 ``quantization`` (the model's), ``flags`` (engine arguments given after --, any of them), ``without_flags`` (none of
 them given), ``enabled`` / ``not_enabled`` (decision ids of the plan), ``dp_attention``, ``sm_min`` (at least this
-capability).
+capability), ``moe_a2a_backend`` (any of), ``visible_subset`` (CUDA_VISIBLE_DEVICES hides some of the machine's GPUs),
+``flag_at_least`` ({flag: number}: the flag is given with at least that value).
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from advisor.rules.engine import Problem, parse_release
+from advisor.rules.engine import Problem, flag_values, parse_release
 
 CONDITION_KEYS = frozenset({
     "min_tp", "min_nnodes", "min_dp_size", "sm", "sm_min", "gpu_name", "archs", "moe", "mla", "quantization", "flags",
-    "without_flags", "enabled", "not_enabled", "dp_attention",
+    "without_flags", "enabled", "not_enabled", "dp_attention", "moe_a2a_backend", "visible_subset", "flag_at_least",
 })  # fmt: skip
-FIELDS = ("id", "title", "link", "first_affected", "fixed_in", "condition", "condition_text", "symptom", "workaround")
 LINK = re.compile(r"^https://github\.com/(sgl-project/sglang|vllm-project/vllm)/(issues|pull)/\d+$")
 
 
@@ -42,6 +42,7 @@ class KnownBug:
     symptom: str
     workaround: str  # a flag or step that avoids it
     symptom_pattern: str | None = None  # a regex matched against a logged start-up error
+    evidence: str = ""  # where first_affected / fixed_in come from (the issue's report, the released wheels)
 
     def affects(self, release: str | None) -> bool:
         """The release lies in first_affected..fixed_in (fixed_in excluded); an unknown release is never affected."""
@@ -97,8 +98,23 @@ def applies(bug: KnownBug, scenario: Any, decisions: Any = ()) -> bool:
         all(d in enabled for d in c.get("enabled", ())),
         not any(d in enabled for d in c.get("not_enabled", ())),
         "dp_attention" not in c or intent.dp_attention == c["dp_attention"],
+        "moe_a2a_backend" not in c or intent.moe_a2a_backend in c["moe_a2a_backend"],
+        "visible_subset" not in c or _visible_subset(facts) == c["visible_subset"],
+        all(_at_least(tokens, flag, bound) for flag, bound in c.get("flag_at_least", {}).items()),
     )
     return all(checks)
+
+
+def _visible_subset(facts: Any) -> bool:
+    return facts.visible_gpus is not None and len(facts.engine_gpus) < len(facts.gpus)
+
+
+def _at_least(tokens: tuple[str, ...], flag: str, bound: float) -> bool:
+    values = [v for v in flag_values(tokens, flag, next_flag="--") if v is not None]
+    try:
+        return bool(values) and float(values[-1]) >= bound
+    except ValueError:
+        return False
 
 
 def hit(engine: str, release: str | None, scenario: Any, decisions: Any = ()) -> list[Problem]:
