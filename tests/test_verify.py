@@ -184,3 +184,18 @@ def test_usage_and_input_errors_are_one_line(args, code):
 def test_the_schema_lists_the_engines_that_read_logs():
     engines = [e.name for e in registry.engines() if e.logs is not None]
     assert SCHEMA["properties"]["engine"]["enum"] == engines
+
+
+def test_vllm_names_its_release_in_each_version_line_form():
+    from advisor.rules.vllm.logs import LOGS
+
+    for line, release in (
+        ("vLLM API server version 0.12.0", "0.12.0"),  # v0.12-v0.15 (entrypoints/openai/api_server.py)
+        ("vLLM server version 0.20.2, serving model m", "0.20.2"),  # v0.20+ (log_version_and_model, plain)
+        (
+            " \u2584\u2584 \u2584\u2588 \u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588  version 0.33.0",
+            "0.33.0",
+        ),  # its logo
+    ):
+        assert LOGS.read([clean_line(line, 1)]).observed["release"] == release
+        assert LOGS.starts(clean_line(line).message) == "version"

@@ -33,7 +33,11 @@ from advisor.verify.parse import (
     value_of,
 )
 
-API_VERSION = re.compile(r"vLLM API server version (?P<version>\d+\.\d+\.\d+\S*)")
+# "vLLM API server version X" (v0.12-v0.15), "vLLM server version X, serving model M" (v0.20+), or the logo's
+# "... version X" line when vLLM logs to a terminal (entrypoints/common/startup.py log_version_and_model).
+API_VERSION = re.compile(
+    r"vLLM (?:API )?server version (?P<version>\d+\.\d+\.\d+[^\s,]*)|\u2588.*\bversion\s+(?P<logo>\d+\.\d+\.\d+[^\s,]*)"
+)
 NON_DEFAULT = re.compile(r"^non-default args: (?P<body>\{.*)$")
 ENGINE_CONFIG = re.compile(r"Initializing an? (?:V\d )?LLM engine \(v(?P<version>[^)\s]+)\) with config: (?P<body>.*)$")
 BACKEND = re.compile(r"^Using (?:AttentionBackendEnum\.|_Backend\.)?(?P<name>[A-Z][A-Z0-9_]+) (?:attention )?backend")
@@ -100,7 +104,7 @@ def read(lines: Sequence[LogLine]) -> Reading:
     for line in lines:
         message = line.message
         if match := API_VERSION.search(message):
-            keep("release", match.group("version"), line)
+            keep("release", match.group("version") or match.group("logo"), line)
         elif match := NON_DEFAULT.match(message):
             body = match.group("body")
             if not body.rstrip().endswith("}"):
