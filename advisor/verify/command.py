@@ -74,6 +74,23 @@ def verification_dict(v: Verification) -> dict[str, Any]:
     }
 
 
+def verification_lines(v: Verification) -> list[str]:
+    """The report as plain lines (the app's verify screen shows them)."""
+    head = f"{v.engine} {('v' + v.release) if v.release else '(release not logged)'}"
+    lines = [head + (f", predicted with v{v.rules}'s rules" if v.rules else ", no prediction"), ""]
+    width = max((len(r.field) for r in v.rows), default=5)
+    for r in v.rows:
+        shown = "-" if r.observed is None else _short(r.observed, 30)
+        row = f"{r.field:<{width}}  {_short(r.predicted, 30):<30}  {shown:<30}  {r.verdict}"
+        lines.append(row + (f"  ({r.source})" if r.verdict == "differ" else ""))
+    measured = [(name, v.observed[name]) for name in MEASURED if v.observed.get(name) is not None]
+    if measured:
+        lines += ["", "measured by the engine:", *(f"  {name} = {_short(value)}" for name, value in measured)]
+    lines += [f"known bug: {b.title} ({b.link}); workaround: {b.workaround}" for b in v.known_bugs]
+    lines += [f"note: {note}" for note in v.notes]
+    return lines
+
+
 def print_verification(v: Verification) -> None:
     from rich.table import Table
 
