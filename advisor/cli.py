@@ -30,6 +30,7 @@ from advisor.report import (
     problem_dict,
     problems_named_by,
     release_dict,
+    startup_dict,
 )
 from advisor.rules import registry
 from advisor.sanitize import clean
@@ -343,18 +344,35 @@ def explain(ctx: click.Context, rule: str, as_json: bool, engine_args: tuple[str
         )
     matrix = plan.release_matrix if rule == "flashinfer_allreduce_fusion" else ()
     named = problems_named_by(decision, plan.problems)  # so a note's "see problem X" is answered here too
+    memory = registry.get(plan.intent.engine).memory
+    # The decision that sizes memory also answers "will it start?": the start-up verdict and its arithmetic.
+    sizes_memory = memory is not None and isinstance(decision.value, dict) and memory.fraction in decision.value
+    if sizes_memory and plan.startup is not None and plan.startup.error is not None:
+        named = [*named, *(p for p in plan.problems if p.id == plan.startup.error.id and p not in named)]
     if as_json:
         data = {"engine": dict(plan.engine), "decision": decision_dict(decision)}
         data["release_matrix"] = [release_dict(r) for r in matrix]
         data["problems"] = [problem_dict(p) for p in named]
+        if sizes_memory:
+            data["startup"] = startup_dict(plan.startup)
         click.echo(dumps(data))
         return
-    from advisor.report import decision_renderable, emit, make_console, problems_renderable, scenario_renderable
+    from advisor.report import (
+        decision_renderable,
+        emit,
+        make_console,
+        problems_renderable,
+        scenario_renderable,
+        startup_renderable,
+    )
 
     console = make_console()
     emit(console, scenario_renderable(plan, console, machine=True))
     console.print()
     emit(console, decision_renderable(decision, console, full=True, matrix=matrix))
+    if sizes_memory:
+        console.print()
+        emit(console, startup_renderable(plan, console))
     if named:
         console.print()
         emit(console, problems_renderable(tuple(named), console))

@@ -24,10 +24,12 @@ import click
 
 from advisor.cli import common_options, options_from_context
 from advisor.context import AdvisorError, make_plan
+from advisor.launch_job import write_job
 from advisor.launch_prep import NO_COMMAND, PLAN_ERRORS, prepare_launch
 from advisor.report import output_width
 from advisor.rules import registry
 from advisor.sanitize import clean
+from advisor.schedulers import TARGETS, JobSettings
 from launcher import spawn
 from launcher.engines import RUNTIME_MODES, ReadySignal
 
@@ -49,9 +51,17 @@ STATE_MARK = {
 @click.option("--run-dir", metavar="DIR", help="Where the per-rank logs go (default: a new folder under ~/.local/state/tp-advisor/runs).")
 @click.option("--dist-init-addr", metavar="HOST:PORT", help="Multi-node: node 0's rendezvous address (default: this host:29500).")
 @click.option("--node-rank", type=int, default=0, show_default=True, help="Multi-node: which node's command to start here.")
+@click.option("--on", "target", type=click.Choice(sorted(TARGETS)), default=None,
+              help="Multi-node: write the scheduler's job file for the plan instead of starting it (docs/multi-node.md).")
+@click.option("-o", "--output", metavar="FILE", help="With --on: write the job file here (default: stdout).")
+@click.option("--submit", is_flag=True, help="With --on and -o: hand the file to sbatch, kubectl apply -f or sky launch.")
+@click.option("--image", metavar="IMAGE", help="With --on: the container image (default: the engine's official one).")
+@click.option("--interface", metavar="IFACE", help="With --on: the network interface between nodes (NCCL/GLOO_SOCKET_IFNAME).")
+@click.option("--rdma", is_flag=True, help="With --on kubernetes: the pods use RDMA (adds IPC_LOCK).")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED, metavar="[-- ENGINE ARGS...]")
 @click.pass_context
-def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, node_rank, extra, **_params) -> None:
+def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, node_rank, target, output, submit, image,
+           interface, rdma, extra, **_params) -> None:  # fmt: skip
     """Resolve the plan, show what is on and why, and start the engine with exactly those flags.
 
     Arguments after `--` go to the engine verbatim (and the rules see them, e.g. `-- --enforce-disable-flashinfer-allreduce-fusion`).
@@ -62,9 +72,16 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
     """
     if dist_init_addr is not None and not _is_host_port(dist_init_addr):
         raise AdvisorError(f"--dist-init-addr expects HOST:PORT (for example 10.0.0.1:29500), got {dist_init_addr!r}", 2)
+    _check_job_options(target, output=output, submit=submit, image=image, interface=interface, rdma=rdma,
+                       dry_run=dry_run, dist_init_addr=dist_init_addr, node_rank=node_rank)  # fmt: skip
     options = options_from_context(ctx)
     options = replace(options, overrides=tuple(options.overrides) + tuple(extra), mode=mode or "serve")
     plan = make_plan(options)
+    if target:
+        for line in summary_lines(plan):
+            _err(line)
+        settings = JobSettings(python=options.python, image=image, interface=interface, rdma=rdma)
+        ctx.exit(write_job(plan, target, settings, output=output, do_submit=submit, force=force))
     nnodes = max(1, plan.intent.nnodes)
     if not 0 <= node_rank < nnodes:
         raise AdvisorError(f"--node-rank {node_rank} is outside 0..{nnodes - 1}; pass a rank below --nnodes", 2)
@@ -98,6 +115,22 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
     engine = registry.get(plan.intent.engine)
     settled = partial(_print_verdict, plan) if engine.logs is not None else None  # `advisor verify` on its own log
     ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=engine.name, ready=engine.ready, settled=settled))
+
+
+def _check_job_options(target: str | None, **given) -> None:
+    """The job options need --on, and --on takes no option of a launch here (the job sets rank and address)."""
+    job_only = ("output", "submit", "image", "interface", "rdma")
+    here_only = ("dry_run", "dist_init_addr", "node_rank")
+    flag = {name: "--" + name.replace("_", "-") for name in (*job_only, *here_only)} | {"output": "-o/--output"}
+    if target is None:
+        used = [flag[n] for n in job_only if given[n]]
+        if used:
+            raise AdvisorError(f"{', '.join(used)} only go with --on slurm|kubernetes|skypilot; add --on TARGET", 2)
+        return
+    used = [flag[n] for n in here_only if given[n]]
+    if used:
+        raise AdvisorError(f"--on {target} writes a job that sets every node's rank and address itself; drop"
+                           f" {', '.join(used)}", 2)  # fmt: skip
 
 
 def run_engine(

@@ -1,26 +1,14 @@
 """`advisor layouts`: every way to split a model over this machine's GPUs, with the KV cache each one leaves.
 
 For each candidate layout (tp over the powers of two up to the GPUs per node, times ``--nnodes``; SGLang DP attention on
-and off for MoE models) the advisor builds the ordinary plan, then sizes memory the way the engine does:
+and off for MoE models) the advisor builds the ordinary plan and reads its start-up verdict (``Plan.startup``, the
+engine's own start-up model: advisor/rules/sglang/startup.py, advisor/rules/vllm/startup.py,
+advisor/rules/bundled/startup.py). A layout fits exactly when the plan says the engine starts, so `layouts`, `check`,
+`launch` and the app cannot disagree; this module does no memory arithmetic of its own.
 
-- SGLang (``ModelRunnerKVCacheMixin._profile_available_bytes`` and ``DefaultPoolConfigurator``, sglang v0.5.14
-  python/sglang/srt/model_executor/): the KV pool gets ``free_before_load * mem_fraction_static - weights`` bytes, and
-  holds that divided by one rank's bytes per token: ``max(1, kv_heads // attention_tp) * (head_dim + v_head_dim) *
-  layers * kv_bytes``, or for MLA models the compressed latent ``(kv_lora_rank + qk_rope_head_dim) * layers * kv_bytes``.
-  With DP attention every attention-DP rank has its own pool. ``mem_fraction_static`` comes from the plan's
-  ``memory_defaults`` decision, so it follows the per-release rules.
-- vLLM (``Worker.determine_available_memory``, vllm/v1/worker/gpu_worker.py; ``FullAttentionSpec`` and
-  ``MLAAttentionSpec.real_page_size_bytes``, vllm/v1/kv_cache_interface.py): ``total * gpu_memory_utilization -
-  weights`` bytes, in blocks of 16 tokens of ``max(1, kv_heads // tp) * (head_size + head_size_v) * kv_bytes`` per
-  layer (MLA: one latent of kv_lora_rank + qk_rope_head_dim).
-  vLLM also subtracts the activation peak and non-torch memory it measures at start-up, which cannot be known before
-  then, so the figure is an upper bound; it refuses to start when one ``--context-len`` sequence does not fit.
-- The bundled runtime (launcher/runtime/engine.py) preallocates its KV cache: ``--max-batch-size`` slots of
-  ``--max-model-len`` tokens (defaults in launcher/engines.py); a layout fits when the weights plus that cache fit the
-  smallest GPU. Its concurrency is the slot count, for sequences no longer than ``--max-model-len``.
-
-The free memory before loading (SGLang) is taken as the GPU's total memory; the CUDA context and communicator buffers
-take a little of it in practice.
+The sequence length is the engine's own (its context flag's default, Startup.context_len) unless ``--context-len`` is
+given, which is passed to the engine as its context flag (``Engine.context_flag``), so the plan, the command and the
+verdict all use it.
 """
 
 from __future__ import annotations
@@ -29,11 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from advisor.context import plan_for, resolve, usage_error
-from advisor.models import dtype_bytes
-from advisor.rules.engine import Scenario, flag_value
 from advisor.rules.registry import get as get_engine
-from advisor.rules.startup import kv_bytes_per_token, weights_bytes_per_gpu
-from launcher.engines import RUNTIME_MAX_BATCH_SIZE, RUNTIME_MAX_MODEL_LEN
 
 if TYPE_CHECKING:
     from advisor.context import Options
@@ -44,7 +28,6 @@ if TYPE_CHECKING:
 LAYOUTS_SCHEMA_VERSION = 1
 GIB = 1024**3
 MIB = 1024**2
-CONTEXT_CAP = 32768  # default --context-len: the model's context, capped here
 MIN_SEQUENCES = 8  # a recommended layout holds at least this many sequences of --context-len
 # Decisions that pick a setting (a backend, memory sizes) rather than turn an optimization on: left out of `enabled`
 # (`advisor check` shows their values).
@@ -98,130 +81,43 @@ class LayoutsReport:
     notes: tuple[str, ...] = ()
 
 
-# -- the arithmetic -----------------------------------------------------------------------------------------------------
-
-
-def default_context_len(model: ModelSpec | None, engine: str = "sglang") -> int:
-    """The model's context capped at CONTEXT_CAP (the cap when the model does not say), or at the engine's own cap (the
-    bundled runtime's --max-model-len default, the longest sequence it takes)."""
-    length = model.max_position_embeddings if model is not None else None
-    cap = get_engine(engine).context_cap or CONTEXT_CAP
-    return min(length, cap) if length else cap
-
-
-def memory_fraction(plan: Plan) -> float | None:
-    """The engine's static memory fraction (SGLang's mem_fraction_static, vLLM's gpu_memory_utilization): from a
-    decision that reports it, else (an engine with a default) an explicit flag, else its default for the release."""
-    memory = get_engine(plan.intent.engine).memory
-    if memory is None:
-        return None
-    for decision in plan.decisions:
-        if isinstance(decision.value, dict) and decision.value.get(memory.fraction) is not None:
-            return float(decision.value[memory.fraction])
-    if memory.default is None:
-        return None
-
-    default = memory.default(plan.engine.get("rules"))
-    raw = flag_value(plan.intent.overrides, memory.flag)
-    try:
-        return float(raw) if raw else default
-    except ValueError:
-        return default
-
-
-def _kv_dtype_bytes(plan: Plan) -> int:
-    """The KV cache's element size: the model's dtype ("auto"), or the engine's own choice for its device."""
-    return dtype_bytes(_weights_dtype(plan)) or 2
-
-
-def _weights_dtype(plan: Plan) -> str | None:
-    device_dtype = get_engine(plan.intent.engine).device_dtype
-    if device_dtype is not None:
-
-        return device_dtype(Scenario(plan.facts, plan.model, plan.intent))
-    dtype = plan.intent.dtype if plan.intent.dtype not in (None, "auto") else None
-    return dtype or (plan.model.dtype if plan.model else None)
-
-
-def _smallest_gpu_mib(plan: Plan) -> int | None:
-    return Scenario(plan.facts, plan.model, plan.intent).min_memory_mib
+# -- one layout: its plan's start-up verdict ------------------------------------------------------------------------
 
 
 def _gib(n: float) -> str:
     return f"{n / GIB:.1f} GiB"
 
 
-def size_layout(plan: Plan, context_len: int) -> Layout:
-    """The memory columns of one layout from its plan."""
-    intent, model, engine = plan.intent, plan.model, get_engine(plan.intent.engine)
+def size_layout(plan: Plan) -> Layout:
+    """The memory columns of one layout, read from its plan's start-up verdict."""
+    intent, engine, startup = plan.intent, get_engine(plan.intent.engine), plan.startup
     memory = engine.memory
     dp_attention = intent.dp_attention and engine.dp_attention
-    attention_tp = intent.tp // intent.dp_size if dp_attention and intent.tp % intent.dp_size == 0 else intent.tp
-    pools = intent.tp // attention_tp
-    fraction = memory_fraction(plan)
+    fraction = startup.fraction if startup is not None else None
     errors = tuple(dict.fromkeys(p.id for p in plan.problems if p.severity == "error"))
     common = dict(
         tp=intent.tp, nnodes=intent.nnodes, dp_attention=dp_attention, dp_size=intent.dp_size if dp_attention else 1,
         mem_fraction_static=fraction if memory and memory.fraction == "mem_fraction_static" else None,
         gpu_memory_utilization=fraction if memory and memory.fraction == "gpu_memory_utilization" else None,
-        kv_pools=pools,
+        kv_pools=startup.kv_pools if startup is not None else 1,
         enabled=tuple(d.id for d in plan.decisions if d.enabled and d.id not in SETTINGS),
         problems=tuple(dict.fromkeys(p.id for p in plan.problems if p.severity in ("error", "warning"))),
         errors=errors, plan=plan,
     )  # fmt: skip
-
-    def row(fits: bool | None, why_not: str | None, weights: float | None = None, tokens: int | None = None,
-            concurrency: int | None = None) -> Layout:  # fmt: skip
-        gib = round(weights / GIB, 2) if weights is not None else None
-        return Layout(fits=fits, why_not=why_not, weights_gib_per_gpu=gib, kv_cache_tokens=tokens,
-                      max_concurrency=concurrency, **common)  # fmt: skip
-
-    if model is None:
-        return row(None, "the model is unknown")
-    weights = weights_bytes_per_gpu(model, _weights_dtype(plan), intent.tp, attention_tp)
-    kv_elem = _kv_dtype_bytes(plan)
-    per_token = kv_bytes_per_token(model, attention_tp, kv_elem)
-    no_gpu = not plan.facts.engine_gpus and not plan.facts.driver.available
-    if weights is None:
-        return row(None, f"the size of {model.id}'s weights is unknown (parameter count or bytes per parameter)")
-    if per_token is None:
-        return row(None, f"{model.id}'s KV-cache shape is unknown", weights)
-
-    if memory is None:  # a KV cache preallocated at a fixed size
-        slots, max_len = RUNTIME_MAX_BATCH_SIZE, min(RUNTIME_MAX_MODEL_LEN, model.max_position_embeddings or 4096)
-        tokens = slots * max_len
-        concurrency = slots if context_len <= max_len else 0
-        if no_gpu or not plan.facts.engine_gpus:
-            return row(None, "CPU run: the host memory is not probed", weights, tokens, concurrency)
-        smallest = _smallest_gpu_mib(plan)
-        if smallest is None:
-            return row(None, "GPU memory unknown", weights, tokens, concurrency)
-        cache = tokens * per_token
-        if weights + cache > smallest * MIB:
-            return row(False, f"weights {_gib(weights)} + KV cache {_gib(cache)} ({slots} slots x {max_len} tokens)"
-                       f" > {_gib(smallest * MIB)} GPU", weights, 0, 0)  # fmt: skip
-        return row(True, None, weights, tokens, concurrency)
-
-    if no_gpu:
-        return row(False, NO_GPU, weights, 0, 0)
-    smallest = _smallest_gpu_mib(plan)
-    if smallest is None or fraction is None:
-        return row(None, "GPU memory unknown", weights)
-    total = smallest * MIB
-    budget = total * fraction
-    reserve = total - budget
-    if weights >= budget:
-        why = (f"weights {_gib(weights)} + reserve {_gib(reserve)} (1 - {memory.fraction} {fraction:g}) > {_gib(total)}"
-               " of the smallest GPU")  # fmt: skip
-        return row(False, why, weights, 0, 0)
-    available = int(budget - weights)
-    tokens = available // (memory.kv_block * per_token) * memory.kv_block  # whole blocks of kv_block tokens
-    concurrency = pools * (tokens // context_len)
-    if memory.refuses_short_context and tokens < context_len:
-        why = (f"the KV cache ({tokens} tokens) cannot hold one {context_len}-token sequence;"
-               f" {memory.refuses_short_context}")  # fmt: skip
-        return row(False, why, weights, tokens, concurrency)
-    return row(True, None, weights, tokens, concurrency)
+    if startup is None:
+        why = "the model is unknown" if plan.model is None else f"{engine.name} has no start-up model"
+        return Layout(fits=None, why_not=why, weights_gib_per_gpu=None, kv_cache_tokens=None, max_concurrency=None,
+                      **common)  # fmt: skip
+    weights = round(startup.weights_bytes / GIB, 2) if startup.weights_bytes is not None else None
+    if startup.error is not None:
+        why = f"{startup.error.explanation} ({startup.error.id})"
+    elif startup.starts is None:
+        no_gpu = not plan.facts.engine_gpus and not plan.facts.driver.available and engine.cpu_run is None
+        why = NO_GPU if no_gpu else startup.unknown or "CPU run: the host memory is not probed"
+    else:
+        why = None
+    return Layout(fits=startup.starts, why_not=why, weights_gib_per_gpu=weights, kv_cache_tokens=startup.kv_tokens,
+                  max_concurrency=startup.sequences, **common)  # fmt: skip
 
 
 # -- candidates and the recommendation -----------------------------------------------------------------------------------
@@ -262,12 +158,12 @@ def recommend(layouts: tuple[Layout, ...], context_len: int) -> tuple[int | None
                   f" most ({lay.max_concurrency}, {lay.total_kv_tokens} KV-cache tokens); lower --context-len or add"
                   " GPUs for more")  # fmt: skip
     else:
+        if layouts and all(lay.why_not == NO_GPU for lay in layouts):
+            return None, "this machine has no GPU: run on a GPU node, or pick a simulated one with --profile NAME"
         if any(lay.fits is None for lay in layouts):
             return None, "cannot tell which layout fits: " + next(lay.why_not for lay in layouts if lay.fits is None)
         if any(lay.fits for lay in layouts):
             return None, "every layout that fits has errors of its own (see problems); fix them first"
-        if all(lay.why_not == NO_GPU for lay in layouts):
-            return None, "this machine has no GPU: run on a GPU node, or pick a simulated one with --profile NAME"
         return None, ("no layout fits on these GPUs: add nodes (--nnodes), use GPUs with more memory, or a quantized"
                       " checkpoint")  # fmt: skip
     if shared:
@@ -275,10 +171,13 @@ def recommend(layouts: tuple[Layout, ...], context_len: int) -> tuple[int | None
     return best, reason
 
 
-def model_notes(model: ModelSpec | None, engine: str) -> tuple[str, ...]:
-    """Caveats of the KV arithmetic for this model."""
+def model_notes(model: ModelSpec | None, engine: str, layouts: tuple[Layout, ...] = ()) -> tuple[str, ...]:
+    """Caveats of the KV arithmetic for this model: the estimates the start-up model states, else the shape's."""
     if model is None:
         return ()
+    estimates = [e for lay in layouts if lay.plan is not None and lay.plan.startup for e in lay.plan.startup.estimates]
+    if estimates:
+        return (*dict.fromkeys(estimates), *get_engine(engine).kv_notes)
 
     spec = get_engine(engine)
     pooled = spec.memory is not None  # it sizes a KV pool from the memory left, and sizes these layers separately
@@ -297,15 +196,23 @@ def model_notes(model: ModelSpec | None, engine: str) -> tuple[str, ...]:
 
 
 def build_layouts(facts: Facts, model: ModelSpec | None, base: Intent, context_len: int | None = None) -> LayoutsReport:
-    """Plan and size every candidate layout of ``base`` (its tp, DP attention and dp size are what vary)."""
+    """Plan and size every candidate layout of ``base`` (its tp, DP attention and dp size are what vary).
+
+    ``context_len`` (``--context-len``) goes to the engine as its context flag, so the plans size and check that
+    length; without it each plan uses the engine's own default."""
+    engine_spec = get_engine(base.engine)
+    if context_len is not None:
+        limit = model.max_position_embeddings if model is not None else None
+        if context_len < 1 or (limit and context_len > limit):
+            bound = f"1..{limit} (the model's context)" if limit else "at least 1"
+            raise usage_error(f"--context-len {context_len} is out of range; pass {bound}")
+        if engine_spec.context_flag is None:
+            raise usage_error(f"--context-len: {base.engine} takes no context-length flag; leave it out")
+        base = replace(base, overrides=(*base.overrides, engine_spec.context_flag, str(context_len)))
+    layouts = tuple(size_layout(plan_for(facts, model, intent)) for intent in candidate_intents(facts, model, base))
     if context_len is None:
-        context_len = default_context_len(model, base.engine)
-    limit = model.max_position_embeddings if model is not None else None
-    if context_len < 1 or (limit and context_len > limit):
-        bound = f"1..{limit} (the model's context)" if limit else "at least 1"
-        raise usage_error(f"--context-len {context_len} is out of range; pass {bound}")
-    layouts = tuple(size_layout(plan_for(facts, model, intent), context_len)
-                    for intent in candidate_intents(facts, model, base))  # fmt: skip
+        context_len = next((lay.plan.startup.context_len for lay in layouts
+                            if lay.plan is not None and lay.plan.startup and lay.plan.startup.context_len), 1)  # fmt: skip
     recommended, reason = recommend(layouts, context_len)
     engine = dict(layouts[0].plan.engine) if layouts else {"name": base.engine}
     return LayoutsReport(
@@ -315,7 +222,7 @@ def build_layouts(facts: Facts, model: ModelSpec | None, base: Intent, context_l
         layouts=layouts,
         recommended=recommended,
         reason=reason,
-        notes=model_notes(model, base.engine),
+        notes=model_notes(model, base.engine, layouts),
     )
 
 

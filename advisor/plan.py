@@ -19,6 +19,7 @@ from advisor.intent import Intent  # its home is advisor.intent; `from advisor.p
 from advisor.models import ModelSpec
 from advisor.rules import known_bugs, registry
 from advisor.rules.checks import run_checks
+from advisor.rules.checks_memory import startup_warnings
 from advisor.rules.engine import (
     Decision,
     Engine,
@@ -156,7 +157,7 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     problems = list(run_checks(facts, model, intent, fusion=fusion, prediction=scenario.flashinfer,
                                custom_allreduce=custom_ar)) + problems  # fmt: skip
     startup = engine.startup(scenario, Release(version, rules), decisions) if engine.startup else None
-    problems += startup_problems(startup, intent.engine)
+    problems += startup_problems(startup, intent.engine) + startup_warnings(startup, intent.engine, engine.context_flag)
     plan = Plan(
         intent=intent,
         facts=facts,

@@ -195,40 +195,57 @@ def test_fp8_block_per_rank():
 # -- memory ----------------------------------------------------------------------------------------------------------------
 
 
-def test_weights_exceed_memory_error_and_fit():
-    h200 = profile("h200-8")
-    problem = only(run_checks(h200, DEEPSEEK_V3, Intent(tp=8, engine="sglang")), "weights_exceed_memory")
-    assert problem.severity == "error" and "671.0B params" in problem.message and "raise --tp to 16" in problem.fix
-    fp8 = replace(DEEPSEEK_V3, quantization="fp8")
-    assert_absent("weights_exceed_memory", run_checks(h200, fp8, Intent(tp=8, engine="sglang")))
+def _plan(facts: Facts, model: str | ModelSpec, **intent):
+    from advisor.models import catalog_spec
+    from advisor.plan import build_plan
+
+    spec = catalog_spec(model) if isinstance(model, str) else model
+    return build_plan(facts, spec, Intent(model=spec.id, **intent))
 
 
-def test_weights_leave_too_little_for_kv_cache():
-    model = replace(LLAMA_8B, num_params=12_000_000_000)
-    problem = only(run_checks(profile("rtx-4090-2"), model, Intent(tp=1)), "weights_exceed_memory")
-    assert problem.severity == "warning" and "KV cache" in problem.message
-    assert_absent("weights_exceed_memory", run_checks(profile("rtx-4090-2"), LLAMA_8B, Intent(tp=1)))
+def test_weights_that_do_not_fit_are_the_start_up_error_with_ranked_fixes():
+    """The weights check is the engine's start-up verdict now (advisor.rules.startup): one error, the release's words."""
+    deepseek_bf16 = replace(_spec("deepseek-ai/DeepSeek-V3"), quantization=None)
+    plan = _plan(profile("h200-8"), deepseek_bf16, tp=8, engine="sglang")
+    problem = only(plan.problems, "startup_out_of_memory")
+    assert problem.severity == "error" and "sglang will not start" in problem.message
+    assert "--tp 16 --nnodes 2: the smallest tp that fits on 2 nodes" in problem.fix
+    assert "an FP8 checkpoint" in problem.fix
+    assert_absent(
+        "startup_out_of_memory", _plan(profile("h200-8"), "deepseek-ai/DeepSeek-V3", tp=8, engine="sglang").problems
+    )
+    assert_absent("weights_exceed_memory", run_checks(profile("h200-8"), DEEPSEEK_V3, Intent(tp=8, engine="sglang")))
 
 
-def test_fusion_workspace_counts_when_fusion_is_on():
+def test_a_kv_pool_shorter_than_the_context_is_a_warning():
+    plan = _plan(profile("rtx-4090-2"), "meta-llama/Llama-3.1-8B-Instruct", tp=1, engine="sglang")
+    problem = only(plan.problems, "kv_cache_short")
+    assert problem.severity == "warning" and f"{plan.startup.kv_tokens:,} tokens" in problem.message
+    assert f"--context-length {plan.startup.kv_tokens}" in problem.fix
+    fits = _plan(profile("rtx-4090-2"), "meta-llama/Llama-3.1-8B-Instruct", tp=1, engine="sglang",
+                 overrides=("--context-length", "8192"))  # fmt: skip
+    assert fits.startup.starts and fits.startup.context_len == 8192
+    assert_absent("kv_cache_short", fits.problems)
+
+
+def test_fusion_workspace_size():
     assert fusion_workspace_bytes(8, 7168) == 234_881_024 + 704_643_072  # reference: TP8, 2048 tokens, 7168, bf16
     assert fusion_workspace_bytes(8, 16384, max_tokens=8192) == 8 * 8192 * 16384 * 2 + 2 * 1024**3  # Lamport cap
-    # H100 SXM tp 8: 671B fp8 = 78.1 GiB of weights per GPU; the 0.9 GiB workspace tips it over 79.6 GiB
-    fp8 = replace(DEEPSEEK_V3, quantization="fp8", num_params=677_000_000_000)
-    h100 = matching_flashinfer(profile("h100-sxm-8"), "0.6.12", "cu128")
-    with_fusion = only(run_checks(h100, fp8, Intent(tp=8), fusion=True), "weights_exceed_memory")
-    assert with_fusion.severity == "error" and "FlashInfer fusion workspace" in with_fusion.message
-    without = [p for p in run_checks(h100, fp8, Intent(tp=8), fusion=False) if p.id == "weights_exceed_memory"]
-    assert [p.severity for p in without] == ["warning"] and "workspace" not in without[0].message
 
 
-def test_memory_check_degrades():
-    unknown = replace(LLAMA_8B, num_params=None)
-    problem = only(run_checks(profile("h100-sxm-8"), unknown, Intent(tp=2)), "weights_exceed_memory")
-    assert problem.severity == "info" and problem.message.startswith("cannot check")
-    odd = replace(LLAMA_8B, quantization="exotic-q3")
-    assert only(run_checks(profile("h100-sxm-8"), odd, Intent(tp=2)), "weights_exceed_memory").severity == "info"
+def test_memory_verdict_degrades_to_info():
+    unknown = replace(_spec("meta-llama/Llama-3.1-8B-Instruct"), num_params=None)
+    problem = only(_plan(profile("h100-sxm-8"), unknown, tp=2, engine="sglang").problems, "startup_unknown")
+    assert problem.severity == "info" and "weights is unknown" in problem.message
+    odd = replace(_spec("meta-llama/Llama-3.1-8B-Instruct"), quantization="exotic-q3")
+    assert only(_plan(profile("h100-sxm-8"), odd, tp=2, engine="sglang").problems, "startup_unknown").severity == "info"
     assert weight_bytes_per_param("bfloat16", "mxfp4") < 1 < weight_bytes_per_param("float32", None)
+
+
+def _spec(model_id: str) -> ModelSpec:
+    from advisor.models import catalog_spec
+
+    return catalog_spec(model_id)
 
 
 # -- topology and platform -------------------------------------------------------------------------------------------------
@@ -244,7 +261,10 @@ def test_no_multicast_for_fusion():
     assert_absent("no_multicast_for_fusion", run_checks(broken, None, Intent(tp=2), fusion=True))
     assert_absent("no_multicast_for_fusion", run_checks(profile("h100-sxm-8"), None, Intent(tp=8)))
     # SM120 PCIe with flashinfer 0.7.2 (fusion kernels built for major 12) would try and fail
-    assert "PCIe only" in only(run_checks(profile("rtx-pro-6000-4"), None, Intent(tp=4)), "no_multicast_for_fusion").message
+    assert (
+        "PCIe only"
+        in only(run_checks(profile("rtx-pro-6000-4"), None, Intent(tp=4)), "no_multicast_for_fusion").message
+    )
     # L40S: no fusion kernels for SM89, so nothing is attempted unless the plan says fusion is on
     l40s = profile("l40s-4")
     assert_absent("no_multicast_for_fusion", run_checks(l40s, None, Intent(tp=4)))

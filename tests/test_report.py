@@ -150,7 +150,8 @@ ABOUT_PACKAGES = {
     "torch_not_installed", "engine_version_unparsed",
 }  # fmt: skip
 NOT_ABOUT_PACKAGES = {
-    "no_gpus", "tp_exceeds_gpus", "tp_not_divisible", "mig_enabled", "weights_exceed_memory", "no_multicast_for_fusion",
+    "no_gpus", "tp_exceeds_gpus", "tp_not_divisible", "mig_enabled", "startup_out_of_memory", "kv_cache_too_small",
+    "kv_cache_short", "startup_unknown", "no_multicast_for_fusion",
     "no_command", "check_failed", "engine_version_newer", "fusion_backend_error",
     # launch pitfalls of the machine (advisor/rules/checks_machine.py)
     "p2p_unavailable", "pcie_acs_or_iommu", "gpus_span_numa", "gpu_order", "gpu_memory_in_use", "heterogeneous_gpus",

@@ -14,6 +14,7 @@ from advisor.report.data import (
     problem_dict,
     problems_named_by,
     release_dict,
+    startup_dict,
     summary,
 )
 
@@ -23,7 +24,7 @@ RENDER_NAMES = frozenset({
     "FALLBACK_WIDTH", "SEVERITY_STYLES", "STATE_STYLES", "STATUS_STYLES", "command_renderable", "command_text",
     "decision_renderable", "decisions_renderable", "emit", "machine_renderable", "make_console", "marks", "next_steps",
     "output_width", "packages_renderable", "print_command", "print_facts", "print_next_steps", "print_plan",
-    "problems_renderable", "scenario_renderable", "summary_text", "topology_renderable",
+    "problems_renderable", "scenario_renderable", "startup_renderable", "summary_text", "topology_renderable",
 })  # fmt: skip
 
 
@@ -41,5 +42,6 @@ __all__ = [
     "decision_dict", "decision_renderable", "decisions_renderable", "dumps", "emit", "facts_to_dict", "jsonable",
     "machine_renderable", "make_console", "marks", "next_steps", "output_width", "packages_renderable", "plan_to_dict",
     "print_command", "print_facts", "print_next_steps", "print_plan", "problem_dict", "problems_named_by",
-    "problems_renderable", "release_dict", "scenario_renderable", "summary", "summary_text", "topology_renderable",
+    "problems_renderable", "release_dict", "scenario_renderable", "startup_dict", "startup_renderable", "summary",
+    "summary_text", "topology_renderable",
 ]  # fmt: skip

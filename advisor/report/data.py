@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from advisor.facts import Facts
     from advisor.plan import Plan
     from advisor.rules.engine import ConditionResult, Decision, Problem, ReleaseOutcome
+    from advisor.rules.startup import Startup
 
 # Version of the JSON object `advisor check --json` prints (not the Facts schema inside it).
 PLAN_SCHEMA_VERSION = 1
@@ -105,8 +106,18 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "argv": list(plan.argv),
         "command": shlex.join(plan.argv),
         "release_matrix": [release_dict(r) for r in plan.release_matrix],
+        "startup": startup_dict(plan.startup),
         "summary": summary(plan),
     }
+
+
+def startup_dict(startup: Startup | None) -> dict[str, Any] | None:
+    """The start-up verdict and its arithmetic (advisor.rules.startup.Startup), bytes per GPU."""
+    if startup is None:
+        return None
+    data = {f.name: jsonable(getattr(startup, f.name)) for f in dataclasses.fields(startup)}
+    data["total_kv_tokens"] = startup.total_kv_tokens
+    return data
 
 
 def facts_to_dict(facts: Facts) -> dict[str, Any]:

@@ -325,6 +325,17 @@ def problems_renderable(problems: tuple[Problem, ...], console: Console) -> Rend
     return _section("Problems", grid, console)
 
 
+def startup_renderable(plan: Plan, console: Console) -> RenderableType:
+    """The start-up verdict and the arithmetic behind it (advisor.report.startup_text)."""
+    from advisor.report.startup_text import startup_lines
+
+    memory = registry.get(plan.intent.engine).memory
+    lines = startup_lines(plan.startup, plan.intent.engine, memory.fraction if memory else None)
+    style = "red" if plan.startup is not None and plan.startup.error is not None else "green"
+    body = [Text(lines[0], style=style), *(Text(line) for line in lines[1:])]
+    return _section("Start-up", Group(*body), console)
+
+
 def command_renderable(plan: Plan, console: Console) -> RenderableType:
     return _section("Command", Text(command_text(plan), style="bold"), console)
 

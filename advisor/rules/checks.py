@@ -13,7 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from advisor.facts import Facts
-from advisor.models import ModelSpec
+from advisor.models import (
+    ModelSpec,
+    weight_bytes_per_param,  # noqa: F401 - imported from here
+)
 from advisor.rules import flashinfer as fi
 from advisor.rules.checks_context import (  # noqa: F401 - names other modules import from here
     INFO,
@@ -26,7 +29,6 @@ from advisor.rules.checks_flashinfer import (
     check_torch_cuda_vs_driver,
 )
 from advisor.rules.checks_machine import MACHINE_CHECKS
-from advisor.rules.checks_memory import check_weights_fit, weight_bytes_per_param  # noqa: F401 - imported from here
 from advisor.rules.checks_parallel import check_tp_divisibility, check_tp_vs_gpus
 from advisor.rules.checks_platform import (
     check_engine_installed,
@@ -82,7 +84,6 @@ CHECKS: tuple[Callable[[_Context], list[Problem]], ...] = (
     check_flashinfer_gpu_arch,
     check_tp_vs_gpus,
     check_tp_divisibility,
-    check_weights_fit,
     check_multicast,
     check_mig,
     check_pynvml,

@@ -494,7 +494,6 @@ class Engine:
     forcing: dict[str, Forcing] = field(default_factory=dict)  # decision id -> the arguments that force it
     # GPU memory and the KV cache; None: a KV cache preallocated at a fixed size (slots x --max-model-len).
     memory: GpuMemory | None = None
-    context_cap: int | None = None  # the longest default --context-len of `advisor layouts`; None: layouts' own cap
     # The dtype it picks for the device itself, whatever the model's (scenario -> dtype); None: the model's or --dtype.
     device_dtype: Callable[[Scenario], str | None] | None = None
     dp_attention: bool = False  # it has DP attention (`advisor layouts` tries it for MoE models)
@@ -531,6 +530,9 @@ class Engine:
     # (plan, python, mode) -> why it cannot start here, naming the fix, or None. Unset: the probed ``package`` decides.
     not_installed: Callable[[Any, str | None, str], str | None] | None = None
     title: str = ""  # how `advisor launch` names it ("bundled runtime"); "": its name
+    # (release version or None) -> advisor.rules.multinode.MultiNode: what a scheduler's job file needs (its image,
+    # HTTP port, health path, shared memory); None: `advisor launch --on` cannot write a job for it.
+    multinode: Callable[[str | None], Any] | None = None
 
     @property
     def newest(self) -> str | None:

@@ -30,5 +30,11 @@ MAIN = [
     Binding("g", "verify_log", "Verify log", show=False),
 ]
 
-# The launch screen: start, stop, back to the plan (the run goes on).
-LAUNCH = [Binding("enter", "start", "Start"), Binding("s", "stop", "Stop"), Binding("escape", "leave", "Back")]
+# The launch screen: start, stop, back to the plan (the run goes on); j writes a multi-node plan's scheduler job (shown
+# for multi-node plans only: LaunchScreen.check_action).
+LAUNCH = [
+    Binding("enter", "start", "Start"),
+    Binding("s", "stop", "Stop"),
+    Binding("escape", "leave", "Back"),
+    Binding("j", "write_job", "Job file"),
+]

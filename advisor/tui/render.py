@@ -16,6 +16,8 @@ from advisor.facts import Facts
 from advisor.plan import Plan
 from advisor.render_facts import topology_legend as facts_topology_legend
 from advisor.render_facts import topology_matrix
+from advisor.report.startup_text import startup_lines
+from advisor.rules import registry
 from advisor.rules.engine import (
     AUTO_ENABLED,
     FORCED_OFF,
@@ -126,7 +128,20 @@ def decision_detail(decision: Decision, plan: Plan) -> RenderableType:
     if decision.id == "flashinfer_allreduce_fusion" and plan.release_matrix:
         parts.append(Text("\nRelease matrix (this scenario, every modelled release)", style="bold underline"))
         parts.append(release_matrix_table(plan))
+    memory = registry.get(plan.intent.engine).memory
+    if memory is not None and isinstance(decision.value, dict) and memory.fraction in decision.value:
+        parts.append(startup_section(plan))
     return Group(*parts)
+
+
+def startup_section(plan: Plan) -> RenderableType:
+    """Will it start? The verdict `check`, `layouts` and `launch` share, with its arithmetic (the memory decision)."""
+    memory = registry.get(plan.intent.engine).memory
+    lines = startup_lines(plan.startup, plan.intent.engine, memory.fraction if memory else None)
+    failed = plan.startup is not None and plan.startup.error is not None
+    verdict = Text(("✗ " if failed else "✓ " if plan.startup and plan.startup.starts else "? ") + clean(lines[0]),
+                   style="bold red" if failed else "green" if plan.startup and plan.startup.starts else "yellow")  # fmt: skip
+    return Group(Text("\nStart-up", style="bold underline"), verdict, *(Text(clean(line)) for line in lines[1:]))
 
 
 def release_matrix_table(plan: Plan) -> RenderableType:

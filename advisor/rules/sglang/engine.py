@@ -11,7 +11,9 @@ from advisor.rules.sglang.custom_allreduce import PEER_ACCESS, custom_allreduce_
 from advisor.rules.sglang.fusion import release_matrix
 from advisor.rules.sglang.logs import LOGS
 from advisor.rules.sglang.memory import GPU_MEMORY
+from advisor.rules.sglang.multinode import multinode
 from advisor.rules.sglang.releases import NEWEST, RELEASES, row_for, rules_release
+from advisor.rules.sglang.startup import CONTEXT_FLAG, startup
 from launcher.engines import UVICORN_READY
 
 
@@ -54,4 +56,7 @@ ENGINE = Engine(
     custom_allreduce=custom_allreduce_decision,
     peer_access=PEER_ACCESS,
     logs=LOGS,
+    multinode=multinode,
+    startup=startup,  # its start-up memory arithmetic and errors (advisor.rules.sglang.startup)
+    context_flag=CONTEXT_FLAG,
 )

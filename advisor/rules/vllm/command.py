@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 from advisor.rules.command import engine_python, pip_install, probed_live_python, served_model, tail
 from advisor.rules.plan_arguments import without_plan_arguments
+from advisor.rules.problem import EngineCommandError
 from advisor.rules.vllm.arguments import PLAN_ARGUMENTS
+from advisor.rules.vllm.multinode import native_multinode_error
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -37,6 +39,9 @@ def command(
     argv = [*_program(plan, python), "serve", served_model(plan, "vLLM")]
     argv += ["--tensor-parallel-size", str(max(1, intent.tp))]
     if intent.nnodes > 1:
+        refused = native_multinode_error((plan.engine or {}).get("version"))
+        if refused:
+            raise EngineCommandError(refused)
         # vLLM's multiprocessing multi-node mode: every node runs the same command; nodes other than 0 run headless.
         host, _, port = dist_init_addr.rpartition(":")
         argv += ["--nnodes", str(intent.nnodes), "--node-rank", str(node_rank), "--master-addr", host, "--master-port", port]

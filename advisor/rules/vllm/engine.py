@@ -13,6 +13,7 @@ from advisor.rules.vllm.custom_allreduce import PEER_ACCESS, custom_allreduce_de
 from advisor.rules.vllm.fusion import fusion_decision
 from advisor.rules.vllm.logs import LOGS
 from advisor.rules.vllm.memory import GPU_MEMORY, KV_NOTES
+from advisor.rules.vllm.multinode import multinode
 from launcher.engines import UVICORN_READY
 
 
@@ -46,4 +47,5 @@ ENGINE = Engine(
     custom_allreduce=custom_allreduce_decision,
     peer_access=PEER_ACCESS,
     logs=LOGS,
+    multinode=multinode,
 )

@@ -110,6 +110,8 @@ class LaunchScreen(Screen):
             text = Text(f"$ {clean(shlex.join(commands[0]), newlines=False)}")
             for rank, argv in enumerate(commands[1:], start=1):  # started here: node 0 only
                 text.append(f"\non node {rank}, run yourself: {shlex.join(argv)}", style="dim")
+            if len(commands) > 1:
+                text.append("\nj writes a SLURM, Kubernetes or SkyPilot job that starts every node", style="dim")
         else:  # the plan cannot become a command
             text = Text(f"✗ {next(r.message for r in refusals if r.kind == NO_COMMAND)}", style="bold red")
         self.query_one("#launch-command", Static).update(text)
@@ -257,4 +259,12 @@ class LaunchScreen(Screen):
             return not running
         if action == "stop":
             return running
+        if action == "write_job":  # a scheduler job is for a plan over several nodes; hidden otherwise
+            return self.plan.intent.nnodes > 1
         return True
+
+    def action_write_job(self) -> None:
+        """The scheduler's job file for this plan (`advisor launch --on TARGET -o FILE`), written from a dialog."""
+        from advisor.tui.screens.job import JobScreen
+
+        self.app.push_screen(JobScreen(self.plan))
