@@ -58,8 +58,8 @@ class VerifyScreen(Dialog[None]):
     @work(thread=True, exclusive=True, group="verify")
     def _verify(self, path: str) -> None:
         from advisor.context import AdvisorError
-        from advisor.verify.command import read_logs, verification_lines
         from advisor.verify.compare import verify
+        from advisor.verify.report import read_logs, verification_lines
 
         # The launch is the log's: only the machine options carry over from the form.
         machine = replace(type(self._options)(), profile=self._options.profile, facts_file=self._options.facts_file,
