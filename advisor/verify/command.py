@@ -13,7 +13,7 @@ from advisor.cli import common_options, options_from_context
 from advisor.context import EXIT_ERRORS, EXIT_OK, AdvisorError
 from advisor.report import dumps
 from advisor.verify.compare import Verification, verify
-from advisor.verify.report import MEASURED, short, read_logs, verification_dict
+from advisor.verify.report import MEASURED, read_logs, short, verification_dict
 
 
 def print_verification(v: Verification) -> None:
