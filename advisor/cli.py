@@ -190,6 +190,7 @@ LAZY_COMMANDS = {
     "layouts": ("advisor.cli_compare", "layouts"),
     "diff": ("advisor.cli_compare", "diff"),
     "completions": ("advisor.completions", "completions"),
+    "verify": ("advisor.verify.command", "verify_command"),
 }
 
 

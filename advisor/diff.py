@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.context import Options, plan_for, resolve, usage_error
 from advisor.report import jsonable, problem_dict
-from advisor.rules import registry
-from advisor.rules.engine import parse_release, release_text
+from advisor.rules import known_bugs, registry
+from advisor.rules.engine import Scenario, parse_release, release_text
+from advisor.rules.known_bugs import KnownBug
 from advisor.rules.registry import modelled_releases
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ class Diff:
     changes: tuple[Change, ...]
     problems_added: tuple[Problem, ...]
     problems_removed: tuple[Problem, ...]
+    # The engine's known bugs (advisor.rules.known_bugs) fixed and introduced between the two releases, each with
+    # whether this scenario meets its condition.
+    bugs_fixed: tuple[tuple[KnownBug, bool], ...] = ()
+    bugs_introduced: tuple[tuple[KnownBug, bool], ...] = ()
 
 
 def _normalise(engine: str, text: str, option: str) -> str:
@@ -153,7 +158,14 @@ def build_diff(facts: Facts, model: ModelSpec | None, intent: Intent, release_fr
     old_problems, new_problems = keys(before), keys(after)
     added = tuple(p for k, p in reversed(new_problems.items()) if k not in old_problems)
     removed = tuple(p for k, p in reversed(old_problems.items()) if k not in new_problems)
-    return Diff(intent.engine, start, end, why, before, after, tuple(changes), added, removed)
+    fixed, introduced = known_bugs.changed(intent.engine, start, end)
+    scenario = Scenario(facts, model, replace(intent, engine_version=end))
+
+    def tagged(bugs: list[KnownBug], p: Plan) -> tuple[tuple[KnownBug, bool], ...]:
+        return tuple((b, known_bugs.applies(b, replace(scenario, intent=p.intent), p.decisions)) for b in bugs)
+
+    return Diff(intent.engine, start, end, why, before, after, tuple(changes), added, removed,
+                tagged(fixed, before), tagged(introduced, after))  # fmt: skip
 
 
 def diff_for(options: Options, release_from: str | None, release_to: str | None) -> Diff:
@@ -211,8 +223,15 @@ def diff_dict(diff: Diff) -> dict[str, Any]:
         ],
         "problems_added": [problem_dict(p) for p in diff.problems_added],
         "problems_removed": [problem_dict(p) for p in diff.problems_removed],
+        "known_bugs_fixed": [_bug(b, hits) for b, hits in diff.bugs_fixed],
+        "known_bugs_introduced": [_bug(b, hits) for b, hits in diff.bugs_introduced],
         "argv": {"from": list(diff.plan_from.argv), "to": list(diff.plan_to.argv)},
     }
+
+
+def _bug(bug: KnownBug, hits: bool) -> dict[str, Any]:
+    return {"id": bug.id, "title": bug.title, "link": bug.link, "first_affected": bug.first_affected,
+            "fixed_in": bug.fixed_in, "this_scenario": hits, "workaround": bug.workaround}  # fmt: skip
 
 
 # -- people --------------------------------------------------------------------------------------------------------------
@@ -274,6 +293,13 @@ def diff_lines(diff: Diff, marks: dict[object, str] | None = None) -> list[str]:
             lines.append("")
             lines.append(f"{title}:")
             lines.extend(f"  {p.severity} {p.id}: {p.message}" for p in problems)
+    for title, bugs in (("known bugs fixed", diff.bugs_fixed), ("known bugs introduced", diff.bugs_introduced)):
+        if bugs:
+            lines.append("")
+            lines.append(f"{title}:")
+            lines.extend(f"  {'* ' if hits else ''}{b.title} ({b.link})" for b, hits in bugs)
+    if any(hits for _, hits in diff.bugs_fixed + diff.bugs_introduced):
+        lines.append("  (* this scenario meets the bug's condition)")
     if diff.plan_from.argv != diff.plan_to.argv:
         lines.append("")
         lines.append(f"command from: {shlex.join(diff.plan_from.argv)}")

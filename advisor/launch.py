@@ -14,8 +14,11 @@ import shlex
 import signal
 import sys
 import textwrap
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
+from typing import Any
 
 import click
 
@@ -110,7 +113,8 @@ def launch(ctx: click.Context, mode, dry_run, force, run_dir, dist_init_addr, no
         for rank, argv in enumerate(commands):
             echo(f"  node {rank}: " + clean(shlex.join(argv), newlines=False))
     engine = registry.get(plan.intent.engine)
-    ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=engine.name, ready=engine.ready))
+    settled = partial(_print_verdict, plan) if engine.logs is not None else None  # `advisor verify` on its own log
+    ctx.exit(run_engine(commands[node_rank], run_dir=run_dir, label=engine.name, ready=engine.ready, settled=settled))
 
 
 def _check_job_options(target: str | None, **given) -> None:
@@ -130,22 +134,44 @@ def _check_job_options(target: str | None, **given) -> None:
 
 
 def run_engine(
-    argv: list[str], *, run_dir: str | None = None, label: str = "run", ready: Sequence[ReadySignal] = ()
+    argv: list[str], *, run_dir: str | None = None, label: str = "run", ready: Sequence[ReadySignal] = (),
+    settled: Callable[[Any], None] | None = None,
 ) -> int:
     """Start ``argv`` through launcher.spawn, stream its lines, forward SIGINT/SIGTERM/SIGHUP; the exit code to use.
-    ``ready``: the engine's ready lines to wait for (empty: any engine's)."""
+    ``ready``: the engine's ready lines to wait for (empty: any engine's). ``settled``: called once with the run when it
+    is ready or has failed."""
     path = run_dir or spawn.default_run_dir(label)
     _err("command: " + clean(shlex.join(argv), newlines=False))
     _err(f"logs: {path}")
     printer = _Printer(mute_agent_teardown=spawn.is_torchrun(argv))
     with spawn.forward_signals() as forwarder:  # in place before the child exists: no signal slips through
-        run = spawn.start(argv, run_dir=path, on_line=printer, ready=tuple(ready) or None)
+        on_state = _once_settled(settled) if settled is not None else None
+        run = spawn.start(argv, run_dir=path, on_line=printer, ready=tuple(ready) or None, on_state=on_state)
         forwarder.attach(run)
         code = run.wait()
     try:
         return _report_end(run, code, forwarder.received)
     except OSError:  # the terminal is gone (SIGHUP): the exit code still says what happened
         return _exit_code(run, code, forwarder.received)
+
+
+def _once_settled(callback: Callable[[Any], None]) -> Callable[[Any], None]:
+    """An on_state callback calling ``callback`` the first time the run is ready or has failed."""
+    fired = threading.Event()
+
+    def on_state(run) -> None:
+        if run.state in (spawn.READY, spawn.FAILED) and not fired.is_set():
+            fired.set()
+            callback(run)
+
+    return on_state
+
+
+def _print_verdict(plan, run) -> None:
+    from advisor.verify.after_launch import verdict_lines
+
+    for line in verdict_lines(run.log_path, plan):
+        _err(clean(line, newlines=False))
 
 
 def _exit_code(run, code: int | None, received: list[int]) -> int:

@@ -17,7 +17,7 @@ from advisor import __version__
 from advisor.facts import Facts
 from advisor.intent import Intent  # its home is advisor.intent; `from advisor.plan import Intent` keeps working
 from advisor.models import ModelSpec
-from advisor.rules import registry
+from advisor.rules import known_bugs, registry
 from advisor.rules.checks import run_checks
 from advisor.rules.checks_memory import startup_warnings
 from advisor.rules.engine import (
@@ -152,6 +152,7 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     version = version or rules
     decisions, found = engine.decide(scenario, Release(version, rules))
     problems += found
+    problems += known_bugs.hit(intent.engine, version, scenario, decisions)  # the release's known bugs this plan hits
     fusion = next((d.enabled for d in decisions if d.id == "flashinfer_allreduce_fusion"), None)
     # Whether the engine sets its custom allreduce up (and finds out about P2P at start-up): p2p_unavailable says how.
     custom_ar = next((tries_custom_allreduce(d) for d in decisions if d.id == "custom_allreduce"), None)

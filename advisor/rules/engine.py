@@ -569,6 +569,9 @@ class Engine:
     # Its flag for the longest sequence (`advisor layouts --context-len` passes it); None: it has none.
     context_flag: str | None = None
     cpu_run: str | None = None  # how it runs on a machine without GPUs; None: it needs CUDA GPUs
+    # How its start-up log reads (an advisor.verify.parse.LogPatterns, built in its logs.py); None: `advisor verify`
+    # cannot read its logs.
+    logs: Any = None
 
     # -- how it is launched (advisor.launch_prep, `advisor launch`, the app's launch screen) --------------------------
     # It runs in this interpreter (it ships with tp-advisor), whatever --python names for the other engines.

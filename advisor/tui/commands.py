@@ -25,6 +25,7 @@ class AdvisorCommands(Provider):
             ("Machine: this machine (live)", partial(screen.set_profile, LIVE), "Probe this machine"),
             ("Layouts", partial(screen.action_switch_tab, "layouts"), "Every tp / DP-attention split, KV cache, fit (t)"),
             ("Compare with another release", screen.action_diff, "What changes under another engine release (v)"),
+            ("Verify a start-up log", screen.action_verify_log, "An engine log against the plan for it (g)"),
         ]
         for name, summary in self.app.profiles:
             commands.append((f"Machine: {name}", partial(screen.set_profile, name), f"Simulated: {summary}"))

@@ -27,6 +27,7 @@ MAIN = [
     Binding("d", "switch_tab('plan')", "Decisions", show=False),
     Binding("t", "switch_tab('layouts')", "Layouts", show=False),
     Binding("v", "diff", "Diff release", show=False),
+    Binding("g", "verify_log", "Verify log", show=False),
 ]
 
 # The launch screen: start, stop, back to the plan (the run goes on); j writes a multi-node plan's scheduler job (shown

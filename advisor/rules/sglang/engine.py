@@ -9,6 +9,7 @@ from advisor.rules.sglang.common import BACKEND_FLAG, BOOL_FLAG, DISABLE_CUSTOM_
 from advisor.rules.sglang.common import ENGINE as ENGINE_NAME
 from advisor.rules.sglang.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
 from advisor.rules.sglang.fusion import release_matrix
+from advisor.rules.sglang.logs import LOGS
 from advisor.rules.sglang.memory import GPU_MEMORY
 from advisor.rules.sglang.multinode import multinode
 from advisor.rules.sglang.releases import NEWEST, RELEASES, row_for, rules_release
@@ -54,6 +55,7 @@ ENGINE = Engine(
     dp_attention=True,
     custom_allreduce=custom_allreduce_decision,
     peer_access=PEER_ACCESS,
+    logs=LOGS,
     multinode=multinode,
     startup=startup,  # its start-up memory arithmetic and errors (advisor.rules.sglang.startup)
     context_flag=CONTEXT_FLAG,

@@ -11,6 +11,7 @@ from advisor.rules.vllm.common import DISABLE_CUSTOM_AR, ENFORCE_EAGER, FUSE_FLA
 from advisor.rules.vllm.common import ENGINE as ENGINE_NAME
 from advisor.rules.vllm.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
 from advisor.rules.vllm.fusion import fusion_decision
+from advisor.rules.vllm.logs import LOGS
 from advisor.rules.vllm.memory import GPU_MEMORY, KV_NOTES
 from advisor.rules.vllm.multinode import multinode
 from advisor.rules.vllm.startup import startup
@@ -46,6 +47,7 @@ ENGINE = Engine(
     kv_notes=KV_NOTES,
     custom_allreduce=custom_allreduce_decision,
     peer_access=PEER_ACCESS,
+    logs=LOGS,
     multinode=multinode,
     startup=startup,
     context_flag="--max-model-len",

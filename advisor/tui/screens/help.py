@@ -27,6 +27,7 @@ condition by condition, and launches it.
 | `f` | jump to the form (model field); `tab` moves on, `→` accepts a model suggestion, `enter`/`escape` leave it |
 | `m` / `d` / `t` | machine tab / decisions tab / layouts tab (`enter` on a layout puts it into the form) |
 | `v` | compare the plan with another release of its engine (what changes, and the upstream source) |
+| `g` | verify an engine's start-up log against the plan for the same launch (`advisor verify`) |
 | `ctrl+p` | command palette |
 | `tab` | move between the tabs, the form, the command's buttons, the decisions and the detail (`←`/`→` move between Copy and Launch, `enter` or `space` presses) |
 | `?` | this help |

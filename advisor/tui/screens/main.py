@@ -296,6 +296,12 @@ class MainScreen(Screen):
             return
         self.app.push_screen(ExportScreen(plan))
 
+    def action_verify_log(self) -> None:
+        """An engine start-up log against the plan for the same launch, on this screen's machine."""
+        from advisor.tui.screens.verify import VerifyScreen
+
+        self.app.push_screen(VerifyScreen(self.options))
+
     def action_diff(self) -> None:
         """The plan against another modelled release of its engine."""
         plan = self.current_plan
