@@ -126,8 +126,13 @@ class AdvisorApp(App[None]):
     # -- the terminal's size ---------------------------------------------------------------------------------------------
     def on_resize(self, event: events.Resize) -> None:
         # Runs before Textual passes the new size on to the screens (App._on_resize defers that): a screen too small to
-        # lay out is covered by then, and is not laid out at that size.
-        self._fit_screen(event.size.width, event.size.height)
+        # lay out is covered by then, and is not laid out at that size. It also runs before App._on_resize has taken
+        # the new size (a subclass's handler comes first), and switch_mode lays the screen it shows out at self.size:
+        # so the way back waits until the app has the new size, or a dialog would be laid out at the old, tiny one.
+        if too_small(event.size.width, event.size.height):
+            self._fit_screen(event.size.width, event.size.height)
+        else:
+            self.call_next(lambda: self._fit_screen(*self.size))
 
     def _fit_screen(self, width: int, height: int) -> None:
         """While the terminal is too small, show TooSmallScreen in a mode of its own: the app's screens (a dialog and
