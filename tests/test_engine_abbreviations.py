@@ -82,3 +82,42 @@ def test_an_abbreviated_tp_is_adopted_or_contradicts_the_plan():
 def test_an_ambiguous_prefix_is_still_refused():
     found = plan(("--enable-m", "0.8"))  # --enable-metrics, --enable-mixed-chunk, ...
     assert "sglang_argument_rejected" in [p.id for p in found.problems]
+
+
+# -- vLLM: cli_flags.json (python -m conformance vllm-flags), FlexibleArgumentParser's renaming, vllm_argument_rejected --
+from advisor.rules.engine import Release  # noqa: E402
+from advisor.rules.vllm import flags as vllm_flags  # noqa: E402
+
+VLLM = "0.33.0"
+VLLM_OPTIONS = vllm_flags.known_flags(VLLM)
+VLLM_LONG = sorted(o for o in VLLM_OPTIONS if o.startswith("--"))
+
+
+def vllm_plan(overrides: tuple[str, ...]):
+    intent = Intent(engine="vllm", engine_version=VLLM, tp=8, overrides=overrides)
+    return build_plan(load_profile("h200-8"), resolve_model("Qwen/Qwen3-30B-A3B"), intent)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(option=st.sampled_from(VLLM_LONG), cut=st.integers(min_value=3, max_value=60), underscores=st.booleans())
+def test_vllm_reads_every_prefix_and_underscore_spelling_as_its_parser_does(option, cut, underscores):
+    token = option[:cut]
+    given_token = "--" + token[2:].replace("-", "_") if underscores else token
+    expected = argparse_reading(VLLM_OPTIONS, token)
+    (spelled,) = vllm_flags.spell_out((given_token,), Release(VLLM, VLLM))
+    assert spelled == (expected or token)
+    found = vllm_flags.rejected(type("S", (), {"overrides": (given_token,)})(), Release(VLLM, VLLM))
+    assert bool(found) == (expected is None)
+
+
+def test_a_misspelt_vllm_flag_is_rejected_with_the_flag_it_looks_like():
+    found = [p for p in vllm_plan(("--max-model-lne", "4096")).problems if p.id == vllm_flags.ERROR_ID]
+    assert len(found) == 1 and found[0].severity == "error" and "--max-model-len" in found[0].fix
+    ok = vllm_plan(("--max_model_len", "4096", "--gpu-memory-util", "0.8", "--compilation-config.level=3"))
+    assert not [p for p in ok.problems if p.id == vllm_flags.ERROR_ID]
+    assert ok.intent.overrides[:4] == ("--max-model-len", "4096", "--gpu-memory-utilization", "0.8")
+
+
+def test_every_vllm_list_comes_from_a_parser_that_takes_abbreviations():
+    for release, entry in vllm_flags._releases().items():
+        assert entry["allow_abbrev"] is True and "--tensor-parallel-size" in entry["options"], release
