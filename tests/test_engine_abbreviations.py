@@ -118,6 +118,9 @@ def test_a_misspelt_vllm_flag_is_rejected_with_the_flag_it_looks_like():
     assert ok.intent.overrides[:4] == ("--max-model-len", "4096", "--gpu-memory-utilization", "0.8")
 
 
-def test_every_vllm_list_comes_from_a_parser_that_takes_abbreviations():
+def test_every_modelled_vllm_release_has_a_list_from_a_parser_that_takes_abbreviations():
+    from advisor.rules.vllm import RELEASES
+
+    assert set(vllm_flags._releases()) == set(RELEASES)
     for release, entry in vllm_flags._releases().items():
         assert entry["allow_abbrev"] is True and "--tensor-parallel-size" in entry["options"], release

@@ -22,12 +22,16 @@ import sys
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[2] / "advisor" / "rules" / "vllm" / "cli_flags.json"
-MODULES = ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.common.cli_args")
+MODULES = (
+    "vllm.entrypoints.openai.cli_args",
+    "vllm.entrypoints.launchers.cli_args",
+    "vllm.entrypoints.common.cli_args",
+)
 MAX_INSTALLS = 60
 ABOUT = ("Every option string `vllm serve` accepts, per release (argparse exits with 'unrecognized arguments' on any "
          "other), and whether its parser takes an unambiguous prefix of a long option (allow_abbrev; no release sets "
          "it, so argparse's default True holds). Built by running each release's own parser, make_arg_parser("
-         "FlexibleArgumentParser()) from vllm/entrypoints/openai/cli_args.py (vllm/entrypoints/common/cli_args.py in "
+         "FlexibleArgumentParser()) from vllm/entrypoints/openai/cli_args.py (vllm/entrypoints/launchers/ or common/cli_args.py in "
          "later releases), in the release's cached environment. FlexibleArgumentParser.parse_args "
          "(vllm/utils/argparse_utils.py) also turns underscores in a flag's name into dashes and reads "
          "--option.key=value as a JSON field of --option. Written by `python -m conformance vllm-flags X.Y.Z ...`.")  # fmt: skip
@@ -59,7 +63,7 @@ def dump() -> None:
             module = importlib.import_module(name)
             break
         except ModuleNotFoundError as exc:
-            if exc.name != name:  # a dependency is missing, not the module: the caller installs it
+            if not name.startswith(exc.name or "?"):  # a dependency is missing, not the module: the caller installs it
                 raise
     if module is None:
         raise SystemExit(f"error: none of {', '.join(MODULES)} in this release")
