@@ -16,7 +16,7 @@ from typing import Any
 from advisor.facts import Facts, FactsError
 from advisor.intent import COUNT_OPTIONS, Intent, count_error
 from advisor.models import DEMO_ID, ModelError, ModelSpec, catalog_spec, resolve_model
-from advisor.plan import Plan, PlanError, build_plan
+from advisor.plan import Plan, PlanError, build_plan, spelled_out
 from advisor.probe.environment import visible_gpus
 from advisor.probe.profiles import ProfileError, load_profile
 from advisor.rules.engine import flag_values
@@ -242,15 +242,16 @@ def resolve(options: Options, facts: Facts | None = None) -> tuple[Facts, ModelS
         )
     model = _resolve_model(options.model, engine)
     spec = get_engine(engine)
-    tp = options.tp if options.tp is not None else _engine_count(spec.tp_flags, options.overrides)
+    # Options carries every field of Intent (same names); the defaults resolved here replace the "not given" ones. The
+    # engine arguments are read as the release's parser reads them (an abbreviation as its option) before its tp is.
+    given = {f.name: getattr(options, f.name) for f in fields(Intent)}
+    intent = spelled_out(facts, Intent(**{**given, "tp": 1, "dp_size": 1, "engine": engine,
+                                          "overrides": tuple(options.overrides)}))  # fmt: skip
+    tp = options.tp if options.tp is not None else _engine_count(spec.tp_flags, intent.overrides)
     if tp is None:
         tp = default_tp(facts, engine, options.model)
-    dp_size = options.dp_size if options.dp_size is not None else _engine_count(spec.dp_flags, options.overrides)
-    # Options carries every field of Intent (same names); the defaults resolved here replace the "not given" ones.
-    given = {f.name: getattr(options, f.name) for f in fields(Intent)}
-    intent = Intent(**{**given, "tp": tp, "dp_size": dp_size or 1, "engine": engine,
-                       "overrides": tuple(options.overrides)})  # fmt: skip
-    return facts, model, intent
+    dp_size = options.dp_size if options.dp_size is not None else _engine_count(spec.dp_flags, intent.overrides)
+    return facts, model, replace(intent, tp=tp, dp_size=dp_size or 1)
 
 
 def _engine_count(flags: tuple[str, ...], overrides) -> int | None:

@@ -133,38 +133,24 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     """Decide every rule of the chosen engine release, run the checks, and resolve flags and argv."""
     _validate(intent)
     engine = registry.get(intent.engine)
+    release, problems = _release(facts, intent, engine)
+    intent = _spelled_out(intent, engine, release)
     scenario = Scenario(facts, model, intent)
-    problems: list[Problem] = []
-
-    version: str | None = None
-    if engine.releases:
-        version, found = _engine_version(facts, intent, engine)
-        problems += found
-    elif intent.engine_version:
-        problems.append(_version_ignored(intent))
-    try:
-        rules, found = engine.resolve(version)  # once per plan
-    except ReleaseError as exc:
-        raise PlanError(str(exc)) from None
+    decisions, found = engine.decide(scenario, release)
     problems += found
-    if engine.releases:
-        problems += _prerelease(intent, facts.package(engine.package).version, rules)
-    version = version or rules
-    decisions, found = engine.decide(scenario, Release(version, rules))
-    problems += found
-    problems += known_bugs.hit(intent.engine, version, scenario, decisions)  # the release's known bugs this plan hits
+    problems += known_bugs.hit(intent.engine, release.version, scenario, decisions)  # the release's known bugs this plan hits
     fusion = next((d.enabled for d in decisions if d.id == "flashinfer_allreduce_fusion"), None)
     # Whether the engine sets its custom allreduce up (and finds out about P2P at start-up): p2p_unavailable says how.
     custom_ar = next((tries_custom_allreduce(d) for d in decisions if d.id == "custom_allreduce"), None)
     problems = list(run_checks(facts, model, intent, fusion=fusion, prediction=scenario.flashinfer,
                                custom_allreduce=custom_ar)) + problems  # fmt: skip
-    startup = engine.startup(scenario, Release(version, rules), decisions) if engine.startup else None
+    startup = engine.startup(scenario, release, decisions) if engine.startup else None
     problems += startup_problems(startup, intent.engine) + startup_warnings(startup, intent.engine, engine.context_flag)
     plan = Plan(
         intent=intent,
         facts=facts,
         model=model,
-        engine={"name": intent.engine, "version": version, "rules": rules},
+        engine={"name": intent.engine, "version": release.version, "rules": release.rules},
         decisions=tuple(decisions),
         problems=tuple(problems),
         flags=_merge_flags(decisions),
@@ -172,6 +158,44 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
         startup=startup,
     )
     return _with_argv(plan, engine)
+
+
+def _release(facts: Facts, intent: Intent, engine: Engine) -> tuple[Release, list[Problem]]:
+    """The release the plan models (resolved once per plan), and the warnings about it."""
+    problems: list[Problem] = []
+    version: str | None = None
+    if engine.releases:
+        version, found = _engine_version(facts, intent, engine)
+        problems += found
+    elif intent.engine_version:
+        problems.append(_version_ignored(intent))
+    try:
+        rules, found = engine.resolve(version)
+    except ReleaseError as exc:
+        raise PlanError(str(exc)) from None
+    problems += found
+    if engine.releases:
+        problems += _prerelease(intent, facts.package(engine.package).version, rules)
+    return Release(version or rules, rules), problems
+
+
+def _spelled_out(intent: Intent, engine: Engine, release: Release) -> Intent:
+    """``intent`` with its engine arguments as the release's parser reads them (Engine.spell_out: ``--mem-frac 0.8`` is
+    SGLang's --mem-fraction-static 0.8), so that every rule, check and the command read what the engine takes."""
+    if engine.spell_out is None or not intent.overrides:
+        return intent
+    return replace(intent, overrides=engine.spell_out(tuple(intent.overrides), release))
+
+
+def spelled_out(facts: Facts, intent: Intent) -> Intent:
+    """What build_plan reads as the engine arguments, for a caller that reads them before planning (advisor.context
+    adopts the engine's tp from them); ``intent`` as given where its release cannot be resolved (the plan says why)."""
+    try:
+        engine = registry.get(intent.engine)
+        release, _ = _release(facts, intent, engine)
+    except (PlanError, KeyError, ValueError):
+        return intent
+    return _spelled_out(intent, engine, release)
 
 
 def _with_argv(plan: Plan, engine: Engine) -> Plan:

@@ -1,11 +1,11 @@
-"""python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,vllm,report} ...: see each harness's --help."""
+"""python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,vllm,vllm-flags,report} ...: see each harness's --help."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-USAGE = "usage: python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,vllm,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
+USAGE = "usage: python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,vllm,vllm-flags,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
 
 
 def main(argv: list[str]) -> int:
@@ -21,6 +21,8 @@ def main(argv: list[str]) -> int:
         from conformance.sglang.flags import main as run
     elif command == "sglang-memory":
         from conformance.sglang.memory import main as run
+    elif command == "vllm-flags":
+        from conformance.vllm.flags import main as run
     elif command == "report":
         from conformance.sglang.report import main as run
     elif command == "vllm":

@@ -303,3 +303,46 @@ def test_health_is_503_while_the_engine_loop_is_stuck_and_ok_again_after(model_d
     finally:
         release.set()
         state.scheduler.stop(timeout=10)
+
+
+def test_a_failing_engine_step_fails_its_requests_alone_and_the_loop_serves_on(model_dir) -> None:
+    """A step that raises (here the real engine's sampling, made to fail for one marked request) withdraws that step's
+    sequences and answers their requests 500; the loop lives and the next request is served."""
+    from launcher.runtime import engine as engine_module
+
+    engine = open_runtime(model_dir, max_batch_size=4, max_model_len=MAX_MODEL_LEN)
+    real_sample = engine_module.sample
+
+    def failing_sample(logits, params, generators):
+        if any(p.seed == 666 for p in params):
+            raise RuntimeError("sampling broke")
+        return real_sample(logits, params, generators)
+
+    engine_module.sample = failing_sample
+    metrics = Metrics(model="demo", tp_size=1, max_batch_size=4, max_model_len=MAX_MODEL_LEN, allreduce="torch")
+    scheduler = Scheduler(engine, metrics, max_queue=8, heartbeat_s=0.05)
+    events: dict[str, list] = {"bad": [], "after": []}
+    done = threading.Event()
+
+    def after(event) -> None:
+        events["after"].append(event)
+        if isinstance(event, Failed) or event.finished:
+            done.set()
+
+    try:
+        scheduler.submit([1, 2, 3], SamplingParams(max_tokens=4, temperature=1.0, seed=666), events["bad"].append)
+        scheduler.start()
+        deadline = threading.Event()
+        for _ in range(200):
+            if events["bad"]:
+                break
+            deadline.wait(0.05)
+        scheduler.submit([1, 2, 3], SamplingParams(max_tokens=4, ignore_eos=True), after)
+        assert done.wait(30)
+    finally:
+        engine_module.sample = real_sample
+        scheduler.stop()
+    assert scheduler.error is None
+    assert isinstance(events["bad"][-1], Failed) and events["bad"][-1].status == 500
+    assert len(events["after"]) == 4 and events["after"][-1].finish_reason == "length"
+    assert engine.free_slots() == 4

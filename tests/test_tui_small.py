@@ -88,3 +88,31 @@ def test_an_app_textual_ends_after_an_error_exits_3_with_one_error_line(monkeypa
         "error: the interactive app stopped after an internal error (shown above); `advisor check` prints the same plan"
     ], err
     assert err.endswith(lines[0] + "\n")
+
+
+# Every dialog the app opens over the main screen, by the key that opens it.
+DIALOGS = {"question_mark": "HelpScreen", "p": "ProfileScreen", "e": "ExportScreen", "v": "DiffScreen",
+           "l": "LaunchScreen", "ctrl+p": "CommandPalette"}  # fmt: skip
+
+
+@pytest.mark.parametrize("key", DIALOGS)
+async def test_a_dialog_open_while_the_terminal_shrinks_to_1x1_and_grows_comes_back_as_it_was(key):
+    """The app handles a resize before Textual has taken the new size: going back from the too-small screen laid the
+    dialog out at the old size (1x1), where its OptionList raised (exit 3)."""
+    app = make_app(**H100)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await pilot.pause(0.2)
+        dialog = app.screen
+        assert type(dialog).__name__ == DIALOGS[key]
+        rng = random.Random(key)
+        for _ in range(3):
+            for size in [(1, 1), *(rng.choice(TINY) for _ in range(4))]:
+                await pilot.resize_terminal(*size)
+                await pilot.pause(0.005)
+            assert isinstance(app.screen, TooSmallScreen)
+            await pilot.resize_terminal(rng.randint(MIN_WIDTH, 120), rng.randint(MIN_HEIGHT, 40))
+            await pilot.pause(0.05)
+            assert app.screen is dialog
+    assert app.return_code in (None, 0)

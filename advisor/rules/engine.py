@@ -161,6 +161,33 @@ def flag_groups(tokens: Sequence[str]) -> list[tuple[str, ...]]:
     return [tuple(g) for g in groups]
 
 
+def long_option(flag: str, options: frozenset[str]) -> str | None:
+    """The long option argparse reads ``flag`` as (allow_abbrev, its default): ``flag`` itself when ``options`` holds it,
+    else the one option it is a prefix of; None when it is unknown or a prefix of several (argparse refuses both)."""
+    if flag in options:
+        return flag
+    longer = [option for option in options if option.startswith(flag)]
+    return longer[0] if len(longer) == 1 else None
+
+
+def spell_out_abbreviations(tokens: Sequence[str], options: frozenset[str] | None) -> tuple[str, ...]:
+    """``tokens`` with every abbreviation of a long option written as the option (``--mem-frac 0.8`` ->
+    ``--mem-fraction-static 0.8``, ``--mem-frac=0.8`` likewise), as argparse's allow_abbrev reads it
+    (argparse.ArgumentParser._parse_optional: an exact option first, else the one option the text before "=" starts
+    with). A flag that is exact, unknown or ambiguous stays as given; everything after a bare "--" is positional to
+    argparse and stays too. ``options``: the release's whole option list; None (not known) changes nothing."""
+    if not options:
+        return tuple(tokens)
+    out: list[str] = []
+    for i, token in enumerate(tokens):
+        if token == "--":
+            return (*out, *tokens[i:])
+        name, eq, value = token.partition("=")
+        full = long_option(name, options) if token.startswith("--") and len(name) > 2 else None
+        out.append(full + eq + value if full else token)
+    return tuple(out)
+
+
 def _is_number(token: str) -> bool:
     try:
         float(token)
@@ -558,6 +585,10 @@ class Engine:
     # Its own spellings of the tensor-parallel size: read from the arguments after -- when --tp is not given, so the plan
     # adopts `-- --tp-size 4` (advisor.context.resolve); () for an engine whose tp only --tp sets.
     tp_flags: tuple[str, ...] = ()
+    # (arguments after --, rules release) -> them as its parser reads them (an abbreviation as the option it stands for,
+    # vLLM's --under_scores as --dashes): the plan reads the arguments once this way (advisor.plan.spelled_out), so every
+    # rule sees the value the engine takes. None: read as given.
+    spell_out: Callable[[tuple[str, ...], str], tuple[str, ...]] | None = None
     dp_flags: tuple[str, ...] = ()  # the same for the data-parallel size, when --dp-size is not given
     kv_notes: tuple[str, ...] = ()  # caveats of the layouts' KV arithmetic for this engine
     # (scenario, release) -> its custom allreduce decision; None: it has no custom allreduce.

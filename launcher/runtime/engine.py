@@ -13,6 +13,8 @@ CONTRACT (used by `--mode generate|bench` and by the server): SamplingParams and
         def has_work(self) -> bool
         def step(self) -> list[TokenEvent]    # one engine step: prefill sequences added since the last step,
                                               # decode every running one; finished sequences free their slot.
+                                              # StepFailed when it fails: the step's sequences are withdrawn
+                                              # (slots freed) and named, the engine stays usable.
         def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[int]]
 
 Every rank makes the same calls in the same order (tensor parallelism); the sampled tokens are identical on every rank.
@@ -55,6 +57,20 @@ class TokenEvent:
     token_id: int
     finished: bool
     finish_reason: str | None  # "stop" | "length" | None while running
+
+
+class StepFailed(RuntimeError):
+    """One engine step failed; its sequences (``seq_ids``) were withdrawn and their slots freed, and the engine serves
+    the next step. The server fails those requests alone (launcher/runtime/serve/scheduler.py)."""
+
+    def __init__(self, seq_ids: tuple[int, ...], cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.seq_ids = seq_ids
+        self.cause = cause
+
+
+# The token rank 0 broadcasts when its sampling failed: every rank then fails the step alike (no vocabulary has it).
+NO_TOKEN = -1
 
 
 @dataclass
@@ -153,6 +169,19 @@ class InferenceEngine:
     def step(self) -> list[TokenEvent]:
         decoding = list(self.running.values())
         prefilling, self.waiting = self.waiting, []
+        try:
+            return self._step(decoding, prefilling)
+        except Exception as exc:
+            # Withdraw every sequence of the step, finished or not (its last event is lost with the step); a slot is
+            # freed once: one already free was released when its sequence finished earlier in this step.
+            seqs = (*decoding, *prefilling)
+            for seq in seqs:
+                self.running.pop(seq.seq_id, None)
+                if seq.slot not in self._free:
+                    self._release(seq)
+            raise StepFailed(tuple(seq.seq_id for seq in seqs), exc) from exc
+
+    def _step(self, decoding: list[Sequence], prefilling: list[Sequence]) -> list[TokenEvent]:
         events: list[TokenEvent] = []
         if decoding:
             events += self._advance(decoding, self._decode_logits(decoding))
@@ -188,12 +217,19 @@ class InferenceEngine:
 
     def _advance(self, seqs: list[Sequence], logits: torch.Tensor) -> list[TokenEvent]:
         params = [s.params for s in seqs]
-        if all(p.temperature <= 0 for p in params):  # greedy: argmax and broadcast on the device, one host sync
-            chosen = logits.argmax(dim=-1)
-        else:
-            chosen = torch.tensor(sample(logits, params, [s.generator for s in seqs]), device=self.device)
+        failure: Exception | None = None
+        try:
+            if all(p.temperature <= 0 for p in params):  # greedy: argmax and broadcast on the device, one host sync
+                chosen = logits.argmax(dim=-1)
+            else:
+                chosen = torch.tensor(sample(logits, params, [s.generator for s in seqs]), device=self.device)
+        except Exception as exc:  # every rank still joins the broadcast, or the others would wait in it for ever
+            failure = exc
+            chosen = torch.full((len(seqs),), NO_TOKEN, dtype=torch.long, device=self.device)
         # rank 0 decides: identical tokens on every rank even if kernels differ in the last bit
         tokens = self.model.comm.broadcast(chosen).tolist()
+        if NO_TOKEN in tokens:  # rank 0's sampling failed: every rank fails this step alike
+            raise failure or RuntimeError("sampling failed on rank 0")
         events = []
         for seq, token in zip(seqs, tokens, strict=True):
             reason = None

@@ -8,6 +8,7 @@ from advisor.rules.sglang.arguments import DP_FLAGS, TP_FLAGS
 from advisor.rules.sglang.common import BACKEND_FLAG, BOOL_FLAG, DISABLE_CUSTOM_AR, ENFORCE_DISABLE
 from advisor.rules.sglang.common import ENGINE as ENGINE_NAME
 from advisor.rules.sglang.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
+from advisor.rules.sglang.flags import spell_out
 from advisor.rules.sglang.fusion import release_matrix
 from advisor.rules.sglang.logs import LOGS
 from advisor.rules.sglang.memory import GPU_MEMORY
@@ -37,6 +38,7 @@ ENGINE = Engine(
     package="sglang",
     tp_flags=TP_FLAGS,
     dp_flags=DP_FLAGS,
+    spell_out=spell_out,
     releases=RELEASES,
     resolve=resolve,
     decide=decide,

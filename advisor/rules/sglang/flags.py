@@ -12,6 +12,8 @@ import json
 from functools import cache
 from pathlib import Path
 
+from advisor.rules.engine import Release, spell_out_abbreviations
+
 FLAGS_FILE = Path(__file__).with_name("cli_flags.json")
 
 
@@ -26,3 +28,9 @@ def known_flags(release: str) -> frozenset[str] | None:
     list."""
     flags = _releases().get(release)
     return None if flags is None else frozenset(flags)
+
+
+def spell_out(tokens: tuple[str, ...], release: Release) -> tuple[str, ...]:
+    """The arguments after -- as ``release``'s launch_server parser reads them: an abbreviation (``--mem-frac 0.8``)
+    as the option it stands for. A release newer than the modelled ones is read as given: its own list may differ."""
+    return tokens if release.newer else spell_out_abbreviations(tokens, known_flags(release.rules))

@@ -17,6 +17,7 @@ from advisor.rules.vllm.attention import MLA_SM100_FIRST, SINKS_SM100, attention
 from advisor.rules.vllm.common import VERIFIED, version_problems
 from advisor.rules.vllm.compilation import EAGER_LOWERS_LEVEL, compilation_decision, optimization_level_problems
 from advisor.rules.vllm.custom_allreduce import custom_allreduce_decision
+from advisor.rules.vllm.flags import rejected
 from advisor.rules.vllm.fusion import FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, fusion_decision
 from advisor.rules.vllm.memory import BATCH_TIERS, GPU_MEMORY_UTILIZATION, memory_decision
 from advisor.rules.vllm.scheduling import ASYNC_SCHEDULING_DEFAULT_ON, SWITCHES, switch_decision
@@ -34,7 +35,7 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
         memory_decision(s, version),
         *(switch_decision(s, version, sw[0]) for sw in SWITCHES),
     ]
-    return decisions, problems + plan_problems(s)
+    return decisions, problems + plan_problems(s) + rejected(s, release)
 
 
 # Every release where a modelled behaviour changes, plus those proven by goldens (oldest first): what `advisor diff`, the

@@ -10,6 +10,7 @@ from advisor.rules.vllm.arguments import DP_FLAGS, TP_FLAGS
 from advisor.rules.vllm.common import DISABLE_CUSTOM_AR, ENFORCE_EAGER, FUSE_FLAG, NEWEST, rules_release
 from advisor.rules.vllm.common import ENGINE as ENGINE_NAME
 from advisor.rules.vllm.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
+from advisor.rules.vllm.flags import spell_out
 from advisor.rules.vllm.fusion import fusion_decision
 from advisor.rules.vllm.logs import LOGS
 from advisor.rules.vllm.memory import GPU_MEMORY, KV_NOTES
@@ -28,6 +29,7 @@ ENGINE = Engine(
     package="vllm",
     tp_flags=TP_FLAGS,
     dp_flags=DP_FLAGS,
+    spell_out=spell_out,
     releases=RELEASES,
     resolve=resolve,
     decide=decide,

@@ -6,6 +6,10 @@ as tensor parallelism requires. Requests join when the engine has a free slot an
 two decode steps. When idle, rank 0 still broadcasts an empty command list every `heartbeat_s` seconds so that the
 followers' collective never runs into its timeout.
 
+A step that fails (engine.StepFailed: a forward or sampling error; rank 0 broadcasts a failed sampling to every rank)
+fails the requests of that step alone with a JSON 500, its sequences withdrawn on every rank, and the loop goes on; only
+a failure of the loop itself (the control channel) is fatal.
+
 The engine is touched only by the engine thread; HTTP handlers talk to it through `submit` / `abort`, and tokens go
 back through each job's `deliver` callback (which must be thread-safe and must not block, e.g. call_soon_threadsafe).
 """
@@ -22,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from launcher.runtime.engine import StepFailed
 from launcher.runtime.serve.metrics import Metrics
 
 
@@ -121,7 +126,10 @@ def follow(engine: Any, channel: ControlChannel) -> int:
                 print(f"error: lost contact with rank 0 ({exc}); stopping", file=sys.stderr, flush=True)
                 return 1
         if engine.has_work():
-            engine.step()
+            try:
+                engine.step()
+            except StepFailed as exc:  # its sequences are withdrawn; rank 0 fails their requests and carries on
+                print(f"error: engine step failed: {exc}", file=sys.stderr, flush=True)
 
 
 class Scheduler:
@@ -145,6 +153,7 @@ class Scheduler:
         self._waiting: deque[_Job] = deque()
         self._aborts: list[int] = []
         self._running: dict[int, _Job] = {}  # engine thread only
+        self._withdrawn: list[int] = []  # engine thread only: a failed step's sequences, for the next commands' abort
         self._stopping = False
         self._sync_wanted = False
         self.turns = 0  # loop iterations completed (a round trip through every rank when a probe asked for one)
@@ -227,11 +236,13 @@ class Scheduler:
                 if not (self._waiting or self._aborts or self._stopping or engine.has_work()):
                     self._cv.wait(timeout=self._heartbeat_s)
                 commands = Commands(
-                    abort=[seq_id for seq_id in self._aborts if seq_id in self._running],
+                    # a failed step's sequences too: a rank whose own step did not fail withdraws them now
+                    abort=[seq_id for seq_id in self._aborts if seq_id in self._running] + self._withdrawn,
                     shutdown=self._stopping,
                     sync=self._sync_wanted,
                 )
                 self._aborts.clear()
+                self._withdrawn = []
                 self._sync_wanted = False
                 free = min(engine.free_slots(), engine.max_batch_size - len(self._running))
                 admitted = [self._waiting.popleft() for _ in range(min(max(free, 0), len(self._waiting)))]
@@ -259,7 +270,7 @@ class Scheduler:
 
             generated = 0
             if engine.has_work():
-                for event in engine.step():
+                for event in self._step():
                     job = self._running.get(event.seq_id)
                     if job is None:
                         continue
@@ -272,6 +283,21 @@ class Scheduler:
             else:
                 self._metrics.set_load(len(self._running), queued)
             self.turns += 1
+
+    def _step(self) -> list[Any]:
+        """One engine step's events. A step that fails (StepFailed: the engine withdrew its sequences) fails the
+        requests of that step alone, with a JSON 500 each; the loop serves the next step."""
+        try:
+            return self._engine.step()
+        except StepFailed as exc:
+            print(f"error: engine step failed ({len(exc.seq_ids)} requests answered 500): {exc}", file=sys.stderr,
+                  flush=True)  # fmt: skip
+            self._withdrawn += exc.seq_ids
+            for seq_id in exc.seq_ids:
+                job = self._running.pop(seq_id, None)
+                if job is not None:
+                    self._deliver(job, Failed(500, f"engine failure in this request's step: {exc}"))
+            return []
 
     def _observe_token(self, job: _Job) -> None:
         """Time to first token for a job's first token, inter-token latency for the next ones."""
