@@ -47,6 +47,7 @@ ROOT_FILES = ("sglang/srt/server_args.py",)
 ROOT_DIRS = ("sglang/srt/arg_groups/",)
 DEPTH = 3  # server_args -> ModelConfig -> get_config -> normalize_deepseek_v41_config (v0.5.21+) is 3 calls deep
 ARCHITECTURE = re.compile(r"^[A-Z][A-Za-z0-9_]*(?:For[A-Z][A-Za-z0-9]*|LMHeadModel)$")
+CLASS_NAME = re.compile(r"^[A-Z][A-Za-z0-9_]*$")  # what a name listed beside an architecture must look like
 ABOUT = ("Every architecture name (config.json architectures[0], e.g. DeepseekV3ForCausalLM) that a SGLang release's "
          "argument resolution compares against, with where each appears: file (relative to python/sglang/srt/) and "
          "function, or the module-level constant holding it. Read from the release's wheel with ast: all of "
@@ -100,7 +101,8 @@ class Wheel:
             return path, name
         if name in found.imports:
             return self.resolve(*found.imports[name], hops + 1)
-        for star in found.stars:  # a shim such as hf_transformers_utils: `from sglang.srt.utils.hf_transformers import *`
+        # a shim such as hf_transformers_utils: `from sglang.srt.utils.hf_transformers import *`
+        for star in found.stars:
             target = self.resolve(star, name, hops + 1)
             if target is not None:
                 return target
@@ -191,14 +193,28 @@ def read(zf: zipfile.ZipFile) -> Reading:
             queue += [((path, q), depth) for q in module.units if q.startswith(node.name + ".")]
             body += node.decorator_list + node.bases
         for part in body:
-            for sub in ast.walk(part):
-                if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and ARCHITECTURE.match(sub.value):
-                    reading.names.setdefault(sub.value, set()).add(_where(path, qualname))
+            for name in _architecture_names(part):
+                reading.names.setdefault(name, set()).add(_where(path, qualname))
             if depth >= DEPTH:
                 continue
             for target in _references(part, module, owner, source):
                 queue.append((target, depth + 1))
     return reading
+
+
+def _architecture_names(node: ast.AST) -> set[str]:
+    """The architecture names among the string literals under ``node``: those shaped like one, and every string of a
+    list, set, tuple or dict's keys that holds one (so "NemotronH_Omni_Reasoning_V3" beside "NemotronHForCausalLM")."""
+    found: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and ARCHITECTURE.match(sub.value):
+            found.add(sub.value)
+        elements = sub.keys if isinstance(sub, ast.Dict) else getattr(sub, "elts", None)
+        if isinstance(sub, (ast.List, ast.Set, ast.Tuple, ast.Dict)) and elements:
+            texts = [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if len(texts) == len(elements) and any(ARCHITECTURE.match(t) for t in texts):
+                found.update(t for t in texts if CLASS_NAME.match(t))
+    return found
 
 
 def _references(node: ast.AST, module: Module, owner: str | None, source: Wheel) -> set[Unit]:
@@ -225,6 +241,45 @@ def _references(node: ast.AST, module: Module, owner: str | None, source: Wheel)
                 target = source.resolve(f"{imported_module}.{name}", sub.attr)
                 if target is not None:
                     found.add(target)
+    return found
+
+
+RULE_MODULES = ("architectures", "attention", "custom_allreduce", "fusion", "memory", "moe_runner", "prefill_graph",
+                "releases")  # fmt: skip
+
+
+def rules_architectures() -> set[str]:
+    """Every architecture name the advisor's SGLang rules hold: the strings shaped like one (or listed beside one) in
+    the module-level constants of advisor/rules/sglang/ (frozensets, tuples, dicts, the release table's rows)."""
+    import dataclasses
+    import importlib
+
+    found: set[str] = set()
+
+    def walk(value: object, depth: int = 0) -> None:
+        if depth > 4:
+            return
+        if isinstance(value, str):
+            if ARCHITECTURE.match(value):
+                found.add(value)
+        elif isinstance(value, dict):
+            for item in (*value.keys(), *value.values()):
+                walk(item, depth + 1)
+        elif isinstance(value, (tuple, list, set, frozenset)):
+            texts = [v for v in value if isinstance(v, str)]
+            if texts and len(texts) == len(value) and any(ARCHITECTURE.match(t) for t in texts):
+                found.update(t for t in texts if CLASS_NAME.match(t))
+            for item in value:
+                walk(item, depth + 1)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name), depth + 1)
+
+    for name in RULE_MODULES:
+        module = importlib.import_module(f"advisor.rules.sglang.{name}")
+        for attr, value in vars(module).items():
+            if attr.isupper() or attr.startswith("_") and attr[1:].isupper():
+                walk(value)
     return found
 
 
@@ -280,8 +335,6 @@ def main(argv: list[str]) -> int:
         for name in dropped:
             print(f"  - {name}")
         if show_rules:
-            from advisor.rules.sglang.architectures import rules_architectures
-
             missing = sorted(set(names) - rules_architectures())
             print(f"  not in any list of the rules ({len(missing)}): {', '.join(missing)}")
     return 0

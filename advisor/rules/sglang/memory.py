@@ -16,6 +16,7 @@ from advisor.rules.engine import (
     parse_release,
     state_of,
 )
+from advisor.rules.sglang.architectures import seen_architecture
 from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
 from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
@@ -224,7 +225,7 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
     release = parse_release(rules_release(version))
     if release < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
         return None
-    model, arch = s.model, s.model.architecture
+    model, arch = s.model, seen_architecture(s.model.architecture, rules_release(version))
     kind = attention_kind(model)
     a2a = s.intent.moe_a2a_backend or "none"
     if release < parse_release(FIRST_BREAKABLE_FROM):  # the piecewise graph

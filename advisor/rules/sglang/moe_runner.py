@@ -19,8 +19,9 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
+from advisor.rules.sglang.architectures import seen_architecture
 from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
-from advisor.rules.sglang.fusion import _c_a2a_none, seen_architecture
+from advisor.rules.sglang.fusion import _c_a2a_none
 from advisor.rules.sglang.releases import rules_release
 
 _DEEPSEEK_FAMILY = frozenset({

@@ -1,0 +1,75 @@
+"""The architectures each SGLang release names, and the model's architecture as a release sees it.
+
+architectures.json (written by ``python -m conformance sglang-architectures``; docs/architectures.md) holds, per release,
+every architecture name (config.json ``architectures[0]``) the release's argument resolution compares against, with the
+functions that do. An architecture a release does not name takes the release's default path everywhere: the plan says
+so with one info problem instead of guessing. ``seen_architecture`` applies the renames SGLang makes while it loads the
+config, before any list is consulted; every rule that compares the architecture against a list goes through it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from advisor.rules.engine import Problem, Scenario
+from advisor.rules.releases import within
+from advisor.rules.sglang.releases import rules_release
+
+ARCHITECTURES_FILE = Path(__file__).with_name("architectures.json")
+NOT_NAMED = "architecture_not_named"
+
+# architectures[0] -> (the name SGLang replaces it with, first release, last release or None while it holds).
+# v0.5.8 to v0.5.10 load a config.json whose model_type their transformers does not know ("deepseek_v32") as DeepSeek V3:
+# hf_transformers_utils._load_deepseek_v32_model rewrites architectures to ["DeepseekV3ForCausalLM"], so every later
+# step (the fusion list included) sees that name (the goldens' log: "... for DeepseekV3ForCausalLM").
+# From v0.5.21 DeepSeek V4.1's config class (configs/deepseek_v41.py, normalize_deepseek_v41_config, called from
+# DeepseekV41Config.__init__ and get_config) replaces architectures ["DeepseekV41ForCausalLM"] with
+# ["DeepseekV4ForCausalLM"], so V4.1 takes every V4 step (fusion list, MoE runner, page size, memory).
+ARCH_SEEN_AS: dict[str, tuple[str, str, str | None]] = {
+    "DeepseekV32ForCausalLM": ("DeepseekV3ForCausalLM", "0.5.8", "0.5.10"),
+    "DeepseekV41ForCausalLM": ("DeepseekV4ForCausalLM", "0.5.21", None),
+}
+
+
+def seen_architecture(architecture: str, release: str) -> str:
+    """architectures[0] as SGLang ``release`` sees it after loading the config."""
+    alias = ARCH_SEEN_AS.get(architecture)
+    if alias and within(release, alias[1], alias[2]):
+        return alias[0]
+    return architecture
+
+
+@cache
+def _releases() -> dict[str, dict[str, list[str]]]:
+    """architectures.json's releases, read once."""
+    return json.loads(ARCHITECTURES_FILE.read_text(encoding="utf-8"))["releases"]
+
+
+def named(release: str) -> dict[str, list[str]] | None:
+    """Every architecture ``release`` names -> where (``file:function`` under python/sglang/srt/); None when the
+    release was not read."""
+    return _releases().get(release)
+
+
+def architecture_problems(s: Scenario, version: str) -> list[Problem]:
+    """One info problem when the release names the model's architecture nowhere in its argument resolution."""
+    release = rules_release(version)
+    names = named(release)
+    if s.model is None or names is None:
+        return []
+    arch = s.model.architecture
+    seen = seen_architecture(arch, release)
+    if seen in names or arch in names:
+        return []
+    loaded = f" (loaded as {seen})" if seen != arch else ""
+    return [Problem(
+        NOT_NAMED, "info",
+        f"{arch}{loaded} is not named by sglang {release}: default rules. Its argument resolution compares the "
+        f"architecture against {len(names)} names, none of them this one: every step keyed on the name takes its"
+        " default path, and only the config's properties (MLA, attention sinks, experts, quantization) decide",
+        "nothing to do; a model-specific step added in a later release would show up as a name there"
+        " (python -m conformance sglang-architectures)",
+        f"sglang v{release}, advisor/rules/sglang/architectures.json",
+    )]  # fmt: skip
