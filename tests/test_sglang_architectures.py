@@ -20,7 +20,13 @@ from advisor.plan import Intent  # noqa: E402
 from advisor.probe.profiles import load_profile  # noqa: E402
 from advisor.rules.engine import AUTO_ENABLED, Release, Scenario  # noqa: E402
 from advisor.rules.sglang import decide  # noqa: E402
-from advisor.rules.sglang.architectures import NOT_NAMED, architecture_problems, named, seen_architecture  # noqa: E402
+from advisor.rules.sglang.architectures import (  # noqa: E402
+    NOT_NAMED,
+    architecture_problems,
+    named,
+    seen_architecture,
+    uses_dsa,
+)
 from advisor.rules.sglang.attention import attention_decision  # noqa: E402
 from advisor.rules.sglang.fusion import fusion_decision  # noqa: E402
 from advisor.rules.sglang.releases import RELEASES, architectures, row_for  # noqa: E402
@@ -195,3 +201,28 @@ def test_an_architecture_no_release_names_is_said_once_with_default_rules():
 def test_a_named_architecture_has_no_such_problem(arch):
     assert named("0.5.23") is not None
     assert architecture_problems(scenario("h100-sxm-8", model(arch)), "0.5.23") == []
+
+
+def mla(arch: str, **kw) -> ModelSpec:
+    return model(arch, kv_lora_rank=512, qk_rope_head_dim=64, hidden_size=7168, **kw)
+
+
+@pytest.mark.parametrize(
+    ("spec", "release", "dsa"),
+    [
+        (mla("DeepseekV3ForCausalLM", index_topk=2048), "0.5.23", True),  # the name V3, an indexer in the config
+        (mla("DeepseekV32ForCausalLM"), "0.5.23", False),  # no index_topk: plain MLA
+        (mla("DeepseekV32ForCausalLM", index_topk=2048), "0.5.9", True),  # loaded as V3, which is on the list
+        (mla("GlmMoeDsaForCausalLM", index_topk=2048), "0.5.8", False),  # on the list from v0.5.9
+        (mla("GlmMoeDsaForCausalLM", index_topk=2048), "0.5.9", True),
+        (mla("HYV4ForCausalLM", index_topk=2048), "0.5.19", False),  # on the list from v0.5.20
+        (mla("HYV4ForCausalLM", index_topk=2048), "0.5.20", True),
+        (mla("FooBarForCausalLM", index_topk=2048), "0.5.23", False),  # an indexer, but no release step knows the name
+    ],
+)
+def test_deepseek_sparse_attention_follows_the_config_and_the_release_list(spec, release, dsa):
+    assert uses_dsa(spec, release) is dsa
+    backend = attention_decision(scenario("h100-sxm-8", spec), release).value
+    assert (backend in ("nsa", "dsa")) is dsa
+    if not dsa:
+        assert backend == "fa3"  # MLA on Hopper

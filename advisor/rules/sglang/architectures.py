@@ -53,6 +53,26 @@ def named(release: str) -> dict[str, list[str]] | None:
     return _releases().get(release)
 
 
+# configs/model_config.py: is_deepseek_nsa (renamed is_deepseek_dsa) holds the architectures whose config, when it has
+# an index_topk, selects DeepSeek sparse attention (the dsa/nsa backend, page size 64, no prefill graph).
+DSA_CHECKS = ("configs/model_config.py:is_deepseek_nsa", "configs/model_config.py:is_deepseek_dsa")
+
+
+@cache
+def dsa_architectures(release: str) -> frozenset[str]:
+    """The architectures ``release``'s DeepSeek-sparse-attention check lists (read from architectures.json)."""
+    names = named(release) or {}
+    return frozenset(name for name, places in names.items() if any(p in DSA_CHECKS for p in places))
+
+
+def uses_dsa(model, release: str) -> bool:
+    """SGLang's is_deepseek_nsa / is_deepseek_dsa: architectures[0] (as loaded) on its list and an index_topk in the
+    config. A name on the list without index_topk (DeepSeek V3) is plain MLA; one off the list never is DSA."""
+    if model is None or model.index_topk is None:
+        return False
+    return seen_architecture(model.architecture, release) in dsa_architectures(release)
+
+
 def architecture_problems(s: Scenario, version: str) -> list[Problem]:
     """One info problem when the release names the model's architecture nowhere in its argument resolution."""
     release = rules_release(version)

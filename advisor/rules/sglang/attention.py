@@ -17,7 +17,7 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import seen_architecture
+from advisor.rules.sglang.architectures import seen_architecture, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
@@ -81,8 +81,6 @@ def attention_decision(s: Scenario, version: str) -> Decision:
     )
 
 
-# Architectures with DeepSeek sparse attention (DSA): SGLang picks its native sparse backend on every GPU.
-NSA_ARCHS = frozenset({"DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"})
 # is_fa3_default_architecture (python/sglang/srt/utils/common.py): in v0.5.7 the standard-attention models that default
 # to FA3 on Hopper; any other standard model gets FlashInfer there. From v0.5.8 _handle_attention_backend_compatibility
 # no longer calls it (flashinfer 0.6.1's Hopper regression, sglang issue #17411): every standard-attention model gets
@@ -114,7 +112,7 @@ def _default_attention(
         return None
     release = parse_release(rules_release(version)) if version else parse_release(NEWEST)
     any_arch_fa3 = release >= parse_release(ANY_ARCH_FA3_FROM)
-    if model.architecture in NSA_ARCHS:
+    if uses_dsa(model, rules_release(version) if version else NEWEST):  # DeepSeek sparse attention: on every GPU
         return "dsa" if release >= parse_release(DSA_NAME_FROM) else "nsa"
     sm90 = is_sm90(s)[0] if s is not None else major == 9
     sm100 = is_sm100(s)[0] if s is not None else major == 10
