@@ -19,6 +19,7 @@ from advisor.models import ModelSpec  # noqa: E402
 from advisor.plan import Intent  # noqa: E402
 from advisor.probe.profiles import load_profile  # noqa: E402
 from advisor.rules.engine import AUTO_ENABLED, Release, Scenario  # noqa: E402
+from advisor.rules.releases import within  # noqa: E402
 from advisor.rules.sglang import decide  # noqa: E402
 from advisor.rules.sglang.architectures import (  # noqa: E402
     NOT_NAMED,
@@ -226,3 +227,30 @@ def test_deepseek_sparse_attention_follows_the_config_and_the_release_list(spec,
     assert (backend in ("nsa", "dsa")) is dsa
     if not dsa:
         assert backend == "fa3"  # MLA on Hopper
+
+
+def moe(arch: str) -> ModelSpec:
+    return model(arch, num_experts=256, experts_per_token=8, quantization="fp8", hidden_size=7168)
+
+
+@pytest.mark.parametrize(
+    ("arch", "first", "last"),
+    [
+        ("PixtralForConditionalGeneration", "0.5.15", None),
+        ("LongcatFlashForCausalLM", "0.5.16", "0.5.18"),
+        ("Dots3NoteForCausalLM", "0.5.19", None),
+        ("Glm5NextForConditionalGeneration", "0.5.20", None),
+        ("HYV4ForCausalLM", "0.5.20", None),
+    ],
+)
+def test_the_release_deepseek_family_gets_flashinfer_trtllm_on_sm100(arch, first, last):
+    """arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS, as architectures.json holds it, read by
+    _deepseek_moe_quant_resolution (LongCat-Flash is excluded by name from v0.5.19)."""
+    from advisor.rules.sglang.moe_runner import moe_runner_decision
+
+    family = "arg_groups/overrides.py:_DEEPSEEK_FAMILY_ARCHS"
+    for release in RELEASES:
+        in_family = arch in STORED[release] and family in STORED[release][arch]
+        expected = in_family and within(release, first, last)
+        value = moe_runner_decision(scenario("b200-8", moe(arch)), release).value
+        assert (value == "flashinfer_trtllm") is expected, (release, value)
