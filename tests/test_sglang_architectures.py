@@ -254,3 +254,20 @@ def test_the_release_deepseek_family_gets_flashinfer_trtllm_on_sm100(arch, first
         expected = in_family and within(release, first, last)
         value = moe_runner_decision(scenario("b200-8", moe(arch)), release).value
         assert (value == "flashinfer_trtllm") is expected, (release, value)
+
+
+@pytest.mark.parametrize(
+    ("arch", "profile", "release", "backend"),
+    [
+        ("GraniteSWAForCausalLM", "a100-sxm-8", "0.5.18", "flashinfer"),  # not on the sink list yet
+        ("GraniteSWAForCausalLM", "a100-sxm-8", "0.5.19", "triton"),  # SWA_SINK_ARCHS: FlashInfer has no sinks
+        ("GraniteMoeSWAForCausalLM", "l40s-4", "0.5.23", "triton"),
+        ("GraniteSWAForCausalLM", "h100-sxm-8", "0.5.23", "fa3"),  # Hopper and SM10x are not affected
+        ("GraniteSWAForCausalLM", "b200-8", "0.5.23", "trtllm_mha"),
+        ("IQuestQ1ForCausalLM", "a100-sxm-8", "0.5.21", "fa3"),  # its own step sets fa3 on every GPU
+        ("IQuestQ1ForCausalLM", "b200-8", "0.5.23", "fa3"),
+    ],
+)
+def test_attention_sinks_the_release_names_keep_flashinfer_away(arch, profile, release, backend):
+    tp = 4 if profile == "l40s-4" else 8
+    assert attention_decision(scenario(profile, model(arch), tp=tp), release).value == backend

@@ -73,6 +73,25 @@ def uses_dsa(model, release: str) -> bool:
     return seen_architecture(model.architecture, release) in dsa_architectures(release)
 
 
+# configs/model_config.py ModelConfig._detect_attention_sinks (v0.5.11+; the list SWA_SINK_ARCHS from v0.5.19): the
+# architectures that always have learned attention sinks. get_default_attn_backend then gives a standard-attention
+# model triton instead of FlashInfer off Hopper and SM10x ("FlashInfer does not support attention sinks").
+SINK_CHECKS = ("configs/model_config.py:ModelConfig._detect_attention_sinks", "configs/model_config.py:SWA_SINK_ARCHS")
+
+
+@cache
+def sink_architectures(release: str) -> frozenset[str]:
+    """The architectures ``release``'s attention-sink detection names (read from architectures.json)."""
+    names = named(release) or {}
+    return frozenset(name for name, places in names.items() if any(p in SINK_CHECKS for p in places))
+
+
+def has_attention_sinks(model, release: str) -> bool:
+    """ModelConfig.has_attention_sinks by name. Not read: MiMo V2's add_*_sink_bias and any config's learnable_sink
+    (later releases), which ModelSpec does not hold."""
+    return model is not None and seen_architecture(model.architecture, release) in sink_architectures(release)
+
+
 def architecture_problems(s: Scenario, version: str) -> list[Problem]:
     """One info problem when the release names the model's architecture nowhere in its argument resolution."""
     release = rules_release(version)

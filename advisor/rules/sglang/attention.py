@@ -17,7 +17,7 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import seen_architecture, uses_dsa
+from advisor.rules.sglang.architectures import has_attention_sinks, seen_architecture, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
@@ -97,6 +97,8 @@ SM100_MODEL_ATTENTION = {"Qwen3NextForCausalLM": "triton", "NemotronHForCausalLM
 NEMOTRON_TRTLLM_MHA_FROM = "0.5.19"
 
 
+# IQuest-Q1 (v0.5.21+, named by the release's attention-sink list) sets fa3 itself whenever no backend is given.
+IQUEST_Q1, IQUEST_Q1_FA3_FROM = "IQuestQ1ForCausalLM", "0.5.21"
 DSA_NAME_FROM = "0.5.13"  # the sparse-attention backend "nsa" is called "dsa" from v0.5.13
 # From v0.5.8 every standard-attention model gets FA3 on Hopper (no architecture list), and Qwen3.5 (seen from v0.5.14)
 # gets Qwen3-Next's triton default on SM100.
@@ -114,6 +116,8 @@ def _default_attention(
     any_arch_fa3 = release >= parse_release(ANY_ARCH_FA3_FROM)
     if uses_dsa(model, rules_release(version) if version else NEWEST):  # DeepSeek sparse attention: on every GPU
         return "dsa" if release >= parse_release(DSA_NAME_FROM) else "nsa"
+    if model.architecture == IQUEST_Q1 and release >= parse_release(IQUEST_Q1_FA3_FROM):
+        return "fa3"  # on every GPU: arg_groups/model_overrides/iquest_q1.py (its sinks come from the softmax LSE)
     sm90 = is_sm90(s)[0] if s is not None else major == 9
     sm100 = is_sm100(s)[0] if s is not None else major == 10
     if kind == "mla":
@@ -138,6 +142,8 @@ def _default_attention(
         return "fa3"
     if sm100 and topk_ok and (s is None or not s.flag("--speculative-algorithm") or s.flag(EAGLE_TOPK) is not None):
         return "trtllm_mha"
+    if not sm90 and not sm100 and has_attention_sinks(model, rules_release(version) if version else NEWEST):
+        return "triton"  # v0.5.11+: "FlashInfer does not support attention sinks" (Granite SWA, IQuest-Q1 ...)
     return "flashinfer"
 
 
