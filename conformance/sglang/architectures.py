@@ -74,9 +74,9 @@ def _module_name(path: str) -> str:
 class Wheel:
     """The Python sources of one wheel, parsed on demand."""
 
-    def __init__(self, zf: zipfile.ZipFile):
+    def __init__(self, zf: zipfile.ZipFile, package: str = "sglang/"):
         self.zf = zf
-        self.paths = {_module_name(n): n for n in zf.namelist() if n.endswith(".py") and n.startswith("sglang/")}
+        self.paths = {_module_name(n): n for n in zf.namelist() if n.endswith(".py") and n.startswith(package)}
         self.modules: dict[str, Module | None] = {}
 
     def module(self, path: str) -> Module | None:
@@ -160,16 +160,22 @@ class Reading:
     units: int = 0  # how many functions, classes and constants were read
 
 
-def _where(path: str, qualname: str) -> str:
-    return f"{path.removeprefix(PACKAGE)}:{qualname}"
+def read(
+    zf: zipfile.ZipFile,
+    roots: tuple[str, ...] = ROOT_FILES,
+    root_dirs: tuple[str, ...] = ROOT_DIRS,
+    prefix: str = PACKAGE,
+) -> Reading:
+    """The architecture names the resolution in this wheel compares against: read from the ``roots`` files and every
+    module under ``root_dirs``; places are named relative to ``prefix`` (the engine's own package folder)."""
+    source = Wheel(zf, prefix.split("/")[0] + "/")
 
+    def _where(path: str, qualname: str) -> str:
+        return f"{path.removeprefix(prefix)}:{qualname}"
 
-def read(zf: zipfile.ZipFile) -> Reading:
-    """The architecture names the resolution in this wheel compares against."""
-    source = Wheel(zf)
     queue: deque[tuple[Unit, int]] = deque()  # breadth first: a unit is read at its least depth
     for path in sorted(source.paths.values()):
-        if path in ROOT_FILES or path.startswith(ROOT_DIRS):
+        if path in roots or path.startswith(root_dirs):
             module = source.module(path)
             if module is not None:
                 queue += [((path, q), 0) for q in module.units]
@@ -289,14 +295,14 @@ def extract(release: str) -> dict[str, list[str]]:
     return {name: sorted(places) for name, places in sorted(reading.names.items())}
 
 
-def write(data: dict) -> None:
+def write(data: dict, out: Path = OUT) -> None:
     """architectures.json, releases in version order, one architecture a line."""
     releases = dict(sorted(data["releases"].items(), key=lambda item: Version(item[0])))
     blocks = []
     for release, names in releases.items():
         lines = ",\n".join(f"   {json.dumps(n)}: {json.dumps(p)}" for n, p in names.items())
         blocks.append(f"  {json.dumps(release)}: {{\n{lines}\n  }}")
-    OUT.write_text(f'{{\n "about": {json.dumps(data["about"])},\n "releases": {{\n' + ",\n".join(blocks) + "\n }\n}\n")
+    out.write_text(f'{{\n "about": {json.dumps(data["about"])},\n "releases": {{\n' + ",\n".join(blocks) + "\n }\n}\n")
 
 
 def changes(releases: dict[str, dict[str, list[str]]], release: str) -> tuple[str | None, list[str], list[str]]:
