@@ -144,6 +144,7 @@ class ModelSpec:
     q_lora_rank: int | None = None  # MLA: the query's low-rank width (None: full-rank query projection)
     full_attention_interval: int | None = None  # hybrid linear-attention models (Qwen3-Next): every Nth layer has a KV cache
     sliding_window: int | None = None  # models with sliding-window layers (gpt-oss)
+    index_topk: int | None = None  # DeepSeek sparse attention's indexer (V3.2, GLM-5): SGLang's DSA check reads it
 
     @property
     def is_moe(self) -> bool:
@@ -283,6 +284,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         q_lora_rank=size("q_lora_rank"),
         full_attention_interval=size("full_attention_interval"),
         sliding_window=size("sliding_window"),
+        index_topk=size("index_topk"),
         vision=_vision(config, where),
     )
     spec = ModelSpec(**fields)

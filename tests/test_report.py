@@ -152,7 +152,7 @@ ABOUT_PACKAGES = {
 NOT_ABOUT_PACKAGES = {
     "no_gpus", "tp_exceeds_gpus", "tp_not_divisible", "mig_enabled", "startup_out_of_memory", "kv_cache_too_small",
     "kv_cache_short", "startup_unknown", "no_multicast_for_fusion",
-    "no_command", "check_failed", "engine_version_newer", "fusion_backend_error",
+    "no_command", "check_failed", "engine_version_newer", "fusion_backend_error", "architecture_not_named",
     # launch pitfalls of the machine (advisor/rules/checks_machine.py)
     "p2p_unavailable", "pcie_acs_or_iommu", "gpus_span_numa", "gpu_order", "gpu_memory_in_use", "heterogeneous_gpus",
     "shm_too_small", "nccl_env_override", "fabric_not_ready", "memlock_limit",

@@ -30,6 +30,7 @@ from advisor.rules.sglang import fusion as sglang_fusion
 from advisor.rules.sglang import memory as sglang_memory
 from advisor.rules.sglang import moe_runner as sglang_moe_runner
 from advisor.rules.sglang import releases as sglang_releases
+from advisor.rules.sglang.architectures import ARCH_SEEN_AS
 from advisor.rules.sglang.engine import ENGINE as SGLANG
 
 QWEN3_MOE = "Qwen/Qwen3-30B-A3B"
@@ -134,7 +135,7 @@ def test_each_added_architecture_turns_on_in_its_release(first, arch):
     on = fusion(s, first)
     assert on.state == AUTO_ENABLED, [c for c in on.conditions if not c.ok]
     index = sglang_releases.RELEASES.index(first)
-    if arch in sglang_fusion.ARCH_SEEN_AS:  # loaded under another listed name before (DeepSeek V3.2 as V3 in v0.5.8-v0.5.10)
+    if arch in ARCH_SEEN_AS:  # loaded under another listed name before (DeepSeek V3.2 as V3 in v0.5.8-v0.5.10)
         before = fusion(s, sglang_releases.RELEASES[index - 1])
         assert before.state == AUTO_ENABLED and "loaded as" in cond(before, "architecture").observed
     elif index > 0:

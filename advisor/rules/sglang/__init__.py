@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.rules.engine import Decision, Problem, Release, Scenario
+from advisor.rules.sglang.architectures import NOT_NAMED, architecture_problems
 from advisor.rules.sglang.arguments import argument_problems, plan_problems
 from advisor.rules.sglang.attention import attention_decision
 from advisor.rules.sglang.custom_allreduce import custom_allreduce_decision
@@ -35,6 +36,10 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
     note = unchecked_note(version)
     if note is not None:
         decisions = [replace(d, notes=(*d.notes, note)) for d in decisions]
+    unnamed = architecture_problems(s, version)
+    if unnamed:  # so `explain` shows the problem beside any decision
+        note = f"the release names this architecture nowhere: default rules (see problem {NOT_NAMED})"
+        decisions = [replace(d, notes=(*d.notes, note)) for d in decisions]
     # A release newer than the modelled ones is not judged by the newest one's parser: its own may know more.
     arguments = [] if release.newer else argument_problems(s, version)
-    return decisions, fusion_problems(s, fusion, version) + arguments + plan_problems(s)
+    return decisions, fusion_problems(s, fusion, version) + arguments + plan_problems(s) + unnamed

@@ -17,6 +17,7 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
+from advisor.rules.sglang.architectures import has_attention_sinks, seen_architecture, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
@@ -80,10 +81,10 @@ def attention_decision(s: Scenario, version: str) -> Decision:
     )
 
 
-# Architectures with DeepSeek sparse attention (DSA): SGLang picks its native sparse backend on every GPU.
-NSA_ARCHS = frozenset({"DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"})
-# is_fa3_default_architecture (python/sglang/srt/utils/common.py): standard-attention models that default to FA3 on
-# Hopper; any other standard model (hybrid linear-attention ones included) gets FlashInfer there.
+# is_fa3_default_architecture (python/sglang/srt/utils/common.py): in v0.5.7 the standard-attention models that default
+# to FA3 on Hopper; any other standard model gets FlashInfer there. From v0.5.8 _handle_attention_backend_compatibility
+# no longer calls it (flashinfer 0.6.1's Hopper regression, sglang issue #17411): every standard-attention model gets
+# FA3 on Hopper, named or not (architectures.json: no release from v0.5.8 names is_fa3_default_architecture).
 FA3_DEFAULT_ARCHS = frozenset({
     "Llama4ForConditionalGeneration", "LlamaForCausalLM", "Olmo2ForCausalLM", "Gemma2ForCausalLM",
     "Gemma3ForConditionalGeneration", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
@@ -96,12 +97,12 @@ SM100_MODEL_ATTENTION = {"Qwen3NextForCausalLM": "triton", "NemotronHForCausalLM
 NEMOTRON_TRTLLM_MHA_FROM = "0.5.19"
 
 
+# IQuest-Q1 (v0.5.21+, named by the release's attention-sink list) sets fa3 itself whenever no backend is given.
+IQUEST_Q1, IQUEST_Q1_FA3_FROM = "IQuestQ1ForCausalLM", "0.5.21"
 DSA_NAME_FROM = "0.5.13"  # the sparse-attention backend "nsa" is called "dsa" from v0.5.13
-# From v0.5.8 (the v0.5.8 golden) the hybrid linear-attention models get FA3 on Hopper too, and Qwen3.5 (seen from v0.5.14)
+# From v0.5.8 every standard-attention model gets FA3 on Hopper (no architecture list), and Qwen3.5 (seen from v0.5.14)
 # gets Qwen3-Next's triton default on SM100.
-HYBRID_FA3_FROM = "0.5.8"
-HYBRID_ARCHS = frozenset({"Qwen3NextForCausalLM", "NemotronHForCausalLM", "Qwen3_5MoeForConditionalGeneration",
-                          "Qwen3_5ForConditionalGeneration"})  # fmt: skip
+ANY_ARCH_FA3_FROM = "0.5.8"
 TRTLLM_MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"})
 
 
@@ -112,9 +113,11 @@ def _default_attention(
     if kind is None or major is None:
         return None
     release = parse_release(rules_release(version)) if version else parse_release(NEWEST)
-    newer_hybrids = release >= parse_release(HYBRID_FA3_FROM)
-    if model.architecture in NSA_ARCHS:
+    any_arch_fa3 = release >= parse_release(ANY_ARCH_FA3_FROM)
+    if uses_dsa(model, rules_release(version) if version else NEWEST):  # DeepSeek sparse attention: on every GPU
         return "dsa" if release >= parse_release(DSA_NAME_FROM) else "nsa"
+    if model.architecture == IQUEST_Q1 and release >= parse_release(IQUEST_Q1_FA3_FROM):
+        return "fa3"  # on every GPU: arg_groups/model_overrides/iquest_q1.py (its sinks come from the softmax LSE)
     sm90 = is_sm90(s)[0] if s is not None else major == 9
     sm100 = is_sm100(s)[0] if s is not None else major == 10
     if kind == "mla":
@@ -131,14 +134,16 @@ def _default_attention(
         return "trtllm_mha"
     if sm100 and model.architecture in SM100_MODEL_ATTENTION:
         return SM100_MODEL_ATTENTION[model.architecture]
-    if sm100 and newer_hybrids and model.architecture.startswith("Qwen3_5"):
+    if sm100 and any_arch_fa3 and model.architecture.startswith("Qwen3_5"):
         return "triton"
     topk_ok = s is None or _no_spec_or_topk_one(s)
-    fa3_arch = model.architecture in FA3_DEFAULT_ARCHS or (newer_hybrids and model.architecture in HYBRID_ARCHS)
+    fa3_arch = any_arch_fa3 or model.architecture in FA3_DEFAULT_ARCHS
     if sm90 and topk_ok and fa3_arch:
         return "fa3"
     if sm100 and topk_ok and (s is None or not s.flag("--speculative-algorithm") or s.flag(EAGLE_TOPK) is not None):
         return "trtllm_mha"
+    if not sm90 and not sm100 and has_attention_sinks(model, rules_release(version) if version else NEWEST):
+        return "triton"  # v0.5.11+: "FlashInfer does not support attention sinks" (Granite SWA, IQuest-Q1 ...)
     return "flashinfer"
 
 
@@ -216,7 +221,7 @@ def page_size(
     page = s.int_flag(PAGE_SIZE)
     why = "not set" if page is None else f"{PAGE_SIZE} {s.flag(PAGE_SIZE)}"
     model = s.model
-    arch = model.architecture if model is not None else None
+    arch = seen_architecture(model.architecture, release) if model is not None else None
     where = OVERRIDES if r >= (0, 5, 15) else SERVER_ARGS
     if kind is not None and major is not None and _default_attention(kind, major, model, s, version) in ("nsa", "dsa"):
         page, why = DSA_PAGE_SIZE, f"DeepSeek sparse attention sets {DSA_PAGE_SIZE} (sglang v{release}, model step)"

@@ -24,7 +24,7 @@ from advisor.rules.engine import (
     release_outcome,
     state_of,
 )
-from advisor.rules.releases import within
+from advisor.rules.sglang.architectures import seen_architecture
 from advisor.rules.sglang.common import (
     ATTN_CP,
     BACKEND_FLAG,
@@ -197,20 +197,6 @@ FUSION_CONDITIONS: dict[str, Condition] = {
         ),
     )
 }  # fmt: skip
-
-
-# v0.5.8 to v0.5.10 load a config.json whose model_type their transformers does not know ("deepseek_v32") as DeepSeek V3:
-# hf_transformers_utils._load_deepseek_v32_model rewrites architectures to ["DeepseekV3ForCausalLM"], so every later
-# step (the fusion list included) sees that name (the goldens' log: "... for DeepseekV3ForCausalLM").
-ARCH_SEEN_AS = {"DeepseekV32ForCausalLM": ("DeepseekV3ForCausalLM", "0.5.8", "0.5.10")}
-
-
-def seen_architecture(architecture: str, release: str) -> str:
-    """architectures[0] as SGLang ``release`` sees it after loading the config."""
-    alias = ARCH_SEEN_AS.get(architecture)
-    if alias and within(release, alias[1], alias[2]):
-        return alias[0]
-    return architecture
 
 
 def _arch_condition(archs: tuple[str, ...], release: str) -> Condition:

@@ -16,8 +16,9 @@ from advisor.rules.engine import (
     parse_release,
     state_of,
 )
+from advisor.rules.sglang.architectures import seen_architecture, uses_dsa
 from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
-from advisor.rules.sglang.attention import NSA_ARCHS, attention_kind
+from advisor.rules.sglang.attention import attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
 from advisor.rules.sglang.prefill_graph import deepep_prefill_graph_sizes, prefill_graph_settings, prefill_graph_sizes
@@ -224,7 +225,8 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
     release = parse_release(rules_release(version))
     if release < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
         return None
-    model, arch = s.model, s.model.architecture
+    model, arch = s.model, seen_architecture(s.model.architecture, rules_release(version))
+    dsa = uses_dsa(model, rules_release(version))
     kind = attention_kind(model)
     a2a = s.intent.moe_a2a_backend or "none"
     if release < parse_release(FIRST_BREAKABLE_FROM):  # the piecewise graph
@@ -232,7 +234,7 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
             return None
         if s.intent.dp_attention or a2a != "none" or model.vision is not None or arch in NO_PREFILL_GRAPH_ARCHS:
             return None
-        if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and arch in NSA_ARCHS:
+        if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and dsa:
             return None
         return kind
     if arch == "DeepseekV4ForCausalLM":
@@ -248,7 +250,7 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
     if a2a not in VALIDATED_A2A:
         return None
     if release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM) and (
-        (kind == "mla" and arch not in NSA_ARCHS) or arch in NEMOTRON_H_ARCHS
+        (kind == "mla" and not dsa) or arch in NEMOTRON_H_ARCHS
     ):
         return None
     return kind

@@ -19,8 +19,9 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
+from advisor.rules.sglang.architectures import seen_architecture
 from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
-from advisor.rules.sglang.fusion import _c_a2a_none, seen_architecture
+from advisor.rules.sglang.fusion import _c_a2a_none
 from advisor.rules.sglang.releases import rules_release
 
 _DEEPSEEK_FAMILY = frozenset({
@@ -50,6 +51,10 @@ _GPT_OSS = frozenset({"GptOssForCausalLM"})
 _GLM45 = frozenset({"Glm4MoeForCausalLM"})
 _DEEPSEEK_V3 = frozenset({"DeepseekV3ForCausalLM"})
 _QUANT_TRTLLM = frozenset({"fp8", "modelopt_fp8", "modelopt_fp4"})
+_PIXTRAL = frozenset({"PixtralForConditionalGeneration"})
+_LONGCAT = frozenset({"LongcatFlashForCausalLM"})
+_DOTS3 = frozenset({"Dots3NoteForCausalLM"})
+_GLM5_NEXT_HY_V4 = frozenset({"Glm5NextForConditionalGeneration", "HYV4ForCausalLM"})
 # fmt: off
 MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     # DeepSeek family: fp8/modelopt checkpoints; an unquantized DeepSeek V3 is defaulted to fp8 first ("Quantization not
@@ -58,6 +63,14 @@ MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_V3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_FAMILY, _QUANT_TRTLLM, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.12", None, _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    # The rest of arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS, which _deepseek_moe_quant_resolution reads
+    # (architectures.json; issue 31): Mistral Large 3's Pixtral wrapper from v0.5.15; LongCat-Flash v0.5.16 to v0.5.18
+    # (from v0.5.19 "not model_arch.startswith('LongcatFlash')": its top-k spans zero-expert logits); dots3 from v0.5.19;
+    # GLM-5-Next and HY-V4 from v0.5.20.
+    MoeRunnerRow("0.5.15", None, _PIXTRAL, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.16", "0.5.18", _LONGCAT, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.19", None, _DOTS3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.20", None, _GLM5_NEXT_HY_V4, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.7", "0.5.7", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4"}), "flashinfer_trtllm"),
     # v0.5.8: unquantized checkpoints too ("self.quantization in (fp8, modelopt_fp4) or self.quantization is None")
     MoeRunnerRow("0.5.8", None, _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),

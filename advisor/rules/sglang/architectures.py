@@ -1,0 +1,114 @@
+"""The architectures each SGLang release names, and the model's architecture as a release sees it.
+
+architectures.json (written by ``python -m conformance sglang-architectures``; docs/architectures.md) holds, per release,
+every architecture name (config.json ``architectures[0]``) the release's argument resolution compares against, with the
+functions that do. An architecture a release does not name takes the release's default path everywhere: the plan says
+so with one info problem instead of guessing. ``seen_architecture`` applies the renames SGLang makes while it loads the
+config, before any list is consulted; every rule that compares the architecture against a list goes through it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from advisor.rules.engine import Problem, Scenario
+from advisor.rules.releases import within
+from advisor.rules.sglang.releases import rules_release
+
+ARCHITECTURES_FILE = Path(__file__).with_name("architectures.json")
+NOT_NAMED = "architecture_not_named"
+
+# architectures[0] -> (the name SGLang replaces it with, first release, last release or None while it holds).
+# v0.5.8 to v0.5.10 load a config.json whose model_type their transformers does not know ("deepseek_v32") as DeepSeek V3:
+# hf_transformers_utils._load_deepseek_v32_model rewrites architectures to ["DeepseekV3ForCausalLM"], so every later
+# step (the fusion list included) sees that name (the goldens' log: "... for DeepseekV3ForCausalLM").
+# From v0.5.21 DeepSeek V4.1's config class (configs/deepseek_v41.py, normalize_deepseek_v41_config, called from
+# DeepseekV41Config.__init__ and get_config) replaces architectures ["DeepseekV41ForCausalLM"] with
+# ["DeepseekV4ForCausalLM"], so V4.1 takes every V4 step (fusion list, MoE runner, page size, memory).
+ARCH_SEEN_AS: dict[str, tuple[str, str, str | None]] = {
+    "DeepseekV32ForCausalLM": ("DeepseekV3ForCausalLM", "0.5.8", "0.5.10"),
+    "DeepseekV41ForCausalLM": ("DeepseekV4ForCausalLM", "0.5.21", None),
+}
+
+
+def seen_architecture(architecture: str, release: str) -> str:
+    """architectures[0] as SGLang ``release`` sees it after loading the config."""
+    alias = ARCH_SEEN_AS.get(architecture)
+    if alias and within(release, alias[1], alias[2]):
+        return alias[0]
+    return architecture
+
+
+@cache
+def _releases() -> dict[str, dict[str, list[str]]]:
+    """architectures.json's releases, read once."""
+    return json.loads(ARCHITECTURES_FILE.read_text(encoding="utf-8"))["releases"]
+
+
+def named(release: str) -> dict[str, list[str]] | None:
+    """Every architecture ``release`` names -> where (``file:function`` under python/sglang/srt/); None when the
+    release was not read."""
+    return _releases().get(release)
+
+
+# configs/model_config.py: is_deepseek_nsa (renamed is_deepseek_dsa) holds the architectures whose config, when it has
+# an index_topk, selects DeepSeek sparse attention (the dsa/nsa backend, page size 64, no prefill graph).
+DSA_CHECKS = ("configs/model_config.py:is_deepseek_nsa", "configs/model_config.py:is_deepseek_dsa")
+
+
+@cache
+def dsa_architectures(release: str) -> frozenset[str]:
+    """The architectures ``release``'s DeepSeek-sparse-attention check lists (read from architectures.json)."""
+    names = named(release) or {}
+    return frozenset(name for name, places in names.items() if any(p in DSA_CHECKS for p in places))
+
+
+def uses_dsa(model, release: str) -> bool:
+    """SGLang's is_deepseek_nsa / is_deepseek_dsa: architectures[0] (as loaded) on its list and an index_topk in the
+    config. A name on the list without index_topk (DeepSeek V3) is plain MLA; one off the list never is DSA."""
+    if model is None or model.index_topk is None:
+        return False
+    return seen_architecture(model.architecture, release) in dsa_architectures(release)
+
+
+# configs/model_config.py ModelConfig._detect_attention_sinks (v0.5.11+; the list SWA_SINK_ARCHS from v0.5.19): the
+# architectures that always have learned attention sinks. get_default_attn_backend then gives a standard-attention
+# model triton instead of FlashInfer off Hopper and SM10x ("FlashInfer does not support attention sinks").
+SINK_CHECKS = ("configs/model_config.py:ModelConfig._detect_attention_sinks", "configs/model_config.py:SWA_SINK_ARCHS")
+
+
+@cache
+def sink_architectures(release: str) -> frozenset[str]:
+    """The architectures ``release``'s attention-sink detection names (read from architectures.json)."""
+    names = named(release) or {}
+    return frozenset(name for name, places in names.items() if any(p in SINK_CHECKS for p in places))
+
+
+def has_attention_sinks(model, release: str) -> bool:
+    """ModelConfig.has_attention_sinks by name. Not read: MiMo V2's add_*_sink_bias and any config's learnable_sink
+    (later releases), which ModelSpec does not hold."""
+    return model is not None and seen_architecture(model.architecture, release) in sink_architectures(release)
+
+
+def architecture_problems(s: Scenario, version: str) -> list[Problem]:
+    """One info problem when the release names the model's architecture nowhere in its argument resolution."""
+    release = rules_release(version)
+    names = named(release)
+    if s.model is None or names is None:
+        return []
+    arch = s.model.architecture
+    seen = seen_architecture(arch, release)
+    if seen in names or arch in names:
+        return []
+    loaded = f" (loaded as {seen})" if seen != arch else ""
+    return [Problem(
+        NOT_NAMED, "info",
+        f"{arch}{loaded} is not named by sglang {release}: default rules. Its argument resolution compares the "
+        f"architecture against {len(names)} names, none of them this one: every step keyed on the name takes its"
+        " default path, and only the config's properties (MLA, attention sinks, experts, quantization) decide",
+        "nothing to do; a model-specific step added in a later release would show up as a name there"
+        " (python -m conformance sglang-architectures)",
+        f"sglang v{release}, advisor/rules/sglang/architectures.json",
+    )]  # fmt: skip

@@ -1,0 +1,86 @@
+"""Write tests/conformance/vllm_architectures.json: every architecture name each vLLM release's engine-config resolution
+compares against, and every name its model registry lists, with where each appears.
+
+    python -m conformance vllm-architectures 0.12.0 0.33.0
+
+The same ast reader as SGLang's (conformance/sglang/architectures.py; docs/architectures.md) over the release's wheel
+(cached under ~/.cache/tp-advisor/conformance/wheels/, ``pip download --no-deps`` when missing), never installed: the
+roots are vllm/config/ (VllmConfig.__post_init__, ModelConfig, CacheConfig, CompilationConfig ...),
+vllm/engine/arg_utils.py (EngineArgs.create_engine_config) and the CUDA platform (vllm/platforms/cuda.py and
+interface.py: check_and_update_config, the attention backend choice); from them the reader follows resolvable calls three
+deep, which reaches vllm/model_executor/models/registry.py (the registry's tables) and models/config.py
+(MODELS_CONFIG_MAP: the per-architecture config fix-ups). Places are relative to vllm/.
+
+The advisor's vLLM rules compare no architecture names yet, so nothing reads this file at run time; it is the list a
+rule keyed on a name must be checked against.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from conformance.sglang.architectures import changes, read, write
+from conformance.sglang.flags import WHEELS
+
+OUT = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "vllm_architectures.json"
+ROOTS = ("vllm/engine/arg_utils.py", "vllm/platforms/cuda.py", "vllm/platforms/interface.py")
+ROOT_DIRS = ("vllm/config/",)
+REGISTRY = "model_executor/models/registry.py:"
+ABOUT = ("Every architecture name (config.json architectures[0]) a vLLM release's engine-config resolution compares "
+         "against or its model registry lists, with where each appears (file under vllm/, function or constant). Read "
+         "from the release's wheel with ast: vllm/config/, engine/arg_utils.py, platforms/cuda.py and interface.py, "
+         "and what they call inside vllm up to 3 calls deep. Written by `python -m conformance vllm-architectures "
+         "X.Y.Z ...`; see docs/architectures.md.")  # fmt: skip
+
+
+def wheel(release: str) -> Path:
+    found = sorted(WHEELS.glob(f"vllm-{release}-*.whl"))
+    if not found:
+        WHEELS.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+                               "--no-deps", "--only-binary", ":all:", f"vllm=={release}", "-d", str(WHEELS)],
+                              capture_output=True, text=True)  # fmt: skip
+        found = sorted(WHEELS.glob(f"vllm-{release}-*.whl"))
+        if done.returncode or not found:
+            raise SystemExit(f"error: cannot download vllm=={release}; pass a released version (e.g. 0.33.0)")
+    return found[0]
+
+
+def extract(release: str) -> dict[str, list[str]]:
+    with zipfile.ZipFile(wheel(release)) as zf:
+        reading = read(zf, roots=ROOTS, root_dirs=ROOT_DIRS, prefix="vllm/")
+    return {name: sorted(places) for name, places in sorted(reading.names.items())}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if argv else 2
+    bad = [r for r in argv if not re.fullmatch(r"v?\d+(\.\d+)*", r)]
+    if bad:
+        print(f"error: {bad[0]!r} is not a release; pass versions such as 0.33.0", file=sys.stderr)
+        return 2
+    data = json.loads(OUT.read_text()) if OUT.exists() else {"about": ABOUT, "releases": {}}
+    data["about"] = ABOUT
+    for release in (r.lstrip("v") for r in argv):
+        names = extract(release)
+        data["releases"][release] = names
+        write(data, OUT)
+        decided = sorted(n for n, places in names.items() if any(not p.startswith(REGISTRY) for p in places))
+        prior, added, dropped = changes(data["releases"], release)
+        print(f"vllm {release}: {len(names)} architectures, {len(decided)} outside the registry's tables"
+              + (f" (vs {prior}: +{len(added)} -{len(dropped)})" if prior else ""), flush=True)  # fmt: skip
+        for name in added:
+            print(f"  + {name}")
+        for name in dropped:
+            print(f"  - {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
