@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.models import ModelSpec, weight_bytes_per_param
+from advisor.models import ModelSpec
 from advisor.rules.problem import Problem
 
 ERROR, INFO = "error", "info"
@@ -138,7 +138,7 @@ def attention_params(model: ModelSpec) -> int | None:
 def weights_bytes_per_gpu(model: ModelSpec, dtype: str | None, tp: int, attention_tp: int) -> float | None:
     """num_params x bytes per param / tp; under DP attention the attention and the embedding are split over the
     attention tp only (sglang models: VocabParallelEmbedding(use_attn_tp_group=is_dp_attention_enabled()))."""
-    per_param = weight_bytes_per_param(dtype, model.quantization)
+    per_param = model.bytes_per_param(dtype)
     if not model.num_params or per_param is None:
         return None
     if attention_tp >= tp:

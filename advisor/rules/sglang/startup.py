@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from advisor.models import ModelSpec, dtype_bytes, weight_bytes_per_param
+from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules.engine import Decision, Release, Scenario, parse_release
 from advisor.rules.startup import (
     Startup,
@@ -230,7 +230,7 @@ def _layout(s: Scenario, release: str, fraction: float | None, page: int, quanti
     attn_tp = attention_tp(s)
     weights = weights_bytes_per_gpu(model, weights_dtype(s), s.tp, attn_tp)
     if weights is None:
-        if not model.num_params or weight_bytes_per_param(weights_dtype(s), model.quantization) is None:
+        if not model.num_params or model.bytes_per_param(weights_dtype(s)) is None:
             return _Layout(
                 None, f"the size of {model.id}'s weights is unknown (parameter count or bytes per parameter)"
             )
@@ -379,7 +379,7 @@ def fixes(s: Scenario, version: str, decisions: Sequence[Decision], p: PoolInput
         if not out:
             out.append(f"more GPUs: no tp up to {LARGEST_TP} fits with this checkpoint")
     model = s.model
-    if model is not None and (weight_bytes_per_param(weights_dtype(s), quantized_model(s).quantization) or 0) > 1:
+    if model is not None and (quantized_model(s).bytes_per_param(weights_dtype(s)) or 0) > 1:
         found = _try(s, version, page, quantization="fp8")
         if _fits(found):
             out.append(f"an FP8 checkpoint of {model.id} (or --quantization fp8): {_figures(found)} at tp {s.tp}")
