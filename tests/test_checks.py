@@ -205,7 +205,7 @@ def _plan(facts: Facts, model: str | ModelSpec, **intent):
 
 def test_weights_that_do_not_fit_are_the_start_up_error_with_ranked_fixes():
     """The weights check is the engine's start-up verdict now (advisor.rules.startup): one error, the release's words."""
-    deepseek_bf16 = replace(_spec("deepseek-ai/DeepSeek-V3"), quantization=None)
+    deepseek_bf16 = replace(_spec("deepseek-ai/DeepSeek-V3"), quantization=None, weight_bits=None)
     plan = _plan(profile("h200-8"), deepseek_bf16, tp=8, engine="sglang")
     problem = only(plan.problems, "startup_out_of_memory")
     assert problem.severity == "error" and "sglang will not start" in problem.message

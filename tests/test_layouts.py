@@ -110,7 +110,8 @@ def test_sglang_mla_uses_the_compressed_latent():
     r = row(data, 8)
     assert r["fits"] is True
     fraction = rules_fraction("h200-8", "deepseek-ai/DeepSeek-V3", 8)
-    weights = catalog_spec("deepseek-ai/DeepSeek-V3").num_params * 1.0 / 8
+    spec = catalog_spec("deepseek-ai/DeepSeek-V3")
+    weights = spec.num_params * spec.bytes_per_param() / 8  # the FP8 block checkpoint, scales included
     assert r["kv_cache_tokens"] == sglang_tokens("h200-8", 8, fraction, weights, (512 + 64) * 61 * 2)
     assert {x["tp"] for x in data["layouts"] if x["fits"]} == {8}  # with and without DP attention
 
@@ -163,16 +164,19 @@ def test_vllm_kv_tokens_follow_gpu_memory_utilization(model, tp, per_token_layer
 
 @needs_vllm_startup
 def test_vllm_mla_block_holds_one_latent_per_token():
-    """MLAAttentionSpec: block_size x 1 x (kv_lora_rank + qk_rope_head_dim) x dtype, no separate K and V; on SM90 the
-    FlashMLA backend's 64-token block."""
+    """MLAAttentionSpec: block_size x 1 x (kv_lora_rank + qk_rope_head_dim) x dtype, no separate K and V, in blocks of
+    the plan's block size (vllm/memory.py's MLA forcing)."""
     model = "deepseek-ai/DeepSeek-V3"
     data = layouts_json("--profile", "h200-8", "--model", model, "--engine", "vllm")
     r = row(data, 8)
-    weights = catalog_spec(model).num_params * 1.0 / 8  # fp8 checkpoint
+    spec = catalog_spec(model)
+    weights = spec.num_params * spec.bytes_per_param() / 8  # the FP8 block checkpoint, scales included
     reserve = vllm_reserve("h200-8", model, 8)
     available = int(smallest_gpu_bytes("h200-8") * r["gpu_memory_utilization"] - weights - reserve)
     assert r["gpu_memory_utilization"] == default_gpu_memory_utilization(data["engine"]["rules"])
-    assert r["fits"] is True and r["kv_cache_tokens"] == available // (64 * 576 * 2 * 61) * 64
+    plan = plan_for(*resolve(Options(profile="h200-8", model=model, engine="vllm", tp=8)))
+    block = plan.decision("memory_defaults").value["block_size"]  # from v0.19.1 no MLA backend forces its own
+    assert r["fits"] is True and r["kv_cache_tokens"] == available // (block * 576 * 2 * 61) * block
 
 
 @needs_vllm_startup
