@@ -1,13 +1,23 @@
 """`python -m launcher.runtime`: one worker of the bundled tensor-parallel runtime."""
 
+import os
+import signal
 import sys
 
-try:
-    from torch.distributed.elastic.multiprocessing.errors import record
 
-    from launcher.runtime.worker import main
-except KeyboardInterrupt:  # Ctrl-C while torch is still being imported: stop quietly with 130, as main() does later
-    sys.exit(130)
+def _stop_while_importing(signum: int, frame: object) -> None:
+    # Ctrl-C while torch is still being imported: nothing is open yet, so leave at once with 130. Raising
+    # KeyboardInterrupt here instead can land inside an extension module's initialisation (numpy's) and come back
+    # as an ImportError traceback ("cannot load module more than once per process").
+    os._exit(130)
+
+
+signal.signal(signal.SIGINT, _stop_while_importing)
+from torch.distributed.elastic.multiprocessing.errors import record  # noqa: E402
+
+from launcher.runtime.worker import main  # noqa: E402
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @record
