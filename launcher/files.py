@@ -54,6 +54,16 @@ def read_text(path: str | os.PathLike[str], what: str = "file", limit: int = MAX
     """The UTF-8 text of a regular file of at most ``limit`` bytes (symlinks followed).
 
     Raises FileNotFoundError when nothing is there (callers word that case themselves) and FileRefused otherwise."""
+    data = read_bytes(path, what, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileRefused(f"{path}: cannot read {what}: not UTF-8 text (byte {exc.start}); pass a text file") from None
+
+
+def read_bytes(path: str | os.PathLike[str], what: str = "file", limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (symlinks followed); errors as :func:`read_text`'s. The
+    size is checked before reading (a sparse 2 GB file is refused at once) and again while reading."""
     path = Path(path)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOCTTY: a terminal device must not become ours.
@@ -88,10 +98,7 @@ def read_text(path: str | os.PathLike[str], what: str = "file", limit: int = MAX
         raise FileRefused(f"{path}: cannot read {what} ({exc.strerror or exc})", exc.errno or errno.EIO) from None
     finally:
         os.close(fd)
-    try:
-        return b"".join(chunks).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FileRefused(f"{path}: cannot read {what}: not UTF-8 text (byte {exc.start}); pass a text file") from None
+    return b"".join(chunks)
 
 
 def output_target(path: str | os.PathLike[str], what: str = "file") -> Path:

@@ -78,7 +78,7 @@ def observe(logs: list[LogText], engine: str | None = None) -> Observation:
         engine = detect([line for _, lines in parsed for line in lines], list(readers.items()))
         if engine is None:
             names = ", ".join(log.name for log in logs)
-            raise AdvisorError(
+            raise usage_error(
                 f"{names}: no start-up line of {' or '.join(readers)} found; pass the engine's start-up log"
                 " (its stdout/stderr from launch to ready), or --engine to name it"
             )

@@ -76,11 +76,16 @@ def clean_line(raw: str, number: int = 0) -> LogLine:
     return LogLine(number, text.strip(), process, level)
 
 
+# The longest line read whole: the longest start-up line (SGLang's server_args) is under 20 KB; a longer one (a dump, a
+# progress bar never ended) is read up to here, as a truncated line, so one line cannot cost minutes.
+MAX_LINE_CHARS = 64 * 1024
+
+
 def read_lines(text: str) -> list[LogLine]:
     """Every non-empty line of a log text, cleaned; any line end (LF, CRLF, CR) and any bytes decoded by the caller."""
     lines = []
     for number, raw in enumerate(re.split(r"\r\n|\n|\r(?!$)", text), start=1):
-        line = clean_line(raw, number)
+        line = clean_line(raw[:MAX_LINE_CHARS], number)
         if line.message:
             lines.append(line)
     return lines

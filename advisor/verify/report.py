@@ -9,6 +9,7 @@ from typing import Any
 from advisor.context import AdvisorError, usage_error
 from advisor.report import jsonable
 from advisor.verify.compare import LogText, Verification
+from launcher.files import FileRefused, read_bytes
 
 SCHEMA_VERSION = 1
 MAX_LOG_BYTES = 256 * 2**20  # a start-up log is megabytes; refuse what cannot be one rather than fill memory
@@ -17,7 +18,9 @@ MEASURED = ("kv_cache_tokens", "max_total_num_tokens", "context_len", "weights_g
 
 
 def read_logs(paths: tuple[str, ...]) -> list[LogText]:
-    """Each LOG as text (``-``: stdin, once); bytes that are not UTF-8 are replaced, never an error."""
+    """Each LOG as text (``-``: stdin, once), read by the bounded safe reader (regular files only, at most
+    MAX_LOG_BYTES: a FIFO, a device or a huge file is refused without waiting or filling memory); bytes that are not
+    UTF-8 are replaced. What cannot be a start-up log (a directory, binary data, nothing at all) is a usage error."""
     logs = []
     stdin_read = False
     for path in paths:
@@ -25,19 +28,39 @@ def read_logs(paths: tuple[str, ...]) -> list[LogText]:
             if stdin_read:
                 raise usage_error("- (stdin) is named twice; pass it once")
             stdin_read = True
-            data = sys.stdin.buffer.read(MAX_LOG_BYTES + 1)
+            data = _read_stdin()
         else:
             try:
-                with open(path, "rb") as handle:
-                    data = handle.read(MAX_LOG_BYTES + 1)
-            except IsADirectoryError:
-                raise usage_error(f"{path} is a directory; pass the log file(s) in it") from None
-            except OSError as exc:
-                raise AdvisorError(f"cannot read {path}: {exc.strerror or exc}; pass a readable log file") from None
-        if len(data) > MAX_LOG_BYTES:
-            raise AdvisorError(f"{path} is over {MAX_LOG_BYTES // 2**20} MiB; pass the start-up part of the log")
-        logs.append(LogText(path, data.decode("utf-8", errors="replace")))
+                data = read_bytes(path, "log", MAX_LOG_BYTES)
+            except FileNotFoundError:
+                raise AdvisorError(f"cannot read {path}: no such file; pass a readable log file") from None
+            except FileRefused as exc:
+                raise usage_error(f"{exc.message} (the engine's start-up log)") from None
+        logs.append(LogText(path, _text_of(path, data)))
     return logs
+
+
+def _read_stdin() -> bytes:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None or sys.stdin.closed:
+        raise usage_error("- names stdin, but stdin is closed; pipe the log in or pass its file")
+    try:
+        data = stream.read(MAX_LOG_BYTES + 1)
+    except (OSError, ValueError) as exc:  # closed under us, or not readable
+        raise usage_error(f"cannot read stdin ({exc}); pipe the log in or pass its file") from None
+    if len(data) > MAX_LOG_BYTES:
+        raise usage_error(f"stdin is over {MAX_LOG_BYTES // 2**20} MiB; pass the start-up part of the log")
+    return data if isinstance(data, bytes) else str(data).encode("utf-8", "replace")
+
+
+def _text_of(path: str, data: bytes) -> str:
+    """The log's text; binary data (NUL bytes in its first MiB, as no log line holds) and an empty input are refused."""
+    name = "stdin" if path == "-" else path
+    if not data.strip():
+        raise usage_error(f"{name} is empty; pass the engine's start-up log (its output from launch to ready)")
+    if b"\x00" in data[: 2**20]:
+        raise usage_error(f"{name} is binary data, not a log; pass the engine's start-up log (a text file)")
+    return data.decode("utf-8", errors="replace")
 
 
 def verification_dict(v: Verification) -> dict[str, Any]:
