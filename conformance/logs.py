@@ -287,16 +287,116 @@ def _stamp(seconds: int, fmt: str) -> str:
     return time.strftime(fmt, time.localtime(time.mktime(START) + seconds))
 
 
+# -- measured figures: the release's own arithmetic on a faked GPU of the stated profile ---------------------------------
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the engine measures and computes at start-up for one scenario. A CPU loads no weights and runs no forward
+    pass, so what the GPU would measure (the weights' memory, the free memory before the load, vLLM's activation peak,
+    non-torch and CUDA-graph memory) is the start-up model's documented estimate for the profile's GPU
+    (advisor/rules/startup_overhead.py, advisor/rules/<engine>/startup.py ESTIMATES); the KV pool the release sizes from
+    those is computed by the release's own code (conformance/sglang/memory.py, conformance/vllm/kv_memory.py)."""
+
+    weights_gib: float  # the weights on one GPU
+    free_before_gib: float  # free when the load starts
+    available_gib: float  # free after the load (SGLang), or left for the KV cache (vLLM)
+    kv_tokens: int  # the release's max_total_num_tokens / num_blocks x block_size
+    kv_gib: float  # the pool's bytes
+    max_running_requests: int | None = None  # SGLang's _resolve_max_num_reqs (v0.5.10+), when the release computes it
+    how: str = ""  # the provenance, written into the expected file
+
+
+def _plan(engine: str, profile: str, model: str, tp: int, release: str, overrides: tuple[str, ...] = ()):
+    from advisor.context import Options, plan_for, resolve
+
+    facts, spec, intent = resolve(Options(profile=profile, model=model, tp=tp, engine=engine, engine_version=release,
+                                          overrides=overrides))  # fmt: skip
+    return plan_for(facts, spec, intent), spec
+
+
+def sglang_measured(release: str, arithmetic_of: str, profile: str, model: str, tp: int, recorded: dict) -> Measured:
+    """SGLang ``arithmetic_of``'s KV-pool sizing (its own functions, conformance/sglang/memory.py) with the free memory
+    and weights a ``profile`` GPU would measure (the start-up model's estimates) and the arguments ``recorded``."""
+    from advisor.rules.startup import kv_bytes_per_token
+    from advisor.rules.startup_overhead import MIB, free_before_load_mib
+    from conformance.sglang import memory
+
+    plan, spec = _plan("sglang", profile, model, tp, arithmetic_of)
+    startup = plan.startup
+    pre = free_before_load_mib(startup.total_bytes / MIB, tp) * MIB / GIB
+    weights = startup.weights_bytes / GIB
+    case = {
+        "pre_model_load_gib": pre, "available_gib": pre - weights, "mem_fraction_static": recorded["mem_fraction_static"],
+        "cell_size": kv_bytes_per_token(spec, tp, 2), "page_size": recorded["page_size"] or 1, "max_total_tokens": None,
+        "context_len": spec.max_position_embeddings, "multimodal": False,
+    }  # fmt: skip
+    sources = memory.release_sources(arithmetic_of)
+    outcome = memory.run_case(arithmetic_of, sources, case)
+    if outcome["error"]:
+        raise SystemExit(f"sglang {arithmetic_of} does not start this scenario: {outcome['error']}")
+    tokens, running = memory.pool_tokens(arithmetic_of, sources, case)
+    how = (f"max_total_num_tokens: sglang v{arithmetic_of}'s own pool arithmetic (conformance/sglang/memory.py) on a faked"
+           f" {profile} GPU: free before load {pre:.3f} GiB and weights {weights:.3f} GiB are the start-up model's"
+           " estimates (advisor/rules/startup_overhead.py, weights_bytes_per_gpu)")  # fmt: skip
+    return Measured(
+        weights,
+        pre,
+        pre - weights,
+        tokens,
+        tokens * case["cell_size"] / GIB,
+        running if isinstance(running, int) else None,
+        how,
+    )
+
+
+def vllm_measured(release: str, scenarios: list[dict], goldens: list[dict]) -> list[Measured]:
+    """vLLM ``release``'s KV-cache block count (its own planning code in its conformance venv,
+    conformance/vllm/kv_memory.py) for the bytes a profile's GPU would leave for the KV cache: gpu_memory_utilization
+    x the GPU less the weights, the activation peak, non-torch and CUDA-graph memory, each the start-up model's
+    estimate (advisor/rules/vllm/startup.py ESTIMATES)."""
+    from advisor.rules.startup import kv_heads_per_rank, kv_layers
+    from conformance.vllm import memory
+
+    items, known = [], []
+    for scenario, golden in zip(scenarios, goldens, strict=True):
+        plan, spec = _plan("vllm", scenario["profile"], scenario["model"], scenario["tp"], release,
+                           tuple(scenario["overrides"]))  # fmt: skip
+        startup = plan.startup
+        memory_value = plan.decision("memory_defaults").value
+        available = int(startup.total_bytes * startup.fraction - startup.weights_bytes - startup.reserve_bytes)
+        items.append({"layers": kv_layers(spec), "num_kv_heads": kv_heads_per_rank(spec, scenario["tp"]),
+                      "head_size": spec.head_dim, "dtype": golden["dtype"] if golden["kv_cache_dtype"] == "auto" else "fp8",
+                      "mla": False, "block_size": memory_value["block_size"], "max_model_len": golden["max_model_len"],
+                      "batched_tokens": memory_value["max_num_batched_tokens"], "available": available})  # fmt: skip
+        known.append((startup, available))
+    results = memory.release_results(release, items, log=logging.info)
+    measured = []
+    for (startup, available), item, result in zip(known, items, results, strict=True):
+        if not result["ok"]:
+            raise SystemExit(f"vllm {release} does not start this scenario: {result['message']}")
+        how = (f"num_blocks: vllm v{release}'s own KV-cache planning (conformance/vllm/kv_memory.py) for"
+               f" {available / GIB:.3f} GiB left on a faked {scenarios[0]['profile']} GPU: its weights, activation peak,"
+               " non-torch and CUDA-graph memory are the start-up model's estimates (advisor/rules/vllm/startup.py)")  # fmt: skip
+        measured.append(Measured(startup.weights_bytes / GIB, startup.total_bytes / GIB, available / GIB,
+                                 result["num_blocks"] * item["block_size"], available / GIB, None, how))  # fmt: skip
+    return measured
+
+
 # -- SGLang ------------------------------------------------------------------------------------------------------------
 
 
-def sglang_fixture(wheel: Wheel, release: str, golden: dict) -> tuple[list[str], dict]:
+def sglang_fixture(wheel: Wheel, release: str, golden: dict, measured: Measured) -> tuple[list[str], dict]:
     scenario, recorded = golden["scenario"], golden["fields"]
     model = scenario["model"]
-    arch, weights_total, context_len = MODELS[model]
+    arch, _, context_len = MODELS[model]
     tp = scenario["tp"]
-    weights = round(weights_total / tp, 2)
-    kv_tokens = int((80 - weights) * 1024 * 1024 * 1024 * 0.8 / (128 * 1024)) // 64 * 64  # illustrative
+    weights = round(measured.weights_gib, 2)
+    kv_tokens = measured.kv_tokens
+    half = round(measured.kv_gib / 2, 2)  # K and V, each half of the pool
+    after_pool = round(measured.available_gib - measured.kv_gib, 2)
     graph_max = recorded["cuda_graph_max_bs"]
     capture_bs = [1, 2, 4, 8, *range(16, graph_max + 1, 8)] if graph_max else []
     given = {
@@ -308,13 +408,15 @@ def sglang_fixture(wheel: Wheel, release: str, golden: dict) -> tuple[list[str],
         "server_args": server_args, "resolved_dict": lambda: server_args,
         "_server_args_for_logging": lambda _args: server_args,
         "max_total_num_tokens": kv_tokens, "chunked_prefill_size": recorded["chunked_prefill_size"],
-        "max_prefill_tokens": 16384, "max_running_requests": recorded.get("max_running_requests") or 4096,
-        "context_len": context_len, "device": "cuda", "avail_mem": 9.5, "startup_available_gpu_memory_gb": 9.5,
-        "after_avail_memory": round(79.2 - weights, 2), "before_avail_memory": 79.2, "weight_load_mem_usage": weights, "weight_load_time": 4.2,
+        "max_prefill_tokens": 16384,
+        "max_running_requests": recorded.get("max_running_requests") or measured.max_running_requests or 4096,
+        "context_len": context_len, "device": "cuda", "avail_mem": after_pool, "startup_available_gpu_memory_gb": after_pool,
+        "after_avail_memory": round(measured.available_gib, 2), "before_avail_memory": round(measured.free_before_gib, 2),
+        "weight_load_mem_usage": weights, "weight_load_time": 4.2,
         "model": type(arch, (), {})(), "dtype": Shown("torch.bfloat16"), "quant_str": "", "tic_total": 0.0,
         "time": type("Clock", (), {"perf_counter": staticmethod(lambda: 4.2)}), "num_tokens": kv_tokens,
-        "k_size_GB": 30.1, "v_size_GB": 30.1, "GB": 2**30, "size": kv_tokens, "k_size": 30.1 * 2**30,
-        "v_size": 30.1 * 2**30, "kv_size_GB": 60.2, "capture_bs": capture_bs,
+        "k_size_GB": half, "v_size_GB": half, "GB": 2**30, "size": kv_tokens, "k_size": half * 2**30,
+        "v_size": half * 2**30, "kv_size_GB": round(measured.kv_gib, 2), "capture_bs": capture_bs,
         "post_capture_active": False, "allocation_label": None, "cache_name": "KV Cache",
         "capture_name": "target decode", "graph_backend": {"cuda": "CUDA graph"}, "decode_backend": "full",
         "num_tokens_per_bs": 1, "num_tokens_per_req": 1, "before_mem": 9.5, "after_mem": 8.9, "capture_time": 12.3,
@@ -353,6 +455,13 @@ def _graph_message(wheel: Wheel, srt: str):
         return wheel.message("Capture ", under=srt + "model_executor/", must=("begin. ", "bs="))
     except LookupError:
         return wheel.message("Capture ", under=srt + "model_executor/", must=("end. ", "bs="))
+
+
+def _sglang_measured_for(release: str, arithmetic_of: str, golden: dict) -> Measured:
+    scenario = golden["scenario"]
+    model = str(REPO / CONFIGS / scenario["model"])
+    profile = golden["id"].split("/")[0]
+    return sglang_measured(release, arithmetic_of, profile, model, scenario["tp"], golden["fields"])
 
 
 def _sglang_line(seconds: int, rank: str, message: str) -> str:
@@ -423,14 +532,12 @@ def _cuda_graph_config(wheel: Wheel, values: dict, as_dict: bool) -> Any:
 # -- vLLM --------------------------------------------------------------------------------------------------------------
 
 
-def vllm_fixture(wheel: Wheel, release: str, golden: dict) -> tuple[list[str], dict]:
+def vllm_fixture(wheel: Wheel, release: str, golden: dict, measured: Measured) -> tuple[list[str], dict]:
     scenario = golden["scenario"]
     model = scenario["model"]
-    arch, weights_total, _ = MODELS[model]
     tp = scenario["tp"]
-    weights = round(weights_total / tp, 2)
     max_len = golden["max_model_len"]
-    kv_tokens = 2_000_000
+    kv_tokens = measured.kv_tokens
     non_default = {"model_tag": model, "model": model, "tensor_parallel_size": tp}
     overrides = list(scenario["overrides"])
     while overrides:
@@ -452,8 +559,8 @@ def vllm_fixture(wheel: Wheel, release: str, golden: dict) -> tuple[list[str], d
         "enable_prefix_caching": golden["enable_prefix_caching"], "enable_chunked_prefill": golden["enable_chunked_prefill"],
         "compilation_config": Shown(repr(compilation)), "speculative_config": None, "pooler_config": None,
         "skip_tokenizer_init": False, "tokenizer_mode": "auto", "revision": None, "tokenizer_revision": None,
-        "trust_remote_code": False, "download_dir": None, "load_format": "auto", "model_memory_usage": weights * 2**30,
-        "consumed_memory": weights * 2**30, "available_kv_cache_memory_bytes": 55.3 * 2**30,
+        "trust_remote_code": False, "download_dir": None, "load_format": "auto", "model_memory_usage": measured.weights_gib * 2**30,
+        "consumed_memory": measured.weights_gib * 2**30, "available_kv_cache_memory_bytes": measured.kv_gib * 2**30,
         "time_after_load": 9.1, "time_before_load": 4.0, "num_tokens": kv_tokens, "max_concurrency": kv_tokens / max_len,
         "pools": "GPU", "num_tokens_str": f"{kv_tokens:,}", "max_model_len_str": f"{max_len:,}",
         "VLLM_VERSION": release, "dcp_comm_backend": None, "enable_return_routed_experts": False,
@@ -486,14 +593,17 @@ def vllm_fixture(wheel: Wheel, release: str, golden: dict) -> tuple[list[str], d
         if level == "INFO":
             lines.append(_vllm_line(wheel, 3 + i, "EngineCore_DP0", level, text))
     worker = "Worker_TP0" if _release_key(release) >= (0, 20, 0) else "VllmWorker rank=0"
-    measured = (
+    measured_lines = (
         (20, worker, "Model loading took", "vllm/v1/worker/gpu_model_runner.py"),
         (21, worker, "Available KV cache memory", "vllm/v1/worker/gpu_worker.py"),
         (22, "EngineCore_DP0", "KV cache size: %s tokens", "vllm/v1/core/kv_cache_utils.py"),
     )
-    for at, process, anchor, under in measured:
+    shown = {}  # the figures as the release's format prints them (v0.12 "%.4f GiB", later "%.2f")
+    for at, process, anchor, under in measured_lines:
         _, node, args = wheel.message(anchor, under=under)
-        lines.append(_vllm_line(wheel, at, process, "INFO", render(node, args, values)))
+        text = render(node, args, values)
+        shown[anchor] = float(re.search(r"(-?[\d.]+) ?GiB", text).group(1)) if "GiB" in text else None
+        lines.append(_vllm_line(wheel, at, process, "INFO", text))
     if _release_key(release) < (0, 30, 0):
         _, node, args = wheel.message("Maximum concurrency for", under="vllm/v1/core/kv_cache_utils.py")
         lines.append(_vllm_line(wheel, 24, "EngineCore_DP0", "INFO", render(node, args, values)))
@@ -503,7 +613,8 @@ def vllm_fixture(wheel: Wheel, release: str, golden: dict) -> tuple[list[str], d
         "max_model_len": max_len, "enforce_eager": golden["enforce_eager"], "kv_cache_dtype": golden["kv_cache_dtype"],
         "enable_prefix_caching": golden["enable_prefix_caching"], "compilation_mode": golden["compilation_mode"],
         "cudagraph_mode": golden["cudagraph_mode"], "attention_backend": golden["attention_backend"],
-        "weights_gib": weights, "kv_cache_tokens": kv_tokens, "kv_cache_gib": 55.3,
+        "weights_gib": shown["Model loading took"], "kv_cache_tokens": kv_tokens,
+        "kv_cache_gib": shown["Available KV cache memory"],
         **{k: v for k, v in non_default.items() if k not in ("model_tag",)},
     }  # fmt: skip
     if not any("attention backend" in x for x in golden["log"]):  # logged by the worker, which the run did not start
@@ -620,9 +731,15 @@ def messy_variants(name: str, lines: list[str], expected: dict) -> dict[str, tup
 # -- main --------------------------------------------------------------------------------------------------------------
 
 
-def write(out: Path, name: str, text: str, expected: dict, notes: list[str], unrendered: list[str]) -> None:
+def write(
+    out: Path, name: str, text: str, expected: dict, notes: list[str], unrendered: list[str], verify: dict | None = None
+) -> None:
+    """X.log and X.expected.json; ``verify``: the machine and release `advisor verify` is run with on it ("args") and
+    where its measured figures come from ("measured")."""
     (out / f"{name}.log").write_bytes(text.encode("utf-8"))
     body = {"observed": expected, "notes": notes, "unrendered": unrendered}
+    if verify:
+        body["verify"] = verify
     (out / f"{name}.expected.json").write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
@@ -631,7 +748,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sglang-wheels", type=Path, default=SGLANG_WHEELS)
     parser.add_argument("--vllm-wheels", type=Path, default=VLLM_WHEELS)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--only", nargs="*", default=None, metavar="ENGINE-RELEASE",
+                        help="render only these, e.g. vllm-0.33.0 sglang-0.5.23 (default: every release)")  # fmt: skip
     args = parser.parse_args(argv)
+    wanted = (lambda engine, release: f"{engine}-{release}" in args.only) if args.only else (lambda *_: True)
     sys.path.insert(0, str(REPO))
     from advisor.rules.sglang.releases import RELEASES as SGLANG_RELEASES
     from advisor.rules.vllm.common import VERIFIED as VLLM_RELEASES
@@ -639,7 +759,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args.out.mkdir(parents=True, exist_ok=True)
     written = 0
-    for release in SGLANG_RELEASES:
+    for release in filter(lambda r: wanted("sglang", r), SGLANG_RELEASES):
         path = _wheel(args.sglang_wheels, "sglang", release)
         if path is None:
             logging.warning("sglang %s: no wheel in %s; skipped", release, args.sglang_wheels)
@@ -647,43 +767,55 @@ def main(argv: list[str] | None = None) -> int:
         wheel = Wheel(path, "sglang")
         goldens = {g["id"]: g for g in map(json.loads, (GOLDEN / f"sglang-{release}.jsonl").open())}
         for scenario in SGLANG_SCENARIOS:
-            lines, expected, unrendered = sglang_fixture(wheel, release, goldens[scenario])
-            name = f"sglang-{release}-{scenario.split('/')[1]}-tp{goldens[scenario]['scenario']['tp']}"
-            write(args.out, name, "\n".join(lines) + "\n", expected, [], unrendered)
+            golden = goldens[scenario]
+            measured = _sglang_measured_for(release, release, golden)
+            lines, expected, unrendered = sglang_fixture(wheel, release, golden, measured)
+            name = f"sglang-{release}-{scenario.split('/')[1]}-tp{golden['scenario']['tp']}"
+            # SGLang's log does not name its release: verify is told it.
+            verify = {
+                "args": ["--profile", scenario.split("/")[0], "--engine-version", release],
+                "measured": measured.how,
+            }
+            write(args.out, name, "\n".join(lines) + "\n", expected, [], unrendered, verify)
             written += 1
             if scenario == SGLANG_SCENARIOS[0] and release in ("0.5.7", "0.5.14", "0.5.23"):
                 for variant, (text, exp, notes) in messy_variants(name, lines, expected).items():
-                    write(args.out, variant, text, exp, notes, unrendered)
+                    write(args.out, variant, text, exp, notes, unrendered, verify)
                     written += 1
-    for release, values_of in SGLANG_UNMODELLED:
+    for release, values_of in filter(lambda r: wanted("sglang", r[0]), SGLANG_UNMODELLED):
         path = _wheel(args.sglang_wheels, "sglang", release)
         if path is None:
             logging.warning("sglang %s: no wheel in %s; skipped", release, args.sglang_wheels)
             continue
         goldens = {g["id"]: g for g in map(json.loads, (GOLDEN / f"sglang-{values_of}.jsonl").open())}
-        lines, expected, unrendered = sglang_fixture(Wheel(path, "sglang"), release, goldens[SGLANG_SCENARIOS[0]])
+        golden = goldens[SGLANG_SCENARIOS[0]]
+        measured = _sglang_measured_for(release, values_of, golden)
+        lines, expected, unrendered = sglang_fixture(Wheel(path, "sglang"), release, golden, measured)
         name = f"sglang-{release}-unmodelled-llama-3.1-8b-tp8"
         write(args.out, name, "\n".join(lines) + "\n", expected, [], unrendered)
         written += 1
-    for release in VLLM_RELEASES:
+    for release in filter(lambda r: wanted("vllm", r), VLLM_RELEASES):
         path = _wheel(args.vllm_wheels, "vllm", release)
         if path is None:
             logging.warning("vllm %s: no wheel in %s; skipped", release, args.vllm_wheels)
             continue
         wheel = Wheel(path, "vllm")
         goldens = list(map(json.loads, (GOLDEN / f"vllm-{release}.jsonl").open()))
-        for scenario in VLLM_SCENARIOS:
-            golden = next(g for g in goldens if g["scenario"] == scenario)
-            lines, expected, unrendered = vllm_fixture(wheel, release, golden)
+        chosen = [next(g for g in goldens if g["scenario"] == scenario) for scenario in VLLM_SCENARIOS]
+        for scenario, golden, measured in zip(
+            VLLM_SCENARIOS, chosen, vllm_measured(release, list(VLLM_SCENARIOS), chosen), strict=True
+        ):
+            lines, expected, unrendered = vllm_fixture(wheel, release, golden, measured)
             suffix = "-".join(o.lstrip("-") for o in scenario["overrides"])
             name = f"vllm-{release}-llama-3.1-8b-tp{scenario['tp']}" + (f"-{suffix}" if suffix else "")
-            write(args.out, name, "\n".join(lines) + "\n", expected, [], unrendered)
+            verify = {"args": ["--profile", scenario["profile"]], "measured": measured.how}
+            write(args.out, name, "\n".join(lines) + "\n", expected, [], unrendered, verify)
             written += 1
             if not scenario["overrides"] and release in ("0.12.0", "0.33.0"):
                 for variant, (text, exp, notes) in messy_variants(name, lines, expected).items():
-                    write(args.out, variant, text, exp, notes, unrendered)
+                    write(args.out, variant, text, exp, notes, unrendered, verify)
                     written += 1
-    for release, values_of in VLLM_UNMODELLED:
+    for release, values_of in filter(lambda r: wanted("vllm", r[0]), VLLM_UNMODELLED):
         path = _wheel(args.vllm_wheels, "vllm", release)
         if path is None:
             logging.warning("vllm %s: no wheel in %s; skipped", release, args.vllm_wheels)

@@ -58,11 +58,12 @@ def golden_path(version: str, out: Path = GOLDEN_DIR) -> Path:
     return out / f"vllm-memory-{version}.jsonl"
 
 
-def run_release(version: str, out: Path, log=print) -> Path:
+def release_results(version: str, items: list[dict], log=print) -> list[dict]:
+    """kv_memory.py run in the release's environment over ``items`` (the grid's input form): one result per item."""
     env.ensure_importable(version, "vllm.v1.core.kv_cache_utils", log=log)
     with tempfile.TemporaryDirectory(prefix=f"vllm-memory-{version}-") as tmp:
         inputs, results = Path(tmp) / "inputs.json", Path(tmp) / "results.jsonl"
-        inputs.write_text(json.dumps(grid()))
+        inputs.write_text(json.dumps(items))
         environ = dict(os.environ, PYTHONPATH=env.pythonpath(version), PYTHONNOUSERSITE="1")
         done = subprocess.run([sys.executable, str(SCRIPT), str(inputs), str(results)], capture_output=True, text=True,
                               env=environ, timeout=3600)  # fmt: skip
@@ -73,6 +74,11 @@ def run_release(version: str, out: Path, log=print) -> Path:
     errors = [line["error"] for line in lines if "error" in line]
     if errors:
         raise env.EnvError(f"vllm {version}: {len(errors)} inputs failed, first: {errors[0]}")
+    return lines
+
+
+def run_release(version: str, out: Path, log=print) -> Path:
+    lines = release_results(version, grid(), log)
     path = golden_path(version, out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps({"vllm": version, **line}) + "\n" for line in lines))
