@@ -17,10 +17,18 @@ Two releases no table models are rendered the same way to test the best-effort r
 vLLM 0.7.3 (the V0 engine), their arguments filled with the oldest modelled release's recorded values; V0's
 compilation_config (pydantic model_dump_json of the set fields) holds illustrative values.
 
-What a faked GPU cannot measure (weight memory, the KV pool, free memory) is filled with illustrative figures; a field
-whose default is not a literal and that no golden records is printed as None, and any expression the renderer has no
-value for prints as ``<name>`` (listed under "unrendered" in the expected file). Each fixture X.log comes with
-X.expected.json: the values put into the log, which the parser must read back (tests/test_verify_fixtures.py).
+The measured figures (the weights' memory, free memory, the KV pool: max_total_num_tokens / "GPU KV cache size") are what
+the release itself computes for the scenario's machine, a faked GPU of the stated profile (h100-sxm-8, b200-8): what a
+CPU cannot measure (free memory before the load, the weights' bytes, vLLM's activation peak, non-torch and CUDA-graph
+memory) is the start-up model's documented estimate, and the KV pool is sized from those by the release's own code
+(conformance/sglang/memory.py's run of its pool arithmetic; conformance/vllm/kv_memory.py in the release's venv).
+The unmodelled releases keep illustrative figures (SGLang 0.4.6 uses v0.5.7's arithmetic). A field whose default is not
+a literal and that no golden records is printed as None, and any expression the renderer has no value for prints as
+``<name>`` (listed under "unrendered" in the expected file). Each fixture X.log comes with X.expected.json: the values
+put into the log, which the parser must read back (tests/test_verify_fixtures.py), and under "verify" the arguments
+`advisor verify` is run with and where the measured figures come from (tests/test_verify_agreement.py).
+
+    python -m conformance.logs --vllm-wheels ~/.cache/tp-advisor/conformance/wheels [--only vllm-0.33.0 ...]
 """
 
 from __future__ import annotations
@@ -261,7 +269,7 @@ def render(message: ast.AST, args: list[ast.AST], values: Values) -> str:
 # -- scenarios ---------------------------------------------------------------------------------------------------------
 
 SGLANG_SCENARIOS = ("h100-sxm-8/llama-3.1-8b/tp8/nn1/dp1/none", "b200-8/qwen3-30b-a3b/tp4/nn1/dp1/none")
-# Illustrative measured figures per model: weights GiB over all ranks, architecture, dtype, context length.
+# Per model: architecture, weights GiB over all ranks (the unmodelled V0 fixture's illustrative figure), context length.
 MODELS = {
     "llama-3.1-8b": ("LlamaForCausalLM", 14.96, 131072),
     "qwen3-30b-a3b": ("Qwen3MoeForCausalLM", 56.87, 40960),
