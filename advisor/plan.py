@@ -138,7 +138,7 @@ def build_plan(facts: Facts, model: ModelSpec | None, intent: Intent) -> Plan:
     scenario = Scenario(facts, model, intent)
     decisions, found = engine.decide(scenario, release)
     problems += found
-    problems += known_bugs.hit(intent.engine, release.version, scenario, decisions)  # the release's known bugs this plan hits
+    problems += known_bugs.hit(engine, release.version, scenario, decisions)  # the release's known bugs this plan hits
     fusion = next((d.enabled for d in decisions if d.id == "flashinfer_allreduce_fusion"), None)
     # Whether the engine sets its custom allreduce up (and finds out about P2P at start-up): p2p_unavailable says how.
     custom_ar = next((tries_custom_allreduce(d) for d in decisions if d.id == "custom_allreduce"), None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from advisor.models import load_config_dir
 from advisor.plan import build_plan
 from advisor.probe.profiles import load_profile
 from advisor.rules import known_bugs, registry
-from advisor.rules.known_bugs import CONDITION_KEYS, LINK, KnownBug, table
+from advisor.rules.known_bugs import CHECKED_IN, CONDITION_KEYS, LINK, KnownBug, table
 from advisor.verify.compare import LogText, verify
 from advisor.versions import parse_release
 
@@ -169,7 +170,87 @@ def test_diff_shows_the_entry_fixed_or_introduced(bug, tmp_path):
 def test_changed_lists_what_an_upgrade_fixes_and_introduces():
     fixed, introduced = known_bugs.changed("vllm", "0.25.1", "0.30.0")
     assert "vllm_v2_runner_graph_oom" in {b.id for b in fixed}
+    fixed, introduced = known_bugs.changed("vllm", "0.25.1", "0.27.1")
     assert "vllm_custom_ar_multinode_hang" in {b.id for b in introduced}
+    fixed, introduced = known_bugs.changed("vllm", "0.28.0", "0.29.0")
+    assert "vllm_custom_ar_multinode_hang" in {b.id for b in fixed}
+
+
+def test_the_multinode_custom_allreduce_hang_spares_blackwell_gated_releases_only_below_sm_10(tmp_path):
+    """v0.29.0's _group_can_attempt_mnnvl returns before the rendezvous on pre-Blackwell GPUs only (PR #53253)."""
+    bug = next(b for b in BUGS if b.id == "vllm_custom_ar_multinode_hang")
+    facts, model, intent = _launch(bug, "0.28.0", tmp_path)
+    assert any(p.id == f"known_bug_{bug.id}" for p in build_plan(facts, model, intent).problems)
+    blackwell = load_profile("b200-8")
+    plan = build_plan(blackwell, model, intent)
+    assert not any(p.id == f"known_bug_{bug.id}" for p in plan.problems)  # sm 10.0: not this entry's condition
+    flagged = replace(intent, overrides=("--disable-custom-all-reduce",))
+    assert not any(p.id == f"known_bug_{bug.id}" for p in build_plan(facts, model, flagged).problems)
+
+
+def test_every_bound_says_where_it_was_checked():
+    for bug in BUGS:
+        assert bug.checked is not None and set(bug.checked) == {"first_affected", "fixed_in"}, bug.id
+        assert set(bug.checked.values()) <= CHECKED_IN, bug.id
+        if "wheels" in bug.checked.values():
+            assert "wheel" in bug.evidence, bug.id  # the evidence names the code
+
+
+# The bounds marked "wheels", each against the released code: (bug, bound, wheel member, marker, "appears" / "gone"):
+# the marker appears (or is gone) in the bound's release and not (or still) in the newest cached release before it.
+WHEEL_EVIDENCE = (
+    ("vllm_custom_ar_multinode_hang", "first_affected", "vllm/distributed/device_communicators/custom_all_reduce.py",
+     "spans across nodes", "gone"),
+    ("vllm_custom_ar_multinode_hang", "fixed_in", "vllm/distributed/device_communicators/custom_all_reduce.py",
+     "_group_can_attempt_mnnvl(group", "appears"),
+    ("vllm_fusion_multinode_hang", "fixed_in", "vllm/distributed/device_communicators/flashinfer_all_reduce.py",
+     "Auto-selected", "appears"),
+    ("vllm_fusion_multi_nvl72_wrong", "first_affected", "vllm/distributed/device_communicators/flashinfer_all_reduce.py",
+     "Auto-selected", "appears"),
+    ("vllm_v2_runner_graph_oom", "first_affected", "vllm/config/vllm.py", "_is_default_v2_model_runner_model", "appears"),
+    ("vllm_v2_runner_graph_oom", "fixed_in", "vllm/config/vllm.py", "_is_default_v2_model_runner_model", "gone"),
+    ("vllm_flashinfer_068_ep_hang", "first_affected", "METADATA", "flashinfer-python==0.6.8.post1", "appears"),
+    ("sglang_custom_ar_v2_multinode_vmm", "first_affected",
+     "sglang/srt/distributed/device_communicators/custom_all_reduce_v2.py", "_is_vmm_backed_allocator", "appears"),
+    ("sglang_fusion_sm103_eagle_ima", "first_affected", "sglang/srt/server_args.py",
+     "flashinfer_allreduce_fusion_backend", "appears"),
+    ("sglang_fusion_pdl_graph_crash", "first_affected", "sglang/srt/server_args.py",
+     "flashinfer_allreduce_fusion_backend", "appears"),
+    ("sglang_graph_max_bs_not_captured", "fixed_in", "sglang/srt/server_args.py",
+     "if self.cuda_graph_max_bs not in capture_bs", "appears"),
+)  # fmt: skip
+WHEELS = Path.home() / ".cache" / "tp-advisor" / "conformance" / "wheels"
+
+
+def _wheel_text(engine: str, release: str, member: str) -> str | None:
+    """The member's text in the cached wheel of ``release`` ("" when the wheel lacks it); None without the wheel."""
+    found = sorted(WHEELS.glob(f"{engine}-{release}-*.whl"))
+    if not found:
+        return None
+    with zipfile.ZipFile(found[0]) as wheel:
+        names = [
+            n for n in wheel.namelist() if n == member or (member == "METADATA" and n.endswith(".dist-info/METADATA"))
+        ]
+        return wheel.read(names[0]).decode("utf-8", "replace") if names else ""
+
+
+def test_every_wheels_bound_has_its_code_evidence():
+    marked = {(b.id, bound) for b in BUGS for bound, where in (b.checked or {}).items() if where == "wheels"}
+    assert marked == {(bug_id, bound) for bug_id, bound, *_ in WHEEL_EVIDENCE}
+
+
+@pytest.mark.parametrize(("bug_id", "bound", "member", "marker", "change"), WHEEL_EVIDENCE, ids=lambda x: str(x)[:40])
+def test_a_wheels_bound_matches_the_released_code(bug_id, bound, member, marker, change):
+    bug = next(b for b in BUGS if b.id == bug_id)
+    release = getattr(bug, bound)
+    cached = sorted({p.name.split("-")[1] for p in WHEELS.glob(f"{bug.engine}-*.whl")}, key=parse_release)
+    earlier = [r for r in cached if parse_release(r) < parse_release(release)]
+    at = _wheel_text(bug.engine, release, member)
+    if at is None or not earlier:
+        pytest.skip(f"the {bug.engine} {release} wheel or an earlier one is not cached in {WHEELS}")
+    before = _wheel_text(bug.engine, earlier[-1], member)
+    present = (marker in before, marker in at)
+    assert present == ((False, True) if change == "appears" else (True, False)), (earlier[-1], release, present)
 
 
 def test_verify_names_the_known_bug_a_logged_error_matches():

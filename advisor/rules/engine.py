@@ -603,6 +603,8 @@ class Engine:
     # How its start-up log reads (an advisor.verify.parse.LogPatterns, built in its logs.py); None: `advisor verify`
     # cannot read its logs.
     logs: Any = None
+    # The package whose known_bugs.json lists its releases' known bugs (advisor.rules.known_bugs reads it); None: none.
+    known_bugs: str | None = None
 
     # -- how it is launched (advisor.launch_prep, `advisor launch`, the app's launch screen) --------------------------
     # It runs in this interpreter (it ships with tp-advisor), whatever --python names for the other engines.

@@ -7,8 +7,12 @@ An entry's ``condition`` is data, evaluated on the plan's scenario; every key mu
 substring of the GPU's name), ``archs`` (the model's architectures[0]), ``moe``/``mla`` (the model is one),
 ``quantization`` (the model's), ``flags`` (engine arguments given after --, any of them), ``without_flags`` (none of
 them given), ``enabled`` / ``not_enabled`` (decision ids of the plan), ``dp_attention``, ``sm_min`` (at least this
-capability), ``moe_a2a_backend`` (any of), ``visible_subset`` (CUDA_VISIBLE_DEVICES hides some of the machine's GPUs),
+capability), ``sm_below`` (every GPU below this capability), ``moe_a2a_backend`` (any of), ``visible_subset`` (CUDA_VISIBLE_DEVICES hides some of the machine's GPUs),
 ``flag_at_least`` ({flag: number}: the flag is given with at least that value).
+
+``checked`` says where each bound comes from: "wheels" (the change is seen in the released wheels' code; ``evidence``
+names the code) or "tracker" (the issue or PR only: its report, its release notes). Which table an engine has is its
+Engine record's ``known_bugs`` field (advisor/rules/engine.py).
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from advisor.rules.engine import Problem, flag_values, parse_release
 CONDITION_KEYS = frozenset({
     "min_tp", "min_nnodes", "min_dp_size", "sm", "sm_min", "gpu_name", "archs", "moe", "mla", "quantization", "flags",
     "without_flags", "enabled", "not_enabled", "dp_attention", "moe_a2a_backend", "visible_subset", "flag_at_least",
+    "sm_below",
 })  # fmt: skip
+CHECKED_IN = frozenset({"wheels", "tracker"})  # where a bound comes from (``checked``)
 LINK = re.compile(r"^https://github\.com/(sgl-project/sglang|vllm-project/vllm)/(issues|pull)/\d+$")
 
 
@@ -43,6 +49,7 @@ class KnownBug:
     workaround: str  # a flag or step that avoids it
     symptom_pattern: str | None = None  # a regex matched against a logged start-up error
     evidence: str = ""  # where first_affected / fixed_in come from (the issue's report, the released wheels)
+    checked: dict[str, str] | None = None  # {"first_affected": "wheels"|"tracker", "fixed_in": ...} (CHECKED_IN)
 
     def affects(self, release: str | None) -> bool:
         """The release lies in first_affected..fixed_in (fixed_in excluded); an unknown release is never affected."""
@@ -65,11 +72,14 @@ class KnownBug:
 
 @cache
 def table(engine: str) -> tuple[KnownBug, ...]:
-    """The engine's known bugs, in file order; () for an engine without a table."""
-    try:
-        text = resources.files(f"advisor.rules.{engine}").joinpath("known_bugs.json").read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError):
+    """The known bugs of engine ``engine`` (its name), in file order, from the package its Engine record's
+    ``known_bugs`` names; () for an engine without a table."""
+    from advisor.rules import registry  # registry imports the engines, whose rules import this module
+
+    package = registry.get(engine).known_bugs
+    if package is None:
         return ()
+    text = resources.files(package).joinpath("known_bugs.json").read_text(encoding="utf-8")
     return tuple(KnownBug(engine=engine, **entry) for entry in json.loads(text)["bugs"])
 
 
@@ -88,6 +98,7 @@ def applies(bug: KnownBug, scenario: Any, decisions: Any = ()) -> bool:
         intent.dp_size >= c.get("min_dp_size", 0),
         "sm" not in c or bool(capabilities & set(c["sm"])),
         "sm_min" not in c or any(g.capability and g.capability >= tuple(c["sm_min"]) for g in gpus),
+        "sm_below" not in c or bool(gpus) and all(g.capability and g.capability < tuple(c["sm_below"]) for g in gpus),
         "gpu_name" not in c or any(s.lower() in (g.name or "").lower() for g in gpus for s in c["gpu_name"]),
         "archs" not in c or (model is not None and model.architecture in c["archs"]),
         "moe" not in c or (model is not None and model.is_moe == c["moe"]),
@@ -117,9 +128,12 @@ def _at_least(tokens: tuple[str, ...], flag: str, bound: float) -> bool:
         return False
 
 
-def hit(engine: str, release: str | None, scenario: Any, decisions: Any = ()) -> list[Problem]:
-    """The warnings of the known bugs this plan hits under ``release``."""
-    return [b.problem() for b in table(engine) if b.affects(release) and applies(b, scenario, decisions)]
+def hit(engine: Any, release: str | None, scenario: Any, decisions: Any = ()) -> list[Problem]:
+    """The warnings of the known bugs this plan hits under ``release``; ``engine`` is its advisor.rules.engine.Engine,
+    whose ``known_bugs`` field names the table."""
+    if engine.known_bugs is None:
+        return []
+    return [b.problem() for b in table(engine.name) if b.affects(release) and applies(b, scenario, decisions)]
 
 
 def changed(engine: str, old: str, new: str) -> tuple[list[KnownBug], list[KnownBug]]:

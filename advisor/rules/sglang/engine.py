@@ -58,6 +58,7 @@ ENGINE = Engine(
     custom_allreduce=custom_allreduce_decision,
     peer_access=PEER_ACCESS,
     logs=LOGS,
+    known_bugs=__package__,
     multinode=multinode,
     startup=startup,  # its start-up memory arithmetic and errors (advisor.rules.sglang.startup)
     context_flag=CONTEXT_FLAG,

@@ -50,6 +50,7 @@ ENGINE = Engine(
     custom_allreduce=custom_allreduce_decision,
     peer_access=PEER_ACCESS,
     logs=LOGS,
+    known_bugs=__package__,
     multinode=multinode,
     startup=startup,
     context_flag="--max-model-len",
