@@ -46,7 +46,7 @@ async def test_verify_screen_compares_a_log_and_reports_a_bad_path():
         await pilot.press("enter")
         text = await _lines(pilot, screen)
         assert text.startswith("sglang (release not logged)")
-        assert "mem_fraction_static" in text and "agree" in text and "kv_cache_tokens = 512000" in text
+        assert "mem_fraction_static" in text and "agree" in text and "kv_cache_tokens = 4093636" in text
         screen.query_one("#verify-path").value = "/nonexistent/server.log"
         await pilot.press("enter")
         assert (await _lines(pilot, screen)).startswith("error: cannot read /nonexistent/server.log")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from advisor.cli import main
 from advisor.rules import registry
 from advisor.verify.compare import LogText, observe, same
-from advisor.verify.parse import clean_line, fields_of, read_lines, split_top_level
+from advisor.verify.parse import clean_line, fields_of, read_lines, read_run, split_top_level
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "logs"
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "advisor/schema/verify.schema.json").read_text())
@@ -105,6 +105,16 @@ def test_a_custom_allreduce_message_is_read_with_its_reason():
         observed = observe([LogText(path.name, text)]).observed
         assert observed["custom_allreduce_disabled"] is True
         assert observed["custom_allreduce_reason"] == "because this process group spans across nodes."
+
+
+def test_vllm_s_cross_node_custom_collectives_message_is_read_as_off():
+    # v0.27.1+ CustomAllreduce.__init__ for a group spanning nodes without MNNVL (custom_all_reduce.py)
+    reason = "because this multi-node group does not support MNNVL multicast."
+    line = (
+        f"(Worker_TP0 pid=7) WARNING 11-02 09:00:12 [custom_all_reduce.py:253] Custom collectives are disabled {reason}"
+    )
+    observed = observe([LogText("v.log", VLLM.read_text().replace("\n", f"\n{line}\n", 1))]).observed
+    assert observed["custom_allreduce_disabled"] is True and observed["custom_allreduce_reason"] == reason
 
 
 def test_a_log_of_no_engine_is_one_clear_error(tmp_path):
@@ -197,5 +207,5 @@ def test_vllm_names_its_release_in_each_version_line_form():
             "0.33.0",
         ),  # its logo
     ):
-        assert LOGS.read([clean_line(line, 1)]).observed["release"] == release
+        assert read_run(LOGS, [clean_line(line, 1)]).observed["release"] == release
         assert LOGS.starts(clean_line(line).message) == "version"

@@ -12,7 +12,16 @@ from typing import Any
 
 from advisor.context import AdvisorError, Options, plan_for, resolve, usage_error
 from advisor.rules import known_bugs, registry
-from advisor.verify.parse import LogLine, Prediction, Reading, chosen_run, detect, read_lines, split_runs
+from advisor.verify.parse import (
+    LogLine,
+    Prediction,
+    Reading,
+    chosen_run,
+    detect,
+    read_lines,
+    read_run,
+    split_runs,
+)
 
 AGREE = "agree"
 DIFFER = "differ"
@@ -113,7 +122,7 @@ def _read_one(log: LogText, lines: list[LogLine], patterns: Any, notes: list[str
         notes.append(
             f"{log.name}: the start-up neither reached ready nor logged an error (cut short or still starting)"
         )
-    reading = patterns.read(run.lines)
+    reading = read_run(patterns, run.lines)
     notes.extend(f"{log.name}: {w}" for w in reading.warnings)
     return reading
 

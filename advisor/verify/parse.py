@@ -262,19 +262,88 @@ class Prediction:
     tolerance: float = 0.0
 
 
+@dataclass(slots=True)
+class RunValues:
+    """What the reading of one run has found so far; an engine's line handlers add to it through :meth:`keep`."""
+
+    observed: dict[str, Any]
+    where: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    custom_ar_reasons: list[str] = field(default_factory=list)
+    ready: bool = False
+
+    def keep(self, name: str, value: Any, line: LogLine) -> None:
+        """Record a logged value (None: not logged) and the line it came from; a later line's value wins."""
+        if value is not None:
+            self.observed[name] = value
+            self.where[name] = line.number
+
+
+# An engine's line rule: (find: the message -> a match or None, handle: (match, line, values) -> None).
+LineRule = tuple[Callable[[str], Any], Callable[[Any, LogLine, RunValues], None]]
+
+
 @dataclass(frozen=True, slots=True)
 class LogPatterns:
     """How one engine's start-up log reads (each engine's ``advisor/rules/<engine>/logs.py`` builds one for its
-    ``Engine.logs``)."""
+    ``Engine.logs``): its patterns and what each line gives; :func:`read_run` does the reading."""
 
+    engine: str
     signature: Callable[[str], int]  # how strongly a message says "this engine wrote it" (0: not at all)
     starts: Callable[[str], str | None]  # the kind of a message that opens a start-up; None for other messages
     ends: Callable[[str], bool]  # ready, or the start-up failed
-    read: Callable[[Sequence[LogLine]], Reading]  # one run -> observed values
+    # The engine's lines, first match wins; then its custom-allreduce-off message (a match with a "reason" group), its
+    # ready line and the first line of a failure; ``also``: rules tried on every line besides (a version anywhere).
+    lines: tuple[LineRule, ...]
+    custom_ar_off: Callable[[str], Any]
+    ready: Callable[[str], Any]
+    error: Callable[[str], Any]
+    tp_field: str  # the logged tensor-parallel size's name: a run that got to ready with tp > 1 kept the kernel on
+    disable_custom_ar_field: str  # the logged switch that turns custom allreduce off
     # The observed values -> (model, tp, dp_size, nnodes, dp_attention, engine arguments) that rebuild the intent.
     intent: Callable[[dict[str, Any]], dict[str, Any]]
     predict: Callable[[Any], list[Prediction]]  # (plan) -> what the plan says each logged field will be
     releases_seen: str = ""  # the release range whose lines it was written against, for the warning on others
+    also: tuple[LineRule, ...] = ()
+    finish: Callable[[RunValues], None] | None = None  # values derived once the run is read (V0 blocks -> tokens)
+
+
+def read_run(patterns: LogPatterns, lines: Sequence[LogLine]) -> Reading:
+    """One run's lines -> the engine's observed values (its argument names, plus what it measured), by its patterns:
+    each line goes to the first of the engine's rules that matches it, else is its custom-allreduce-off message, its
+    ready line or the first line of a failure. Custom allreduce is read as off when the engine said so (with its
+    reason) or was told to, and as on when a run with more than one rank got to ready without saying so."""
+    values = RunValues({"engine": patterns.engine, "release": None})
+    for line in lines:
+        message = line.message
+        for find, handle in patterns.lines:
+            if match := find(message):
+                handle(match, line, values)
+                break
+        else:
+            if match := patterns.custom_ar_off(message):
+                values.custom_ar_reasons.append(match.group("reason"))
+                values.where.setdefault("custom_allreduce_disabled", line.number)
+            elif patterns.ready(message):
+                values.ready = True
+            elif "startup_error" not in values.observed and patterns.error(message):
+                values.keep("startup_error", message, line)
+        for find, handle in patterns.also:
+            if match := find(message):
+                handle(match, line, values)
+    if patterns.finish is not None:
+        patterns.finish(values)
+    observed = values.observed
+    tp = observed.get(patterns.tp_field)
+    if values.custom_ar_reasons:
+        observed["custom_allreduce_disabled"] = True
+        observed["custom_allreduce_reason"] = values.custom_ar_reasons[0]
+    elif observed.get(patterns.disable_custom_ar_field) is True:
+        observed["custom_allreduce_disabled"] = True
+        observed["custom_allreduce_reason"] = "--" + patterns.disable_custom_ar_field.replace("_", "-")
+    elif values.ready and isinstance(tp, int) and not isinstance(tp, bool) and tp > 1:
+        observed["custom_allreduce_disabled"] = False  # a run that got to ready without the message kept it on
+    return Reading(observed, values.where, tuple(values.warnings))
 
 
 def detect(lines: Iterable[LogLine], engines: Sequence[tuple[str, LogPatterns]]) -> str | None:

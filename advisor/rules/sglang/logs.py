@@ -18,7 +18,6 @@ The lines, as each release formats them (the wheels' own code, v0.5.7-v0.5.23; v
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from advisor.rules.engine import FORCED_OFF
@@ -26,7 +25,7 @@ from advisor.verify.parse import (
     LogLine,
     LogPatterns,
     Prediction,
-    Reading,
+    RunValues,
     decision_predictions,
     fields_of,
     nested,
@@ -78,66 +77,42 @@ def ends(message: str) -> bool:
     return bool(READY.search(message) or ERROR.match(message))
 
 
-def read(lines: Sequence[LogLine]) -> Reading:
-    """One run's lines -> SGLang's observed values (ServerArgs names, plus what it measured)."""
-    observed: dict[str, Any] = {"engine": "sglang", "release": None}
-    where: dict[str, int] = {}
-    warnings: list[str] = []
-    ready = False
-    reasons: list[str] = []
+def _server_args(match: re.Match, line: LogLine, run: RunValues) -> None:
+    body = match.group("body")
+    values = fields_of(body)
+    if not body.rstrip().endswith((")", "}")):
+        run.warnings.append(f"line {line.number}: server_args is cut short; the arguments after the cut are not read")
+    for name, value in values.items():
+        run.keep(name, value, line)
+    run.keep("cuda_graph_max_bs", _cuda_graph_max_bs(values), line)
+    run.keep("flashinfer_allreduce_fusion", _fusion(values), line)
 
-    def keep(name: str, value: Any, line: LogLine) -> None:
-        if value is not None:
-            observed[name] = value
-            where[name] = line.number
 
-    for line in lines:
-        message = line.message
-        if match := SERVER_ARGS.match(message):
-            body = match.group("body")
-            values = fields_of(body)
-            if not body.rstrip().endswith((")", "}")):
-                warnings.append(
-                    f"line {line.number}: server_args is cut short; the arguments after the cut are not read"
-                )
-            for name, value in values.items():
-                keep(name, value, line)
-            keep("cuda_graph_max_bs", _cuda_graph_max_bs(values), line)
-            keep("flashinfer_allreduce_fusion", _fusion(values), line)
-        elif match := WEIGHTS.search(message):
-            keep("weights_gib", number(match.group("gib")), line)
-        elif match := KV_POOL.search(message):
-            keep("kv_cache_tokens", number(match.group("tokens")), line)  # a post-capture resize logs the final pool
-        elif match := SCHEDULER.match(message):
-            values = fields_of(message.split(", available_", 1)[0])
-            keep("max_total_num_tokens", values.get("max_total_num_tokens"), line)
-            keep("context_len", values.get("context_len"), line)
-            if isinstance(values.get("max_running_requests"), int):
-                keep("max_running_requests", values["max_running_requests"], line)
-        elif match := GRAPH_BS.match(message):
-            text = match.group("old") or match.group("new") or ""
-            sizes = value_of(text if text.endswith("]") else text.rsplit(",", 1)[0] + "]")
-            if isinstance(sizes, list) and "cuda_graph_bs" not in observed:
-                keep("cuda_graph_bs", sizes, line)
-        elif match := CUSTOM_AR_OFF.match(message):
-            reasons.append(match.group("reason"))
-            where.setdefault("custom_allreduce_disabled", line.number)
-        elif READY.search(message):
-            ready = True
-        elif "startup_error" not in observed and ERROR.match(message):
-            keep("startup_error", message, line)
-        if match := VERSION.search(message):
-            keep("release", match.group("version"), line)
+def _scheduler(match: re.Match, line: LogLine, run: RunValues) -> None:
+    values = fields_of(line.message.split(", available_", 1)[0])
+    run.keep("max_total_num_tokens", values.get("max_total_num_tokens"), line)
+    run.keep("context_len", values.get("context_len"), line)
+    if isinstance(values.get("max_running_requests"), int):
+        run.keep("max_running_requests", values["max_running_requests"], line)
 
-    if reasons:
-        observed["custom_allreduce_disabled"] = True
-        observed["custom_allreduce_reason"] = reasons[0]
-    elif observed.get("disable_custom_all_reduce") is True:
-        observed["custom_allreduce_disabled"] = True
-        observed["custom_allreduce_reason"] = "--disable-custom-all-reduce"
-    elif ready and isinstance(observed.get("tp_size"), int) and observed["tp_size"] > 1:
-        observed["custom_allreduce_disabled"] = False  # a run that got to ready without the message kept it on
-    return Reading(observed, where, tuple(warnings))
+
+def _graph_bs(match: re.Match, line: LogLine, run: RunValues) -> None:
+    text = match.group("old") or match.group("new") or ""
+    sizes = value_of(text if text.endswith("]") else text.rsplit(",", 1)[0] + "]")
+    if isinstance(sizes, list) and "cuda_graph_bs" not in run.observed:
+        run.keep("cuda_graph_bs", sizes, line)
+
+
+# SGLang's lines and what each gives (advisor.verify.parse.read_run reads a run with them).
+LINES = (
+    (SERVER_ARGS.match, _server_args),
+    (WEIGHTS.search, lambda m, line, run: run.keep("weights_gib", number(m.group("gib")), line)),
+    # a post-capture resize logs the final pool
+    (KV_POOL.search, lambda m, line, run: run.keep("kv_cache_tokens", number(m.group("tokens")), line)),
+    (SCHEDULER.match, _scheduler),
+    (GRAPH_BS.match, _graph_bs),
+)
+ALSO = ((VERSION.search, lambda m, line, run: run.keep("release", m.group("version"), line)),)
 
 
 def _cuda_graph_max_bs(values: dict[str, Any]) -> int | None:
@@ -212,5 +187,7 @@ def predict(plan: Any) -> list[Prediction]:
     return rounded + startup_predictions(plan, STARTUP, ESTIMATE_MARGIN)
 
 
-LOGS = LogPatterns(signature=signature, starts=starts, ends=ends, read=read, intent=intent, predict=predict,
+LOGS = LogPatterns(engine="sglang", lines=LINES, also=ALSO, custom_ar_off=CUSTOM_AR_OFF.match, ready=READY.search,
+                   error=ERROR.match, tp_field="tp_size", disable_custom_ar_field="disable_custom_all_reduce",
+                   signature=signature, starts=starts, ends=ends, intent=intent, predict=predict,
                    releases_seen="v0.5.7-v0.5.23")  # fmt: skip

@@ -11,21 +11,21 @@ The lines, as the modelled releases format them (the wheels' own code, v0.12.0-v
 - ``Available KV cache memory: X GiB`` (vllm/v1/worker/gpu_worker.py);
 - ``GPU KV cache size: N tokens`` and ``Maximum concurrency for L tokens per request: Cx`` (vllm/v1/core/kv_cache_utils.py;
   one line from v0.30); V0 ``# GPU blocks: B, # CPU blocks: C``;
-- ``Custom allreduce is disabled because ...`` (vllm/distributed/device_communicators/custom_all_reduce.py);
+- ``Custom allreduce is disabled because ...`` and, from v0.27.1 across nodes, ``Custom collectives are disabled
+  because this multi-node group ...`` (vllm/distributed/device_communicators/custom_all_reduce.py);
 - ``Application startup complete.`` (uvicorn: ready).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from advisor.verify.parse import (
     LogLine,
     LogPatterns,
     Prediction,
-    Reading,
+    RunValues,
     decision_predictions,
     fields_of,
     number,
@@ -52,7 +52,9 @@ KV_MEMORY = re.compile(r"Available KV cache memory: (?P<gib>-?[\d.]+) ?GiB")
 KV_TOKENS = re.compile(r"\bKV cache size: (?P<tokens>[\d,]+) tokens")
 CONCURRENCY = re.compile(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<x>[\d.]+)x")
 V0_BLOCKS = re.compile(r"# (?:GPU|CUDA|cuda) blocks: (?P<blocks>\d+)")
-CUSTOM_AR_OFF = re.compile(r"^Custom allreduce is disabled (?P<reason>(?:because|due to) .*)$")
+# v0.27.1+ across nodes: "Custom collectives are disabled because this multi-node group does not support MNNVL
+# multicast" (v0.33: "... does not have MNNVL-capable GPUs on every rank").
+CUSTOM_AR_OFF = re.compile(r"^Custom (?:allreduce is|collectives are) disabled (?P<reason>(?:because|due to) .*)$")
 READY = re.compile(r"Application startup complete\.")
 ERROR = re.compile(
     r"^(?:(?:[\w.]+\.)?(?:\w*Error|\w*Exception)(?::\s.*|$)|.*Engine core initialization failed.*|"
@@ -88,75 +90,55 @@ def ends(message: str) -> bool:
     return bool(READY.search(message) or ERROR.match(message))
 
 
-def read(lines: Sequence[LogLine]) -> Reading:
-    observed: dict[str, Any] = {"engine": "vllm", "release": None}
-    where: dict[str, int] = {}
-    warnings: list[str] = []
-    ready = False
-    reasons: list[str] = []
-    blocks = None
+def _non_default(match: re.Match, line: LogLine, run: RunValues) -> None:
+    body = match.group("body")
+    if not body.rstrip().endswith("}"):
+        run.warnings.append(
+            f"line {line.number}: non-default args is cut short; the arguments after the cut are not read"
+        )
+    run.observed["non_default_args"] = fields_of(body)
+    for name, value in run.observed["non_default_args"].items():
+        run.keep(name, value, line)
 
-    def keep(name: str, value: Any, line: LogLine) -> None:
-        if value is not None:
-            observed[name] = value
-            where[name] = line.number
 
-    for line in lines:
-        message = line.message
-        if match := API_VERSION.search(message):
-            keep("release", match.group("version") or match.group("logo"), line)
-        elif match := NON_DEFAULT.match(message):
-            body = match.group("body")
-            if not body.rstrip().endswith("}"):
-                warnings.append(
-                    f"line {line.number}: non-default args is cut short; the arguments after the cut are not read"
-                )
-            observed["non_default_args"] = fields_of(body)
-            for name, value in observed["non_default_args"].items():
-                keep(name, value, line)
-        elif match := ENGINE_CONFIG.search(message):
-            keep("release", match.group("version"), line)
-            _read_config(match.group("body"), line, keep, warnings)
-        elif match := V0_ARGS.match(message):
-            args = fields_of("Namespace(" + match.group("body"))
-            for name in ("model", "tensor_parallel_size", "data_parallel_size"):
-                keep(name, args.get(name), line)
-        elif match := V0_BACKEND.match(message):
-            keep("attention_backend", V0_BACKEND_NAMES[match.group("name")], line)
-        elif match := BACKEND.match(message):
-            keep("attention_backend", match.group("name"), line)
-        elif match := WEIGHTS.search(message):
-            keep("weights_gib", number(match.group("gib")), line)
-        elif match := KV_MEMORY.search(message):
-            keep("kv_cache_gib", number(match.group("gib")), line)
-        elif match := KV_TOKENS.search(message):
-            keep("kv_cache_tokens", number(match.group("tokens")), line)
-            if concurrency := CONCURRENCY.search(message):
-                keep("max_concurrency", number(concurrency.group("x")), line)
-        elif match := CONCURRENCY.search(message):
-            keep("max_concurrency", number(match.group("x")), line)
-        elif match := V0_BLOCKS.search(message):
-            blocks = number(match.group("blocks"))
-            keep("kv_cache_blocks", blocks, line)
-        elif match := CUSTOM_AR_OFF.match(message):
-            reasons.append(match.group("reason"))
-            where.setdefault("custom_allreduce_disabled", line.number)
-        elif READY.search(message):
-            ready = True
-        elif "startup_error" not in observed and ERROR.match(message):
-            keep("startup_error", message, line)
+def _engine_config(match: re.Match, line: LogLine, run: RunValues) -> None:
+    run.keep("release", match.group("version"), line)
+    _read_config(match.group("body"), line, run.keep, run.warnings)
 
-    if "kv_cache_tokens" not in observed and blocks is not None and isinstance(observed.get("block_size"), int):
-        observed["kv_cache_tokens"] = blocks * observed["block_size"]  # the V0 engine logs blocks, not tokens
-    if reasons:
-        observed["custom_allreduce_disabled"] = True
-        observed["custom_allreduce_reason"] = reasons[0]
-    elif observed.get("disable_custom_all_reduce") is True:
-        observed["custom_allreduce_disabled"] = True
-        observed["custom_allreduce_reason"] = "--disable-custom-all-reduce"
-    elif ready and isinstance(observed.get("tensor_parallel_size"), int) and observed["tensor_parallel_size"] > 1:
-        observed["custom_allreduce_disabled"] = False
-    return Reading(observed, where, tuple(warnings))
+
+def _v0_args(match: re.Match, line: LogLine, run: RunValues) -> None:
+    args = fields_of("Namespace(" + match.group("body"))
+    for name in ("model", "tensor_parallel_size", "data_parallel_size"):
+        run.keep(name, args.get(name), line)
+
+
+def _kv_tokens(match: re.Match, line: LogLine, run: RunValues) -> None:
+    run.keep("kv_cache_tokens", number(match.group("tokens")), line)
+    if concurrency := CONCURRENCY.search(line.message):
+        run.keep("max_concurrency", number(concurrency.group("x")), line)
+
+
+def _finish(run: RunValues) -> None:
+    """The V0 engine logs blocks, not tokens: its pool in tokens is blocks x block size."""
+    blocks, block = run.observed.get("kv_cache_blocks"), run.observed.get("block_size")
+    if "kv_cache_tokens" not in run.observed and isinstance(blocks, int) and isinstance(block, int):
+        run.observed["kv_cache_tokens"] = blocks * block
+
+
+# vLLM's lines and what each gives (advisor.verify.parse.read_run reads a run with them).
+LINES = (
+    (API_VERSION.search, lambda m, line, run: run.keep("release", m.group("version") or m.group("logo"), line)),
+    (NON_DEFAULT.match, _non_default),
+    (ENGINE_CONFIG.search, _engine_config),
+    (V0_ARGS.match, _v0_args),
+    (V0_BACKEND.match, lambda m, line, run: run.keep("attention_backend", V0_BACKEND_NAMES[m.group("name")], line)),
+    (BACKEND.match, lambda m, line, run: run.keep("attention_backend", m.group("name"), line)),
+    (WEIGHTS.search, lambda m, line, run: run.keep("weights_gib", number(m.group("gib")), line)),
+    (KV_MEMORY.search, lambda m, line, run: run.keep("kv_cache_gib", number(m.group("gib")), line)),
+    (KV_TOKENS.search, _kv_tokens),
+    (CONCURRENCY.search, lambda m, line, run: run.keep("max_concurrency", number(m.group("x")), line)),
+    (V0_BLOCKS.search, lambda m, line, run: run.keep("kv_cache_blocks", number(m.group("blocks")), line)),
+)
 
 
 def _read_config(body: str, line: LogLine, keep, warnings: list[str]) -> None:
@@ -230,5 +212,7 @@ def predict(plan: Any) -> list[Prediction]:
     return decision_predictions(plan, PREDICTED) + startup_predictions(plan, STARTUP, ESTIMATE_MARGIN)
 
 
-LOGS = LogPatterns(signature=signature, starts=starts, ends=ends, read=read, intent=intent, predict=predict,
+LOGS = LogPatterns(engine="vllm", lines=LINES, finish=_finish, custom_ar_off=CUSTOM_AR_OFF.match, ready=READY.search,
+                   error=ERROR.match, tp_field="tensor_parallel_size", disable_custom_ar_field="disable_custom_all_reduce",
+                   signature=signature, starts=starts, ends=ends, intent=intent, predict=predict,
                    releases_seen="v0.12.0-v0.33.0")  # fmt: skip
