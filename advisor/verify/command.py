@@ -1,6 +1,7 @@
 """`advisor verify LOG...`: the engine's start-up log against the advisor's prediction (advisor.cli loads it when named).
 
-Exit codes: 0 every logged field agrees, 1 a field differs (or the log or the launch could not be used), 2 usage error.
+Exit codes: 0 every logged field agrees, 1 a field differs (or the launch could not be planned), 2 usage error (a LOG
+that is not a start-up log: a directory, FIFO, binary, empty or oversized file, closed stdin, no engine line).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def verify_command(ctx: click.Context, logs: tuple[str, ...], engine_args: tuple
     one's probe, --profile or --facts. Prints each field predicted / observed / agree, differ or not logged, with the
     rule behind each difference, what the engine measured, and a known bug matching a logged error.
 
-    Exit codes: 0 every logged field agrees, 1 a field differs or the log could not be used, 2 usage error."""
+    Exit codes: 0 every logged field agrees, 1 a field differs or the launch could not be planned, 2 usage error or
+    a LOG that is not a start-up log."""
     options = options_from_context(ctx)
     options = replace(options, overrides=tuple(options.overrides) + engine_args)
     texts = read_logs(logs)
