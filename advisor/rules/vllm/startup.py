@@ -21,8 +21,7 @@ from advisor.rules.releases import at
 from advisor.rules.startup import (
     Startup,
     StartupError,
-    kv_heads_per_rank,
-    kv_layers,
+    kv_shape,
     sequences_held,
     weights_bytes_per_gpu,
 )
@@ -244,19 +243,10 @@ def activation_peak(model: ModelSpec, tp: int, tokens: int, seqs: int, act_bytes
 
 
 def kv_spec(inputs: Inputs) -> KvSpec | None:
-    model = inputs.model
-    layers = kv_layers(model)
-    if not layers:
+    shape = kv_shape(inputs.model, inputs.tp)
+    if shape is None:
         return None
-    if model.uses_mla:
-        if model.qk_rope_head_dim is None:
-            return None
-        return KvSpec(layers, 1, model.kv_lora_rank + model.qk_rope_head_dim, inputs.kv_dtype_bytes, True,
-                      inputs.block_size)  # fmt: skip
-    if not model.head_dim or not model.num_kv_heads:
-        return None
-    return KvSpec(layers, kv_heads_per_rank(model, inputs.tp), model.head_dim, inputs.kv_dtype_bytes, False,
-                  inputs.block_size)  # fmt: skip
+    return KvSpec(shape.layers, shape.heads, shape.head_size, inputs.kv_dtype_bytes, shape.mla, inputs.block_size)
 
 
 def budget(inputs: Inputs) -> Budget | None:
