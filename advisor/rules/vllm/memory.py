@@ -4,7 +4,7 @@ how vLLM sizes GPU memory for advisor.layouts and the gpu_memory_in_use check.""
 from __future__ import annotations
 
 from advisor.rules import engine as rules
-from advisor.rules.engine import Decision, ReleaseError, Scenario
+from advisor.rules.engine import Decision, ReleaseError, Scenario, finite_float
 from advisor.rules.releases import at
 from advisor.rules.vllm.attention import ATTENTION_FLAG
 from advisor.rules.vllm.common import ARG_UTILS_FILE, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
@@ -67,7 +67,9 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
     if seqs is not None and tokens is not None and not given["max_num_seqs"]:
         seqs = min(seqs, tokens)
     return {
-        "gpu_memory_utilization": _number(given["gpu_memory_utilization"], float, at(GPU_MEMORY_UTILIZATION, release)),
+        "gpu_memory_utilization": _number(
+            given["gpu_memory_utilization"], finite_float, at(GPU_MEMORY_UTILIZATION, release)
+        ),
         "max_num_seqs": seqs,
         "max_num_batched_tokens": tokens,
         "kv_cache_dtype": given["kv_cache_dtype"] or "auto",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from advisor.models import ModelSpec, dtype_bytes
-from advisor.rules.engine import Decision, Release, Scenario
+from advisor.rules.engine import Decision, Release, Scenario, finite_float
 from advisor.rules.releases import at
 from advisor.rules.startup import (
     Startup,
@@ -283,8 +283,8 @@ def parse_max_model_len(raw: str) -> int | None:
     if value[-1:] in _DECIMAL or value[-1:] in _BINARY:
         number, suffix = value[:-1], value[-1]
         try:
-            return int(float(number) * _DECIMAL[suffix]) if suffix in _DECIMAL else int(number) * _BINARY[suffix]
-        except ValueError:
+            return int(finite_float(number) * _DECIMAL[suffix]) if suffix in _DECIMAL else int(number) * _BINARY[suffix]
+        except (ValueError, OverflowError):  # "1e999k": int(inf); "1e400k" is finite but "1e308" x 1000 is not
             return None
     try:
         return int(value)

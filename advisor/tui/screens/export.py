@@ -14,7 +14,7 @@ from advisor.plan import Plan
 from advisor.report import dumps, plan_to_dict
 from advisor.tui.screens.dialog import Dialog
 from advisor.tui.widgets.save_path import SavePathForm
-from launcher.files import write_text_atomic
+from launcher.files import expand_user, write_text_atomic
 
 DEFAULT_NAME = "advisor-plan.json"
 
@@ -22,7 +22,7 @@ DEFAULT_NAME = "advisor-plan.json"
 def write_plan_json(plan: Plan, path: str | Path) -> Path:
     """Write atomically (a temporary file renamed into place), so a failed write leaves no half file; a path that is
     not a regular file is refused (launcher.files.FileRefused, an OSError), a symlink written through to its target."""
-    path = Path(path).expanduser()
+    path = expand_user(path)
     write_text_atomic(path, dumps(plan_to_dict(plan)) + "\n", "plan")
     return path
 

@@ -16,7 +16,7 @@ from advisor.schedulers import TARGETS, JobSettings, job_text
 from advisor.schedulers.job import JobError
 from advisor.tui.screens.dialog import Dialog
 from advisor.tui.widgets.save_path import SavePathForm, Writer
-from launcher.files import write_text_atomic
+from launcher.files import expand_user, write_text_atomic
 
 SUFFIX = {"slurm": ".sbatch", "kubernetes": ".yaml", "skypilot": ".sky.yaml"}
 
@@ -29,7 +29,7 @@ def write_job_file(plan: Plan, target: str, path: str | Path) -> Path:
     """The job written atomically to ``path``; JobError when the plan cannot become one, OSError when the file
     cannot be written (FileRefused names the path)."""
     text = job_text(plan, target, JobSettings())
-    path = Path(path).expanduser()
+    path = expand_user(path)
     write_text_atomic(path, text, "job file")
     return path
 

@@ -1,0 +1,193 @@
+"""Third hostile round (issues 26, 28, 30): the scheduler jobs of `advisor launch --on`, the start-up verdict of
+`check` / `layouts` / `explain memory_defaults` and the files a command writes, fed what an attacker or a careless user
+would give them. One test (hypothesis where inputs vary) per defect class the sweep found:
+
+1. an engine argument holding a newline and the here-document's word ended the sbatch script's node step early, so the
+   rest of the argument ran as the batch script's own lines;
+2. a model name with a newline or a control character broke the job files' header comment (a shell line; a YAML file
+   PyYAML cannot read);
+3. nan / inf after -- (--mem-fraction-static, --gpu-memory-utilization, --max-model-len 1e999k) crashed the start-up
+   arithmetic with a traceback; vLLM's numeric memory arguments were not checked at all ('abc' went through);
+4. output paths: `-o ~nouser/x` was a traceback, `-o dir/` wrote a file named dir, `launch --on -o ""` printed.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from dataclasses import replace
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_schedulers import MODEL, STUB_ENGINE, STUB_SCONTROL, STUB_SRUN, plan_for
+
+from advisor.cli import main
+from advisor.context import Options, make_plan
+from advisor.rules.engine import finite_float
+from advisor.rules.vllm.startup import parse_max_model_len
+from advisor.schedulers import TARGETS, JobSettings
+from advisor.schedulers.job import make_job, one_line
+from advisor.schedulers.slurm import heredoc_end
+from advisor.tui.screens.export import write_plan_json
+from advisor.tui.screens.job import write_job_file
+from launcher.files import FileRefused, output_target
+
+NO_USER = "~tp-advisor-no-such-user-31"
+# Text a person can put in a command line: anything but NUL, and the lines the node step's here-document could end at.
+ARGUMENT_TEXT = st.lists(st.one_of(st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=12),
+                                   st.sampled_from(["STEP", "STEP_1", "'", '"', "$(id)", "`id`", "\\", "!", "EOF"])),
+                         min_size=1, max_size=6).map("\n".join)  # fmt: skip
+
+
+# -- 1. the sbatch node step is one here-document whatever the arguments hold ----------------------------------------
+
+
+@given(body=ARGUMENT_TEXT)
+def test_the_heredoc_word_is_no_line_of_the_body(body):
+    end = heredoc_end(body)
+    assert end not in body.split("\n") and end.startswith("STEP")
+
+
+@pytest.fixture(scope="module")
+def stub_cluster(tmp_path_factory):
+    stubs = tmp_path_factory.mktemp("stubs")
+    for name, text in {"python3": STUB_ENGINE, "scontrol": STUB_SCONTROL, "srun": STUB_SRUN}.items():
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    return stubs
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=ARGUMENT_TEXT)
+def test_an_engine_argument_with_newlines_reaches_every_node_intact(name, stub_cluster, tmp_path_factory):
+    work = tmp_path_factory.mktemp("run")
+    plan = make_plan(Options(profile="h100-sxm-8", model=MODEL, engine="sglang", tp=16, nnodes=2,
+                             overrides=("--served-model-name", name)))  # fmt: skip
+    script = work / "job.sbatch"
+    script.write_text(TARGETS["slurm"].render(make_job(plan, JobSettings())))
+    env = {"PATH": f"{stub_cluster}:/usr/bin:/bin", "RECORD": str(work), "STUB_NODES": "2", "HOME": str(work),
+           "SLURM_JOB_NODELIST": "node[01-02]", "TP_ADVISOR_PREFLIGHT": "0"}  # fmt: skip
+    run = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    for node in (0, 1):
+        argv = (work / f"node-{node}.argv").read_bytes().decode("utf-8", "surrogateescape").split("\n")
+        # the recorder writes one argument a line: the name's own lines follow the flag
+        start = argv.index("--served-model-name") + 1
+        assert "\n".join(argv[start:start + name.count("\n") + 1]) == name
+    assert sorted(p.name for p in work.iterdir()) == ["job.sbatch", "node-0.argv", "node-1.argv"]
+
+
+# -- 2. the header comment stays a comment ----------------------------------------------------------------------------
+
+MODEL_NAMES = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40)
+
+
+@pytest.fixture(scope="module")
+def jobs():
+    return {engine: make_job(plan_for(engine), JobSettings(image="example/image:1")) for engine in ("sglang", "vllm")}
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(model=MODEL_NAMES, engine=st.sampled_from(["sglang", "vllm"]))
+def test_any_model_name_leaves_the_header_a_comment(model, engine, jobs):
+    job = replace(jobs[engine], model=model)
+    sbatch = TARGETS["slurm"].render(job).split("\n")
+    assert sbatch[1].startswith("# Written by") and sbatch[2].startswith("# Every node")
+    assert "\r" not in sbatch[1]
+    for target in ("kubernetes", "skypilot"):
+        text = TARGETS[target].render(job)
+        plain = TARGETS[target].render(replace(job, model="m"))
+        body = [line for line in text.splitlines(keepends=True) if not line.startswith("#")]
+        assert "".join(body) == "".join(line for line in plain.splitlines(keepends=True) if not line.startswith("#"))
+        assert list(yaml.safe_load_all(text)) == list(yaml.safe_load_all(plain))
+
+
+@given(text=MODEL_NAMES)
+def test_one_line_has_no_line_break_of_any_kind(text):
+    assert len(one_line(text).splitlines()) <= 1
+
+
+# -- 3. non-finite numbers after -- -------------------------------------------------------------------------------------
+
+NOT_FINITE = st.sampled_from(["nan", "NaN", "inf", "-inf", "Infinity", "1e400", "-1e999"])
+
+
+@settings(max_examples=20, deadline=None)
+@given(value=NOT_FINITE)
+def test_a_non_finite_memory_fraction_is_refused_in_one_problem_not_a_traceback(value):
+    for engine, flag, problem in (("sglang", "--mem-fraction-static", "sglang_argument_rejected"),
+                                  ("vllm", "--gpu-memory-utilization", "vllm_argument_rejected")):  # fmt: skip
+        plan = make_plan(Options(profile="h100-sxm-8", model="Qwen/Qwen3-8B", engine=engine, tp=2,
+                                 overrides=(flag, value)))  # fmt: skip
+        errors = [p for p in plan.problems if p.severity == "error" and p.id == problem]
+        assert len(errors) == 1 and repr(value) in errors[0].message
+
+
+@given(number=st.floats(allow_nan=True, allow_infinity=True), suffix=st.sampled_from(["", "k", "m", "g", "K", "M"]))
+def test_max_model_len_never_raises(number, suffix):
+    parsed = parse_max_model_len(f"{number}{suffix}")
+    assert parsed is None or isinstance(parsed, int)
+    if not math.isfinite(number):
+        assert parsed is None
+
+
+@pytest.mark.parametrize("value", ["abc", "nan", "", "1e999k"])
+def test_vllms_numeric_memory_arguments_are_checked(value):
+    for flag in ("--gpu-memory-utilization", "--max-model-len", "--max-num-seqs", "--block-size"):
+        if flag != "--max-model-len" and value == "1e999k":
+            continue
+        plan = make_plan(Options(profile="h100-sxm-8", model="Qwen/Qwen3-8B", engine="vllm", tp=2,
+                                 overrides=(flag, value)))  # fmt: skip
+        assert [p.id for p in plan.problems if p.severity == "error"] == ["vllm_argument_rejected"], flag
+
+
+def test_finite_float_reads_what_argparse_reads_but_only_finite_numbers():
+    assert finite_float(" 0.5 ") == 0.5 and finite_float("1e-300") == 1e-300
+    for bad in ("nan", "inf", "-Infinity", "1e400", "x", ""):
+        with pytest.raises(ValueError):
+            finite_float(bad)
+
+
+@pytest.mark.parametrize("command", [["check", "--json"], ["explain", "memory_defaults"]])  # layouts takes no --
+def test_the_cli_faces_report_non_finite_numbers_in_one_line(command):
+    for engine, flag in (("sglang", "--mem-fraction-static"), ("vllm", "--gpu-memory-utilization")):
+        result = CliRunner().invoke(main, ["--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-8B", "--engine", engine,
+                                           *command, "--", flag, "nan"])  # fmt: skip
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+        assert result.exit_code == (1 if command[0] == "check" else 0), result.output
+        assert "Traceback" not in result.output
+
+
+# -- 4. output paths ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", [f"{NO_USER}/job.sbatch", "newdir/", "sub/dir/"])
+def test_a_path_it_cannot_use_is_refused_in_one_line_and_nothing_is_written(path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileRefused) as refused:
+        output_target(path)
+    assert "\n" not in str(refused.value)
+    result = CliRunner().invoke(main, ["--profile", "h100-sxm-8", "--model", MODEL, "--tp", "16", "--nnodes", "2",
+                                       "launch", "--on", "slurm", "-o", path])  # fmt: skip
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 1 and len(errors) == 1, result.output
+    probe = CliRunner().invoke(main, ["probe", "--profile", "h100-sxm-8", "-o", path])
+    assert probe.exit_code == 1 and "error:" in probe.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_output_is_a_usage_error_as_for_probe():
+    result = CliRunner().invoke(main, ["--profile", "h100-sxm-8", "--model", MODEL, "--tp", "16", "--nnodes", "2",
+                                       "launch", "--on", "slurm", "-o", ""])  # fmt: skip
+    assert result.exit_code == 2 and "-o/--output needs a file name" in result.output
+
+
+def test_the_apps_writers_refuse_an_unknown_home_as_an_oserror():
+    """The app's dialogs catch OSError; pathlib's RuntimeError for an unknown ~user ended the worker with a traceback."""
+    with pytest.raises(OSError, match="names no user"):
+        write_plan_json(plan_for("sglang"), f"{NO_USER}/plan.json")
+    with pytest.raises(OSError, match="names no user"):
+        write_job_file(plan_for("sglang"), "slurm", f"{NO_USER}/job.sbatch")
