@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+import time
 from dataclasses import replace
 
 import pytest
@@ -191,3 +192,25 @@ def test_the_apps_writers_refuse_an_unknown_home_as_an_oserror():
         write_plan_json(plan_for("sglang"), f"{NO_USER}/plan.json")
     with pytest.raises(OSError, match="names no user"):
         write_job_file(plan_for("sglang"), "slurm", f"{NO_USER}/job.sbatch")
+
+
+# -- 5. searches that started from a hostile number -----------------------------------------------------------------
+
+
+@settings(max_examples=15, deadline=None)
+@given(fraction=st.sampled_from(["-1e12", "-1e300", "1e300", "-5", "0", "1e-300"]))
+def test_the_fraction_search_of_the_fixes_is_bounded_whatever_fraction_was_given(fraction):
+    """`--mem-fraction-static=-1e12` made the fixes count up from -1e14 one hundredth at a time (a hang)."""
+    started = time.monotonic()
+    plan = make_plan(Options(profile="h100-sxm-8", model="Qwen/Qwen3-8B", engine="sglang", tp=2,
+                             overrides=(f"--mem-fraction-static={fraction}",)))  # fmt: skip
+    assert time.monotonic() - started < 20
+    assert plan.startup is not None and plan.startup.starts is False and plan.startup.error.fixes
+
+
+def test_layouts_over_a_billion_nodes_ends_with_a_verdict():
+    started = time.monotonic()
+    result = CliRunner().invoke(main, ["--profile", "h100-sxm-8", "--engine", "sglang", "--model", MODEL, "--nnodes",
+                                       str(10**9), "layouts"])  # fmt: skip
+    assert result.exit_code == 0 and "no recommendation" in result.output, result.output
+    assert time.monotonic() - started < 60
