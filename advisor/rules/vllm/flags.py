@@ -20,11 +20,11 @@ from advisor.rules.engine import (
     Problem,
     Release,
     Scenario,
-    finite_float,
     flag_values,
     long_option,
     spell_out_abbreviations,
 )
+from advisor.rules.vllm.memory import utilization
 
 FLAGS_FILE = Path(__file__).with_name("cli_flags.json")
 ERROR_ID = "vllm_argument_rejected"
@@ -99,10 +99,10 @@ def _max_model_len(raw: str) -> int:
     return 0
 
 
-# The numbers the start-up model reads from after --, each as the release reads it: argparse's type (int; float, which
-# takes nan and inf, then refused by CacheConfig's gt=0 / le=1 validation) and --max-model-len's human-readable form.
+# The numbers the start-up model reads from after --, each as the release reads it: argparse's type (int; float, then
+# CacheConfig's range for the utilization) and --max-model-len's human-readable form.
 NUMBERS: tuple[tuple[str, Callable[[str], object], str], ...] = (
-    ("--gpu-memory-utilization", finite_float, "a number from 0 to 1, e.g. 0.9"),
+    ("--gpu-memory-utilization", utilization, "a number above 0 and at most 1, e.g. 0.9"),
     ("--max-model-len", _max_model_len, "a whole number of tokens, e.g. 32768 or 32k, or auto"),
     ("--max-num-seqs", int, "a whole number"),
     ("--max-num-batched-tokens", int, "a whole number"),

@@ -68,7 +68,7 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
         seqs = min(seqs, tokens)
     return {
         "gpu_memory_utilization": _number(
-            given["gpu_memory_utilization"], finite_float, at(GPU_MEMORY_UTILIZATION, release)
+            given["gpu_memory_utilization"], utilization, at(GPU_MEMORY_UTILIZATION, release)
         ),
         "max_num_seqs": seqs,
         "max_num_batched_tokens": tokens,
@@ -109,6 +109,15 @@ def mla_block_size(s: Scenario, version: str, block: int) -> int:
     if cap[0] == 9:  # FlashMLA (dense) runs on Hopper only
         return block if block % 64 == 0 else 64
     return block
+
+
+def utilization(raw: str) -> float:
+    """--gpu-memory-utilization as the release takes it: a float (argparse) that CacheConfig's Field(gt=0, le=1)
+    validates (vllm/config/cache.py, every modelled release); ValueError for what it refuses (nan and inf too)."""
+    value = finite_float(raw)
+    if not 0 < value <= 1:
+        raise ValueError(f"{raw!r} is not above 0 and at most 1")
+    return value
 
 
 def _number(raw: str | None, kind, default):
