@@ -216,10 +216,11 @@ def test_layouts_over_a_billion_nodes_ends_with_a_verdict():
     assert time.monotonic() - started < 60
 
 
-@pytest.mark.parametrize("value", ["1.5", "0", "-1", "1e305"])
-def test_a_utilization_vllm_refuses_is_one_error_and_never_reaches_the_verdict(value):
-    """CacheConfig's Field(gt=0, le=1): one vllm_argument_rejected, and the verdict computed without the value (1e305
-    overflowed it)."""
-    plan = make_plan(Options(profile="h100-sxm-8", model="Qwen/Qwen3-8B", engine="vllm", tp=2,
-                             overrides=(f"--gpu-memory-utilization={value}",)))  # fmt: skip
+@pytest.mark.parametrize("argument", ["--gpu-memory-utilization=1.5", "--gpu-memory-utilization=0",
+                                      "--gpu-memory-utilization=-1", "--gpu-memory-utilization=1e305",
+                                      "--block-size=0", "--block-size=-16"])  # fmt: skip
+def test_a_memory_value_vllm_refuses_is_one_error_and_never_reaches_the_verdict(argument):
+    """CacheConfig's Field(gt=0, le=1) and a block size above 0: one vllm_argument_rejected, and the verdict computed
+    without the value (1e305 overflowed it, block size 0 divided by zero)."""
+    plan = make_plan(Options(profile="h100-sxm-8", model="Qwen/Qwen3-8B", engine="vllm", tp=2, overrides=(argument,)))
     assert [p.id for p in plan.problems if p.severity == "error"] == ["vllm_argument_rejected"]

@@ -24,7 +24,7 @@ from advisor.rules.engine import (
     long_option,
     spell_out_abbreviations,
 )
-from advisor.rules.vllm.memory import utilization
+from advisor.rules.vllm.memory import block_size, utilization
 
 FLAGS_FILE = Path(__file__).with_name("cli_flags.json")
 ERROR_ID = "vllm_argument_rejected"
@@ -106,7 +106,7 @@ NUMBERS: tuple[tuple[str, Callable[[str], object], str], ...] = (
     ("--max-model-len", _max_model_len, "a whole number of tokens, e.g. 32768 or 32k, or auto"),
     ("--max-num-seqs", int, "a whole number"),
     ("--max-num-batched-tokens", int, "a whole number"),
-    ("--block-size", int, "a whole number, e.g. 16"),
+    ("--block-size", block_size, "a whole number above 0, e.g. 16"),
 )
 
 

@@ -73,7 +73,7 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
         "max_num_seqs": seqs,
         "max_num_batched_tokens": tokens,
         "kv_cache_dtype": given["kv_cache_dtype"] or "auto",
-        "block_size": mla_block_size(s, release, _number(given["block_size"], int, 16)),
+        "block_size": mla_block_size(s, release, _number(given["block_size"], block_size, 16)),
         # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
         "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
     }
@@ -117,6 +117,15 @@ def utilization(raw: str) -> float:
     value = finite_float(raw)
     if not 0 < value <= 1:
         raise ValueError(f"{raw!r} is not above 0 and at most 1")
+    return value
+
+
+def block_size(raw: str) -> int:
+    """--block-size as the releases take it: a whole number above 0 (v0.12's choices 1 ... 256, later releases'
+    Field(gt=0) in vllm/config/cache.py); ValueError for 0 or less, which every KV-cache size divides by."""
+    value = int(raw)
+    if value <= 0:
+        raise ValueError(f"{raw!r} is not above 0")
     return value
 
 
