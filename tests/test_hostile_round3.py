@@ -27,6 +27,7 @@ from test_schedulers import MODEL, STUB_ENGINE, STUB_SCONTROL, STUB_SRUN, plan_f
 
 from advisor.cli import main
 from advisor.context import Options, make_plan
+from advisor.models import quantized_weight_bits
 from advisor.rules.engine import finite_float
 from advisor.rules.vllm.startup import parse_max_model_len
 from advisor.schedulers import TARGETS, JobSettings
@@ -224,3 +225,29 @@ def test_a_memory_value_vllm_refuses_is_one_error_and_never_reaches_the_verdict(
     without the value (1e305 overflowed it, block size 0 divided by zero)."""
     plan = make_plan(Options(profile="h100-sxm-8", model="Qwen/Qwen3-8B", engine="vllm", tp=2, overrides=(argument,)))
     assert [p.id for p in plan.problems if p.severity == "error"] == ["vllm_argument_rejected"]
+
+
+# -- 6. quantization_config of every odd shape ------------------------------------------------------------------------
+
+ANY_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                        max_leaves=8)  # fmt: skip
+WEIGHTS = st.fixed_dictionaries({"num_bits": st.integers(-2**70, 2**70) | ANY_JSON},
+                                optional={"group_size": st.integers(-2**70, 2**70) | ANY_JSON,
+                                          "type": st.sampled_from(["int", "float"]) | ANY_JSON})  # fmt: skip
+QUANTIZATION = st.one_of(
+    ANY_JSON,
+    st.fixed_dictionaries({"quant_method": st.just("compressed-tensors"),
+                           "config_groups": st.dictionaries(st.text(max_size=4), st.fixed_dictionaries(
+                               {"weights": WEIGHTS | ANY_JSON}), max_size=3) | ANY_JSON}),
+    st.fixed_dictionaries({"quant_method": st.just("fp8"),
+                           "weight_block_size": st.lists(st.integers(-2**40, 2**40), max_size=3) | ANY_JSON}),
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(qc=QUANTIZATION)
+def test_quantized_weight_bits_is_unknown_or_positive(qc):
+    """A negative num_bits (or group_size, or fp8 block) made the weights negative and the plan 'start' with more KV."""
+    bits = quantized_weight_bits(qc)
+    assert bits is None or (bits > 0 and math.isfinite(bits))
