@@ -13,10 +13,14 @@ would give them. One test (hypothesis where inputs vary) per defect class the sw
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import subprocess
+import tempfile
 import time
 from dataclasses import replace
+from functools import cache
 
 import pytest
 import yaml
@@ -28,6 +32,7 @@ from test_schedulers import MODEL, STUB_ENGINE, STUB_SCONTROL, STUB_SRUN, plan_f
 from advisor.cli import main
 from advisor.context import Options, make_plan
 from advisor.models import quantized_weight_bits
+from advisor.probe.profiles import load_profile
 from advisor.rules.engine import finite_float
 from advisor.rules.vllm.startup import parse_max_model_len
 from advisor.schedulers import TARGETS, JobSettings
@@ -251,3 +256,33 @@ def test_quantized_weight_bits_is_unknown_or_positive(qc):
     """A negative num_bits (or group_size, or fp8 block) made the weights negative and the plan 'start' with more KV."""
     bits = quantized_weight_bits(qc)
     assert bits is None or (bits > 0 and math.isfinite(bits))
+
+
+# -- 7. a GPU smaller than the engine's own reserve -------------------------------------------------------------------
+
+
+@cache
+def h100_facts() -> str:
+    return load_profile("h100-sxm-8").to_json()
+
+
+@settings(max_examples=25, deadline=None)
+@given(mib=st.integers(1, 200 * 1024), engine=st.sampled_from(["sglang", "vllm"]),
+       model=st.sampled_from(["deepseek-ai/DeepSeek-V3", "Qwen/Qwen3-8B", "meta-llama/Llama-3.1-8B-Instruct"]))  # fmt: skip
+def test_a_plan_that_starts_has_weights_that_fit_in_the_gpu(mib, engine, model):
+    """A 1 MiB GPU made SGLang's fraction negative (-4623), its reserve term positive and DeepSeek-V3 'start' with 69M
+    KV tokens."""
+    facts = json.loads(h100_facts())
+    for gpu in facts["gpus"]:
+        gpu["memory_total_mib"] = gpu["memory_free_mib"] = mib
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(facts, handle)
+    try:
+        plan = make_plan(Options(facts_file=handle.name, engine=engine, model=model, tp=8))
+    finally:
+        os.unlink(handle.name)
+    startup = plan.startup
+    if startup is not None and startup.starts:
+        assert startup.weights_bytes < mib * 2**20 and startup.kv_tokens > 0
+        assert startup.kv_tokens * 1 <= mib * 2**20  # a KV token takes at least a byte
+

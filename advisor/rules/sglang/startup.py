@@ -95,6 +95,8 @@ def pool_outcome(p: PoolInputs) -> PoolOutcome:
     release = parse_release(p.release)
     available = p.pre_model_load_gib - p.weights_bytes / GIB
     rest = available - p.pre_model_load_gib * (1 - p.mem_fraction_static) - p.mm_reserve_gib
+    if available <= 0:  # the weights alone exceed the free memory: no pool, whatever the fraction (on a GPU smaller than
+        rest = min(rest, available)  # SGLang's own reserve the fraction is negative and the reserve term grows the pool)
     if p.mamba_ratio is not None and rest > 0:  # handle_max_mamba_cache: the state pool takes its share first
         rest -= rest * p.mamba_ratio / (1 + p.mamba_ratio)
     if rest <= 0 and release >= parse_release(BUDGET_ERROR_FROM):
@@ -321,6 +323,9 @@ def explain(p: PoolInputs, outcome: PoolOutcome, model: ModelSpec) -> str:
     pre = p.pre_model_load_gib
     text = (f"free before load {pre:.1f} GiB - weights {p.weights_bytes / GIB:.1f} GiB - reserve {pre:.1f} x (1 -"
             f" mem_fraction_static {p.mem_fraction_static:g}) = {_gib_figure(outcome.rest_gib)} GiB for the KV pool")  # fmt: skip
+    if outcome.available_gib <= 0:
+        text = (f"free before load {pre:.1f} GiB - weights {p.weights_bytes / GIB:.1f} GiB ="
+                f" {outcome.available_gib:.1f} GiB: the weights alone exceed the GPU's free memory")  # fmt: skip
     if p.mamba_ratio is not None:
         text += " after the linear-attention state pool"
     if outcome.error == "too_small" and p.context_len < outcome.tokens:
