@@ -121,8 +121,8 @@ def utilization(raw: str) -> float:
 
 
 def block_size(raw: str) -> int:
-    """--block-size as the releases take it: a whole number above 0 (v0.12's choices 1 ... 256, later releases'
-    Field(gt=0) in vllm/config/cache.py); ValueError for 0 or less, which every KV-cache size divides by."""
+    """--block-size as a whole number above 0 (v0.12.0's choices 1 ... 256, v0.33.0's Field(gt=0), vllm/config/cache.py;
+    every KV-cache size divides by it); ValueError for 0 or less."""
     value = int(raw)
     if value <= 0:
         raise ValueError(f"{raw!r} is not above 0")
