@@ -83,7 +83,7 @@ def test_an_engine_argument_with_newlines_reaches_every_node_intact(name, stub_c
         argv = (work / f"node-{node}.argv").read_bytes().decode("utf-8", "surrogateescape").split("\n")
         # the recorder writes one argument a line: the name's own lines follow the flag
         start = argv.index("--served-model-name") + 1
-        assert "\n".join(argv[start:start + name.count("\n") + 1]) == name
+        assert "\n".join(argv[start : start + name.count("\n") + 1]) == name
     assert sorted(p.name for p in work.iterdir()) == ["job.sbatch", "node-0.argv", "node-1.argv"]
 
 
@@ -285,4 +285,3 @@ def test_a_plan_that_starts_has_weights_that_fit_in_the_gpu(mib, engine, model):
     if startup is not None and startup.starts:
         assert startup.weights_bytes < mib * 2**20 and startup.kv_tokens > 0
         assert startup.kv_tokens * 1 <= mib * 2**20  # a KV token takes at least a byte
-
