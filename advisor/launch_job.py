@@ -18,6 +18,8 @@ from launcher.files import FileRefused, output_target, write_text_atomic
 
 def write_job(plan, target: str, settings: JobSettings, *, output: str | None, do_submit: bool, force: bool) -> int:
     """Write (and maybe submit) the job; the exit code. AdvisorError for every refusal, before anything is written."""
+    if output == "":
+        raise AdvisorError("-o/--output needs a file name (or - for stdout)", EXIT_USAGE)
     if do_submit and not output:
         raise AdvisorError("--submit needs -o FILE: the scheduler's tool reads the job from a file", EXIT_USAGE)
     module = TARGETS[target]

@@ -87,9 +87,9 @@ def quantized_weight_bits(qc: Any) -> float | None:
         for group in (groups.values() if isinstance(groups, Mapping) else ()):
             weights = group.get("weights") if isinstance(group, Mapping) else None
             bits = _int(weights.get("num_bits")) if isinstance(weights, Mapping) else None
-            if not bits:
+            if not bits or not 0 < bits <= 64:  # a negative width made negative weights (hostile round 3)
                 continue
-            size = _int(weights.get("group_size"))
+            size = max(_int(weights.get("group_size")) or 0, 0)
             scale = SCALE_BITS.get(str(weights.get("type") or "int"), 16) / size if size else 0.0
             widths.append(bits + scale)
         if widths:
@@ -97,7 +97,7 @@ def quantized_weight_bits(qc: Any) -> float | None:
         return COMPRESSED_FORMAT_BITS.get(str(qc.get("format") or ""))
     if method == "fp8":
         block = qc.get("weight_block_size")
-        if isinstance(block, list) and len(block) == 2 and all(_int(b) for b in block):
+        if isinstance(block, list) and len(block) == 2 and all((_int(b) or 0) > 0 for b in block):
             return 8 + 32 / (block[0] * block[1])
         return 8.0
     if method == "mxfp4":

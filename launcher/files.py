@@ -101,10 +101,23 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file", limit: int = MA
     return b"".join(chunks)
 
 
+def expand_user(path: str | os.PathLike[str]) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded; FileRefused when that user has no home directory here
+    (pathlib raises RuntimeError)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        user = os.fspath(path).split(os.sep, 1)[0]
+        raise FileRefused(f"{os.fspath(path)}: {user} names no user with a home directory here; write the full path") from None
+
+
 def output_target(path: str | os.PathLike[str], what: str = "file") -> Path:
     """Where writing ``path`` lands: the path itself, or a symlink's final target. Refuses (FileRefused) a path that
-    exists and is not a regular file, and a missing parent directory. Nothing is written."""
-    path = Path(path).expanduser()
+    exists and is not a regular file, a path written as a directory (ending in /), and a missing parent directory.
+    Nothing is written."""
+    if os.fspath(path).endswith(os.sep):  # "out/" names a directory: never write a file called "out" for it
+        raise FileRefused(f"{os.fspath(path)}: the path ends in {os.sep}, so it names a directory; add a file name")
+    path = expand_user(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         info = os.stat(target)
@@ -167,7 +180,7 @@ def check_directory_variable(name: str, environ: dict[str, str] | None = None) -
 def check_directory(value: str, name: str) -> None:
     """A directory the tools will create or use (``name`` is the option or variable that named it, for the message):
     the first part of ``value`` that exists must be a directory. Raises FileRefused."""
-    path = Path(value).expanduser()
+    path = expand_user(value)
     for candidate in (path, *path.parents):  # the first part that exists must be a directory
         try:
             info = os.stat(candidate)

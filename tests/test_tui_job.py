@@ -65,3 +65,21 @@ async def test_a_single_node_plan_has_no_job_key():
         await pilot.press("j")
         await pilot.pause()
         assert app.screen is launch
+
+
+async def test_the_shared_save_form_keeps_the_dialog_open_on_a_bad_path_and_cancel_closes_it(tmp_path):
+    app = multi_node_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        launch = await open_launch(pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        dialog = app.screen
+        dialog.query_one("#job-path", Input).value = str(tmp_path / "no-such-dir" / "job.sbatch")
+        await pilot.click("#write")
+        await pilot.pause(0.5)
+        assert any("Cannot write" in n.message for n in app._notifications)
+        assert app.screen is dialog  # open for another name
+        await pilot.click("#cancel")
+        await pilot.pause()
+        assert app.screen is launch
+    assert list(tmp_path.iterdir()) == []

@@ -6,6 +6,7 @@ condition is evaluated, never short-circuited, so the user sees every blocker at
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -102,6 +103,16 @@ class ReleaseOutcome:
 
 # -- rules as data ------------------------------------------------------------------------------------------------------
 # (Everything above is the shared vocabulary.)
+
+
+def finite_float(raw: str) -> float:
+    """A number as the engines' parsers read one (argparse's ``type=float``), but finite: ``nan`` and ``inf`` parse
+    there and then break every size the engine computes with them. ValueError for anything else."""
+    value = float(raw)
+    if not math.isfinite(value):
+        raise ValueError(f"{raw!r} is not a finite number")
+    return value
+
 
 def flag_values(tokens: Sequence[str], *names: str, next_flag: str | None = "-") -> list[str | None]:
     """Every value given to any of ``names`` in an engine argument list, in order: the one reading of flags that the

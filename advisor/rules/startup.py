@@ -101,21 +101,44 @@ def kv_heads_per_rank(model: ModelSpec, attention_tp: int) -> int:
     return max(1, (model.num_kv_heads or 0) // max(attention_tp, 1))
 
 
-def kv_bytes_per_token(model: ModelSpec, attention_tp: int, kv_bytes: int) -> int | None:
-    """One rank's KV-cache bytes per token over all layers (SGLang's cell_size; vLLM's page size / block size x layers).
+@dataclass(frozen=True, slots=True)
+class KvShape:
+    """What one rank caches per token and layer: ``heads`` KV heads of a K part ``head_size`` wide and a V part
+    ``v_head_size`` wide; under MLA one compressed latent (kv_lora_rank + qk_rope_head_dim), the same on every rank,
+    with no separate V."""
 
-    MLA models cache one compressed latent per token (kv_lora_rank + qk_rope_head_dim), the same on every rank."""
+    layers: int
+    heads: int
+    head_size: int
+    v_head_size: int
+    mla: bool
+
+    @property
+    def elements_per_token(self) -> int:
+        """KV elements one rank keeps per token over all layers."""
+        return self.heads * (self.head_size + self.v_head_size) * self.layers
+
+
+def kv_shape(model: ModelSpec, attention_tp: int) -> KvShape | None:
+    """One rank's KV-cache shape (the MLA / standard split every engine's arithmetic shares); None when the config
+    does not tell it."""
     layers = kv_layers(model)
     if not layers:
         return None
     if model.uses_mla:
         if model.qk_rope_head_dim is None:
             return None
-        return (model.kv_lora_rank + model.qk_rope_head_dim) * layers * kv_bytes
+        return KvShape(layers, 1, model.kv_lora_rank + model.qk_rope_head_dim, 0, True)
     if not model.head_dim or not model.num_kv_heads:
         return None
-    v_head_dim = model.v_head_dim or model.head_dim
-    return kv_heads_per_rank(model, attention_tp) * (model.head_dim + v_head_dim) * layers * kv_bytes
+    return KvShape(layers, kv_heads_per_rank(model, attention_tp), model.head_dim, model.v_head_dim or model.head_dim,
+                   False)  # fmt: skip
+
+
+def kv_bytes_per_token(model: ModelSpec, attention_tp: int, kv_bytes: int) -> int | None:
+    """One rank's KV-cache bytes per token over all layers (SGLang's cell_size; vLLM's page size / block size x layers)."""
+    shape = kv_shape(model, attention_tp)
+    return None if shape is None else shape.elements_per_token * kv_bytes
 
 
 def attention_params(model: ModelSpec) -> int | None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from advisor.rules import registry
 from advisor.rules.engine import DEFAULT_RDZV_PORT, flag_value
 from advisor.rules.problem import EngineCommandError
+from advisor.sanitize import clean
 
 if TYPE_CHECKING:
     from advisor.plan import Plan
@@ -62,6 +63,20 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)
     rdma: bool = False
     install: str = ""  # the command that installs the engine release (SkyPilot's setup)
+
+    def summary(self, unit: str = "nodes") -> str:
+        """What the job runs, for the file's header comment: one line whatever the model's name holds (a newline or a
+        control character there would end a shell comment, or make a YAML file unreadable)."""
+        release = f" {self.version}" if self.version else ""
+        text = (f"{self.engine.name}{release}, {self.model}, tp {self.tp} over {self.nnodes} {unit} of"
+                f" {self.gpus_per_node} GPU(s)")  # fmt: skip
+        return one_line(text)
+
+
+def one_line(text: str) -> str:
+    """``text`` with every line break and control character shown as an escape (advisor.sanitize.clean), the Unicode
+    line and paragraph separators too (YAML ends a comment at them)."""
+    return clean(text, newlines=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def make_job(plan: Plan, settings: JobSettings, *, needs_image: bool = False) -> Job:

@@ -28,8 +28,7 @@ GPU_RESOURCE = "nvidia.com/gpu"  # NVIDIA's device plugin
 
 
 def render(job: Job) -> str:
-    header = (f"Written by tp-advisor {__version__}: {job.engine.name}{' ' + job.version if job.version else ''},"
-              f" {job.model}, tp {job.tp} over {job.nnodes} pods of {job.gpus_per_node} GPU(s).\n"
+    header = (f"Written by tp-advisor {__version__}: {job.summary('pods')}.\n"
               "Needs the LeaderWorkerSet controller (https://lws.sigs.k8s.io). Apply with: kubectl apply -f FILE")  # fmt: skip
     return dump([leader_worker_set(job), service(job)], header=header)
 

@@ -48,8 +48,7 @@ def render(job: Job) -> str:
     task["setup"] = "\n".join(setup) + "\n"
     head = '$(echo "$SKYPILOT_NODE_IPS" | head -n 1)'
     task["run"] = node_script(job, rank="$SKYPILOT_NODE_RANK", head=head)
-    header = (f"Written by tp-advisor {__version__}: {job.engine.name}{' ' + job.version if job.version else ''},"
-              f" {job.model}, tp {job.tp} over {job.nnodes} nodes of {job.gpus_per_node} GPU(s).\n"
+    header = (f"Written by tp-advisor {__version__}: {job.summary('nodes')}.\n"
               f"Launch with: sky launch FILE; the server answers on the head node's port {job.http_port}.")  # fmt: skip
     return dump([task], header=header)
 

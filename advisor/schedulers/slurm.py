@@ -20,14 +20,14 @@ HEAD_VARIABLE = "TP_ADVISOR_HEAD"
 
 
 def render(job: Job) -> str:
-    release = f" {job.version}" if job.version else ""
     srun = ["srun", f"--nodes={job.nnodes}", f"--ntasks={job.nnodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
     if job.image:
         srun += [f"--container-image={job.image}"]  # pyxis (enroot) runs the step in the image
+    step = node_script(job, rank="$SLURM_NODEID", head=f"${HEAD_VARIABLE}").rstrip("\n")
+    end = heredoc_end(step)
     lines = [
         "#!/bin/bash",
-        f"# Written by tp-advisor {__version__}: {job.engine.name}{release}, {job.model}, tp {job.tp} over {job.nnodes}"
-        f" nodes of {job.gpus_per_node} GPU(s). Submit with: sbatch FILE",
+        f"# Written by tp-advisor {__version__}: {job.summary()}. Submit with: sbatch FILE",
         f"# Every node checks itself first (set {PREFLIGHT_SWITCH}=0 to skip); the server answers on the first node's"
         f" port {job.http_port}.",
         f"#SBATCH --job-name={job.name}",
@@ -46,10 +46,21 @@ def render(job: Job) -> str:
         f'echo "{job.name}: {job.nnodes} nodes, head ${HEAD_VARIABLE}" >&2',
         "",
         "# What each node runs (quoted: expanded on the node, not here).",
-        "read -r -d '' NODE_STEP <<'STEP' || true",
-        node_script(job, rank="$SLURM_NODEID", head=f"${HEAD_VARIABLE}").rstrip("\n"),
-        "STEP",
+        f"read -r -d '' NODE_STEP <<'{end}' || true",
+        step,
+        end,
         "",
         shlex.join(srun) + ' bash -c "$NODE_STEP"',
     ]
     return "\n".join(lines) + "\n"
+
+
+def heredoc_end(body: str, word: str = "STEP") -> str:
+    """A here-document delimiter no line of ``body`` equals (an engine argument may hold a newline and that word: the
+    document would end there and the rest run as the batch script's own lines)."""
+    lines = set(body.split("\n"))  # bash ends a here-document at a line of exactly the word, split at \n only
+    end, n = word, 0
+    while end in lines:
+        n += 1
+        end = f"{word}_{n}"
+    return end

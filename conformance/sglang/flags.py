@@ -28,8 +28,6 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import Version
-
 OUT = Path(__file__).resolve().parents[2] / "advisor" / "rules" / "sglang" / "cli_flags.json"
 CACHE = Path(os.environ.get("TP_ADVISOR_CONFORMANCE_CACHE", Path.home() / ".cache" / "tp-advisor" / "conformance"))
 WHEELS = CACHE / "wheels"
@@ -163,20 +161,14 @@ def dynamic(release: str) -> set[str]:
     raise SystemExit(f"error: sglang {release}: still missing modules after {MAX_INSTALLS} installs")
 
 
-def write(data: dict) -> None:
-    """cli_flags.json, releases in version order, one line each."""
-    data["releases"] = dict(sorted(data["releases"].items(), key=lambda item: Version(item[0])))
-    lines = ",\n".join(f"  {json.dumps(r)}: {json.dumps(f)}" for r, f in data["releases"].items())
-    OUT.write_text(f'{{\n "about": {json.dumps(data["about"])},\n "releases": {{\n{lines}\n }}\n}}\n')
-
-
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
+    from conformance import release_json  # here, not at the top: `--dump` runs this file without the repository
+
     compare = "--compare" in argv  # build the parser even where the static read is complete, and report the diff
-    data = json.loads(OUT.read_text()) if OUT.exists() else {"about": ABOUT, "releases": {}}
-    data["about"] = ABOUT
+    data = release_json.load(OUT, ABOUT)
     for release in (r.lstrip("v") for r in argv if r != "--compare"):
         read = static(release)
         flags = read.flags
@@ -192,8 +184,7 @@ def main(argv: list[str]) -> int:
                 return 1
             flags, how = built, f"built ({len(read.flags)} static, {len(read.unresolved)} unresolved: " + "; ".join(
                 u.splitlines()[0] for u in read.unresolved) + ")"  # fmt: skip
-        data["releases"][release] = sorted(flags)
-        write(data)  # after each release: a later failure keeps the ones done
+        release_json.store(OUT, data, release, sorted(flags))
         print(f"sglang {release}: {len(flags)} options, {how}", flush=True)
     return 0
 

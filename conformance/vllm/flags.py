@@ -97,24 +97,16 @@ def built(release: str, log=print) -> dict:
     raise SystemExit(f"error: vllm {release}: still missing modules after {MAX_INSTALLS} installs")
 
 
-def write(data: dict) -> None:
-    """cli_flags.json, releases in version order, one line each."""
-    from packaging.version import Version
-
-    releases = dict(sorted(data["releases"].items(), key=lambda item: Version(item[0])))
-    lines = ",\n".join(f"  {json.dumps(r)}: {json.dumps(v)}" for r, v in releases.items())
-    OUT.write_text(f'{{\n "about": {json.dumps(ABOUT)},\n "releases": {{\n{lines}\n }}\n}}\n')
-
-
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
-    data = json.loads(OUT.read_text()) if OUT.exists() else {"releases": {}}
+    from conformance import release_json  # here, not at the top: `--dump` runs this file without the repository
+
+    data = release_json.load(OUT, ABOUT)
     for release in (r.lstrip("v") for r in argv):
         parser = built(release)
-        data["releases"][release] = parser
-        write(data)  # after each release: a later failure keeps the ones done
+        release_json.store(OUT, data, release, parser)
         print(f"vllm {release}: {len(parser['options'])} options, allow_abbrev={parser['allow_abbrev']}", flush=True)
     return 0
 

@@ -14,7 +14,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-from advisor.rules.engine import Problem, Scenario, flag_values
+from advisor.rules.engine import Problem, Scenario, finite_float, flag_values
 from advisor.rules.plan_arguments import PlanArgument, plan_argument_problems
 from advisor.rules.sglang import common
 from advisor.rules.sglang.common import SERVER_ARGS
@@ -41,8 +41,10 @@ def declared(release: str) -> dict[str, list[str] | str | dict]:
 
 
 def _is_number(value: str, kind: str) -> bool:
+    """Whether ``value`` reads as ``kind``: "int", "float" (a finite one: nan and inf break SGLang's sizing) or "any"
+    (what float() reads, nan and inf too)."""
     try:
-        (int if kind == "int" else float)(value)
+        (int if kind == "int" else finite_float if kind == "float" else float)(value)
     except ValueError:
         return False
     return True
@@ -64,7 +66,7 @@ def argument_problems(s: Scenario, release: str) -> list[Problem]:
                 names = spec["resolved_names"]
                 reason, fix = f"{flag} {value!r} is not a name it knows", f"choose one of {', '.join(names)}"
             elif spec in ("int", "float") and not _is_number(value, spec):
-                kind = "a whole number" if spec == "int" else "a number"
+                kind = "a whole number" if spec == "int" else "a finite number" if _is_number(value, "any") else "a number"
                 reason, fix = f"{flag} {value!r} is not {kind}", f"pass {flag} with {kind}"
             else:
                 continue

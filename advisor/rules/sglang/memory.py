@@ -13,6 +13,7 @@ from advisor.rules.engine import (
     Source,
     decided,
     evaluate,
+    finite_float,
     parse_release,
     state_of,
 )
@@ -350,7 +351,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     for key, raw in explicit.items():
         if raw:
             try:
-                value[key] = float(raw) if key == "mem_fraction_static" else int(raw)
+                value[key] = finite_float(raw) if key == "mem_fraction_static" else int(raw)
             except ValueError:
                 continue  # not a number: the estimate stands
     forced = any(explicit.values())

@@ -84,7 +84,10 @@ class PoolOutcome:
     tokens: int  # max_total_num_tokens (negative when the budget is)
     rest_gib: float  # the budget for the KV pool (after the state pool of hybrid models)
     available_gib: float  # free after the weights load
-    error: str | None  # "budget" (v0.5.14+ ValueError), "pool" (Not enough memory), "too_small" (tp_worker)
+    error: str | None  # "budget" (v0.5.14+ ValueError), "pool" (Not enough memory), "too_small" (tp_worker), "overflow"
+
+
+OVERFLOW_FIX = "pass --mem-fraction-static as a fraction of the GPU's memory, between 0 and 1 (e.g. 0.8)"
 
 
 def pool_outcome(p: PoolInputs) -> PoolOutcome:
@@ -92,11 +95,16 @@ def pool_outcome(p: PoolInputs) -> PoolOutcome:
     release = parse_release(p.release)
     available = p.pre_model_load_gib - p.weights_bytes / GIB
     rest = available - p.pre_model_load_gib * (1 - p.mem_fraction_static) - p.mm_reserve_gib
+    if available <= 0:  # the weights alone exceed the free memory: no pool, whatever the fraction (on a GPU smaller than
+        rest = min(rest, available)  # SGLang's own reserve the fraction is negative and the reserve term grows the pool)
     if p.mamba_ratio is not None and rest > 0:  # handle_max_mamba_cache: the state pool takes its share first
         rest -= rest * p.mamba_ratio / (1 + p.mamba_ratio)
     if rest <= 0 and release >= parse_release(BUDGET_ERROR_FROM):
         return PoolOutcome(0, rest, available, "budget")
-    tokens = int(rest * (1 << 30)) // p.cell_size
+    budget = rest * (1 << 30)
+    if not math.isfinite(budget):  # a --mem-fraction-static of 1e300: the release's int() of it raises OverflowError
+        return PoolOutcome(0, rest, available, "overflow")
+    tokens = int(budget) // p.cell_size
     if p.max_total_tokens is not None:
         tokens = min(tokens, p.max_total_tokens)
     tokens = tokens // p.page_size * p.page_size
@@ -130,6 +138,8 @@ def engine_message(p: PoolInputs, outcome: PoolOutcome) -> str:
         return text  # from v0.5.11 calculate_pool_sizes builds MemoryPoolConfig without it
     if outcome.error == "running_zero":
         return f"AssertionError: {RUNNING_ZERO}"
+    if outcome.error == "overflow":
+        return "OverflowError: cannot convert float infinity to integer"
     return f"AssertionError: {TOO_SMALL}"
 
 
@@ -298,16 +308,24 @@ def startup(s: Scenario, release: Release, decisions: Sequence[Decision]) -> Sta
         id="kv_cache_too_small" if outcome.error in ("too_small", "running_zero") else "startup_out_of_memory",
         engine_message=engine_message(p, outcome),
         explanation=explain(p, outcome, s.model),
-        fixes=fixes(s, version, decisions, p),
+        fixes=fixes(s, version, decisions, p) if outcome.error != "overflow" else (OVERFLOW_FIX,),
         source=error_source(version, outcome.error),
     )
     return Startup(starts=False, kv_tokens=max(outcome.tokens, 0), sequences=0, error=error, **common)
 
 
+def _gib_figure(gib: float) -> str:
+    """One decimal; a figure from an absurd fraction (1e300) in short scientific form, not 300 digits."""
+    return f"{gib:.1f}" if abs(gib) < 1e15 else f"{gib:.3g}"
+
+
 def explain(p: PoolInputs, outcome: PoolOutcome, model: ModelSpec) -> str:
     pre = p.pre_model_load_gib
     text = (f"free before load {pre:.1f} GiB - weights {p.weights_bytes / GIB:.1f} GiB - reserve {pre:.1f} x (1 -"
-            f" mem_fraction_static {p.mem_fraction_static:g}) = {outcome.rest_gib:.1f} GiB for the KV pool")  # fmt: skip
+            f" mem_fraction_static {p.mem_fraction_static:g}) = {_gib_figure(outcome.rest_gib)} GiB for the KV pool")  # fmt: skip
+    if outcome.available_gib <= 0:
+        text = (f"free before load {pre:.1f} GiB - weights {p.weights_bytes / GIB:.1f} GiB ="
+                f" {outcome.available_gib:.1f} GiB: the weights alone exceed the GPU's free memory")  # fmt: skip
     if p.mamba_ratio is not None:
         text += " after the linear-attention state pool"
     if outcome.error == "too_small" and p.context_len < outcome.tokens:
@@ -395,7 +413,9 @@ def fixes(s: Scenario, version: str, decisions: Sequence[Decision], p: PoolInput
 
 def _fraction_that_fits(p: PoolInputs) -> float | None:
     """The smallest --mem-fraction-static (2 decimals, at most 0.97) whose pool holds one context_len sequence."""
-    for hundredths in range(math.ceil(p.mem_fraction_static * 100), 98):
+    # From the given fraction up (0.01 at least: a fraction of -1e12, or the one a huge tp leaves, is no place to count
+    # up from one hundredth at a time).
+    for hundredths in range(min(max(1, math.ceil(p.mem_fraction_static * 100)), 98), 98):
         trial = replace(p, mem_fraction_static=hundredths / 100)
         outcome = pool_outcome(trial)
         if outcome.error is None and outcome.tokens >= min(p.context_len, 1 << 20):

@@ -12,10 +12,19 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-from advisor.rules.engine import Problem, Release, Scenario, long_option, spell_out_abbreviations
+from advisor.rules.engine import (
+    Problem,
+    Release,
+    Scenario,
+    flag_values,
+    long_option,
+    spell_out_abbreviations,
+)
+from advisor.rules.vllm.memory import block_size, utilization
 
 FLAGS_FILE = Path(__file__).with_name("cli_flags.json")
 ERROR_ID = "vllm_argument_rejected"
@@ -79,4 +88,41 @@ def rejected(s: Scenario, release: Release) -> list[Problem]:
             ERROR_ID, "error", f"vllm v{release.rules} does not know the argument {flag}: `vllm serve` refuses the"
             " command line at start-up", fix, f"vllm v{release.rules}, {SOURCE}",
         ))  # fmt: skip
+    return problems + rejected_values(s, release)
+
+
+def _max_model_len(raw: str) -> int:
+    from advisor.rules.vllm.startup import parse_max_model_len  # the one reading of it, beside the arithmetic
+
+    if parse_max_model_len(raw) is None:
+        raise ValueError(raw)
+    return 0
+
+
+# The numbers the start-up model reads from after --, each as the release reads it: argparse's type (int; float, then
+# CacheConfig's range for the utilization) and --max-model-len's human-readable form.
+NUMBERS: tuple[tuple[str, Callable[[str], object], str], ...] = (
+    ("--gpu-memory-utilization", utilization, "a number above 0 and at most 1, e.g. 0.9"),
+    ("--max-model-len", _max_model_len, "a whole number of tokens, e.g. 32768 or 32k, or auto"),
+    ("--max-num-seqs", int, "a whole number"),
+    ("--max-num-batched-tokens", int, "a whole number"),
+    ("--block-size", block_size, "a whole number above 0, e.g. 16"),
+)
+
+
+def rejected_values(s: Scenario, release: Release) -> list[Problem]:
+    """vllm_argument_rejected: a value of one of NUMBERS `vllm serve` refuses (one problem per flag)."""
+    problems = []
+    for flag, parse, wanted in NUMBERS:
+        for value in flag_values(s.overrides, flag, next_flag="--"):
+            try:
+                if value is not None:
+                    parse(value)
+                    continue
+                reason = f"{flag} needs a value"
+            except (ValueError, OverflowError):
+                reason = f"{flag} {value!r} is not {wanted.split(',')[0]}"
+            problems.append(Problem(ERROR_ID, "error", f"vllm v{release.rules} refuses the engine arguments at start-up:"
+                                    f" {reason}", f"pass {flag} with {wanted}", f"vllm v{release.rules}, {SOURCE}"))  # fmt: skip
+            break
     return problems

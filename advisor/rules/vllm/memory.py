@@ -4,7 +4,7 @@ how vLLM sizes GPU memory for advisor.layouts and the gpu_memory_in_use check.""
 from __future__ import annotations
 
 from advisor.rules import engine as rules
-from advisor.rules.engine import Decision, ReleaseError, Scenario
+from advisor.rules.engine import Decision, ReleaseError, Scenario, finite_float
 from advisor.rules.releases import at
 from advisor.rules.vllm.attention import ATTENTION_FLAG
 from advisor.rules.vllm.common import ARG_UTILS_FILE, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
@@ -67,11 +67,13 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
     if seqs is not None and tokens is not None and not given["max_num_seqs"]:
         seqs = min(seqs, tokens)
     return {
-        "gpu_memory_utilization": _number(given["gpu_memory_utilization"], float, at(GPU_MEMORY_UTILIZATION, release)),
+        "gpu_memory_utilization": _number(
+            given["gpu_memory_utilization"], utilization, at(GPU_MEMORY_UTILIZATION, release)
+        ),
         "max_num_seqs": seqs,
         "max_num_batched_tokens": tokens,
         "kv_cache_dtype": given["kv_cache_dtype"] or "auto",
-        "block_size": mla_block_size(s, release, _number(given["block_size"], int, 16)),
+        "block_size": mla_block_size(s, release, _number(given["block_size"], block_size, 16)),
         # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
         "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
     }
@@ -107,6 +109,24 @@ def mla_block_size(s: Scenario, version: str, block: int) -> int:
     if cap[0] == 9:  # FlashMLA (dense) runs on Hopper only
         return block if block % 64 == 0 else 64
     return block
+
+
+def utilization(raw: str) -> float:
+    """--gpu-memory-utilization as the release takes it: a float (argparse) that CacheConfig's Field(gt=0, le=1)
+    validates (vllm/config/cache.py, every modelled release); ValueError for what it refuses (nan and inf too)."""
+    value = finite_float(raw)
+    if not 0 < value <= 1:
+        raise ValueError(f"{raw!r} is not above 0 and at most 1")
+    return value
+
+
+def block_size(raw: str) -> int:
+    """--block-size as a whole number above 0 (v0.12.0's choices 1 ... 256, v0.33.0's Field(gt=0), vllm/config/cache.py;
+    every KV-cache size divides by it); ValueError for 0 or less."""
+    value = int(raw)
+    if value <= 0:
+        raise ValueError(f"{raw!r} is not above 0")
+    return value
 
 
 def _number(raw: str | None, kind, default):

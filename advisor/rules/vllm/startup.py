@@ -16,13 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from advisor.models import ModelSpec, dtype_bytes
-from advisor.rules.engine import Decision, Release, Scenario
+from advisor.rules.engine import Decision, Release, Scenario, finite_float
 from advisor.rules.releases import at
 from advisor.rules.startup import (
     Startup,
     StartupError,
-    kv_heads_per_rank,
-    kv_layers,
+    kv_shape,
     sequences_held,
     weights_bytes_per_gpu,
 )
@@ -244,19 +243,10 @@ def activation_peak(model: ModelSpec, tp: int, tokens: int, seqs: int, act_bytes
 
 
 def kv_spec(inputs: Inputs) -> KvSpec | None:
-    model = inputs.model
-    layers = kv_layers(model)
-    if not layers:
+    shape = kv_shape(inputs.model, inputs.tp)
+    if shape is None:
         return None
-    if model.uses_mla:
-        if model.qk_rope_head_dim is None:
-            return None
-        return KvSpec(layers, 1, model.kv_lora_rank + model.qk_rope_head_dim, inputs.kv_dtype_bytes, True,
-                      inputs.block_size)  # fmt: skip
-    if not model.head_dim or not model.num_kv_heads:
-        return None
-    return KvSpec(layers, kv_heads_per_rank(model, inputs.tp), model.head_dim, inputs.kv_dtype_bytes, False,
-                  inputs.block_size)  # fmt: skip
+    return KvSpec(shape.layers, shape.heads, shape.head_size, inputs.kv_dtype_bytes, shape.mla, inputs.block_size)
 
 
 def budget(inputs: Inputs) -> Budget | None:
@@ -293,8 +283,8 @@ def parse_max_model_len(raw: str) -> int | None:
     if value[-1:] in _DECIMAL or value[-1:] in _BINARY:
         number, suffix = value[:-1], value[-1]
         try:
-            return int(float(number) * _DECIMAL[suffix]) if suffix in _DECIMAL else int(number) * _BINARY[suffix]
-        except ValueError:
+            return int(finite_float(number) * _DECIMAL[suffix]) if suffix in _DECIMAL else int(number) * _BINARY[suffix]
+        except (ValueError, OverflowError):  # "1e999k": int(inf); "1e400k" is finite but "1e308" x 1000 is not
             return None
     try:
         return int(value)
