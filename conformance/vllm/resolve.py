@@ -307,6 +307,11 @@ def _record(config, logs: list[str]) -> dict:
         "dtype": _plain(model.dtype).replace("torch.", ""),
         "use_mla": model.use_mla,
         "quantization": model.quantization,
+        # What the registry and the config say about the model (the architectures grid reads them)
+        "architecture": _get(model, "architecture"),
+        "is_hybrid": _get(model, "is_hybrid"),
+        "is_attention_free": _get(model, "is_attention_free"),
+        "sliding_window": getattr(model.hf_text_config, "sliding_window", None),
     }
     try:
         out["attention_backend"] = _attention_backend(config)
@@ -318,6 +323,9 @@ def _record(config, logs: list[str]) -> dict:
     return out
 
 
+_ENVIRON_AT_START: dict[str, str] = {}
+
+
 def _fresh_envs(start: set[str]) -> None:
     """Each scenario starts as a new `vllm serve` process would: what vLLM wrote into vllm.envs during an earlier one is
     dropped (up to v0.14 CudaPlatform.check_and_update_config sets ``envs.VLLM_ATTENTION_BACKEND = "CUTLASS_MLA"`` for an
@@ -326,6 +334,20 @@ def _fresh_envs(start: set[str]) -> None:
 
     for name in set(vars(envs)) - start:
         delattr(envs, name)
+    # ... and what it wrote into the process environment (v0.33.0 VllmConfig._maybe_enable_breakable_cudagraph sets
+    # VLLM_USE_BREAKABLE_CUDAGRAPH=1 for the architectures it lists, which would turn compilation off for every later one).
+    for name in set(os.environ) - set(_ENVIRON_AT_START):
+        del os.environ[name]
+    os.environ.update(_ENVIRON_AT_START)
+
+
+def _reason(exc: Exception) -> str:
+    """The first line of an error; for pydantic's ValidationError the validator's own message (its second line), cut
+    before the list of every supported architecture."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    message = next((line for line in lines if line.startswith("Value error, ")), lines[0] if lines else "")
+    message = message.removeprefix("Value error, ").split(" [type=")[0].split(" Supported architectures:")[0]
+    return message[:200]
 
 
 def resolve(scenario: dict, parser, EngineArgs, UsageContext, handler: _LogCapture) -> dict:
@@ -340,8 +362,7 @@ def resolve(scenario: dict, parser, EngineArgs, UsageContext, handler: _LogCaptu
     except SystemExit as exc:
         return {"error": f"argv rejected (exit {exc.code})"}
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        return {"error": f"{type(exc).__name__}: {first}"}
+        return {"error": f"{type(exc).__name__}: {_reason(exc)}"}
     return _record(config, handler.lines)
 
 
@@ -389,6 +410,7 @@ def main(argv: list[str]) -> int:
     import vllm.envs
 
     envs_at_start = set(vars(vllm.envs))
+    _ENVIRON_AT_START.update(os.environ)
     with open(scenarios_path) as f:
         scenarios = json.load(f)
     with open(out_path, "w") as out:
