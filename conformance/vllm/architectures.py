@@ -1,4 +1,4 @@
-"""Write tests/conformance/vllm_architectures.json: every architecture name each vLLM release's engine-config resolution
+"""Write advisor/rules/vllm/architectures.json: every architecture name each vLLM release's engine-config resolution
 compares against, and every name its model registry lists, with where each appears.
 
     python -m conformance vllm-architectures 0.12.0 0.33.0
@@ -27,7 +27,7 @@ from pathlib import Path
 from conformance.sglang.architectures import changes, read, write
 from conformance.sglang.flags import WHEELS
 
-OUT = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "vllm_architectures.json"
+OUT = Path(__file__).resolve().parents[2] / "advisor" / "rules" / "vllm" / "architectures.json"
 ROOTS = ("vllm/engine/arg_utils.py", "vllm/platforms/cuda.py", "vllm/platforms/interface.py")
 ROOT_DIRS = ("vllm/config/",)
 REGISTRY = "model_executor/models/registry.py:"

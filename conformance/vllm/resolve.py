@@ -207,6 +207,15 @@ def _fake_platform():
     return platforms._current_platform
 
 
+def _inspect_in_process() -> None:
+    """The registry inspects each model class in a fresh interpreter (registry._run_in_subprocess), which none of the
+    fakes here reach: a multimodal class imports torchvision, whose operators a CPU torch lacks, and the inspection
+    fails. Run in this process instead, under the fakes (each release names the helper the same)."""
+    import vllm.model_executor.models.registry as registry
+
+    registry._run_in_subprocess = lambda fn: fn()
+
+
 class _LogCapture(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -387,6 +396,7 @@ def main(argv: list[str]) -> int:
     vllm_flashinfer.has_flashinfer = lambda: True
     _fake_device_count()
     _fake_host_memory()
+    _inspect_in_process()
     from vllm.engine.arg_utils import AsyncEngineArgs as EngineArgs
     from vllm.usage.usage_lib import UsageContext
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Release, Scenario
+from advisor.rules.vllm.architectures import architecture_problems
 from advisor.rules.vllm.arguments import plan_problems
 from advisor.rules.vllm.attention import MLA_SM100_FIRST, SINKS_SM100, attention_decision
 from advisor.rules.vllm.common import VERIFIED, version_problems
@@ -35,7 +36,7 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
         memory_decision(s, version),
         *(switch_decision(s, version, sw[0]) for sw in SWITCHES),
     ]
-    return decisions, problems + plan_problems(s) + rejected(s, release)
+    return decisions, problems + architecture_problems(s, version) + plan_problems(s) + rejected(s, release)
 
 
 # Every release where a modelled behaviour changes, plus those proven by goldens (oldest first): what `advisor diff`, the

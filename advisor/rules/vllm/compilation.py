@@ -5,6 +5,7 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
+from advisor.rules.vllm.architectures import BREAKABLE_CUDAGRAPH, breakable_cudagraph
 from advisor.rules.vllm.common import ENFORCE_EAGER, NEWEST, VLLM_CONFIG_FILE, rules_release
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
@@ -41,9 +42,10 @@ def optimization_level_problems(s: Scenario) -> list[Problem]:
     )]  # fmt: skip
 
 
-def compiles(s: Scenario) -> bool:
-    """Whether vLLM compiles the model (CompilationMode.VLLM_COMPILE): -O1 and above, without --enforce-eager."""
-    return optimization_level(s) >= 1 and not s.has(ENFORCE_EAGER)
+def compiles(s: Scenario, version: str = NEWEST) -> bool:
+    """Whether vLLM compiles the model (CompilationMode.VLLM_COMPILE): -O1 and above, without --enforce-eager, and (from
+    v0.29.0) an architecture off the breakable-CUDA-graph list, for which VllmConfig compiles nothing."""
+    return optimization_level(s) >= 1 and not s.has(ENFORCE_EAGER) and not breakable_cudagraph(s.model, version)
 
 
 # -- compilation and CUDA graphs ---------------------------------------------------------------------------------------
@@ -63,7 +65,7 @@ def compilation_value(s: Scenario, version: str = NEWEST) -> dict[str, int | str
     eager = s.has(ENFORCE_EAGER)
     if eager and at(EAGER_LOWERS_LEVEL, rules_release(version)):
         level = 0
-    mode = VLLM_COMPILE if compiles(s) else COMPILE_NONE
+    mode = VLLM_COMPILE if compiles(s, rules_release(version)) else COMPILE_NONE
     graphs = "NONE" if eager else CUDAGRAPH_BY_LEVEL.get(level, "FULL_AND_PIECEWISE")
     return {"optimization_level": level, "compilation_mode": mode, "cudagraph_mode": graphs}
 
@@ -92,6 +94,10 @@ def compilation_decision(s: Scenario, version: str) -> Decision:
     state = rules.state_of(results, forced_off=forced_off and bool(s.overrides))
     notes = [f"compilation mode {'VLLM_COMPILE' if value['compilation_mode'] == VLLM_COMPILE else 'NONE'}, CUDA graphs"
              f" {value['cudagraph_mode']}"]  # fmt: skip
+    if breakable_cudagraph(s.model, release):
+        notes.append(f"{s.model.architecture} is on vLLM's breakable-CUDA-graph list (vllm/{BREAKABLE_CUDAGRAPH}): "
+                     "VllmConfig sets VLLM_USE_BREAKABLE_CUDAGRAPH=1 and compiles nothing; set "
+                     "VLLM_USE_BREAKABLE_CUDAGRAPH=0 to compile it")  # fmt: skip
     if value["compilation_mode"] == COMPILE_NONE:
         notes.append("no compilation pass (e.g. the allreduce + RMSNorm fusion) runs in this mode")
     source = rules.Source(f"vllm v{release}", VLLM_CONFIG_FILE, "OPTIMIZATION_LEVEL_TO_CONFIG, VllmConfig.__post_init__")
