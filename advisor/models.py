@@ -134,6 +134,10 @@ class ModelSpec:
     path: str | None = None  # the directory config.json came from, when local
     origin: str = "catalog"  # "directory" | "hf-cache" | "catalog"
     kv_lora_rank: int | None = None  # set for MLA models (DeepSeek family)
+    # vLLM's MLA check (is_deepseek_mla) reads the text config's model_type (text_config's, else the top level's) and,
+    # for DeepSeek V4's compressed attention, whether the config has compress_ratios.
+    text_model_type: str | None = None
+    compress_ratios: bool = False
     # vision_config of multimodal models: (num_hidden_layers, hidden_size) as written (None where absent); None: no vision
     vision: tuple[int | None, int | None] | None = None
     notes: str | None = None  # catalog remarks (e.g. which facts are assumed)
@@ -278,6 +282,8 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         path=path,
         origin=origin,
         kv_lora_rank=size("kv_lora_rank"),
+        text_model_type=_first(text, "model_type") or _first(config, "model_type"),
+        compress_ratios=bool(merged.get("compress_ratios")),
         max_position_embeddings=size("max_position_embeddings"),
         qk_rope_head_dim=rope,
         v_head_dim=size("v_head_dim"),

@@ -1,5 +1,5 @@
 """The architecture names each vLLM release's resolution and registry hold (conformance/vllm/architectures.py,
-tests/conformance/vllm_architectures.json)."""
+advisor/rules/vllm/architectures.json)."""
 
 from __future__ import annotations
 

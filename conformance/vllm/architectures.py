@@ -17,6 +17,7 @@ rule keyed on a name must be checked against.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -57,6 +58,38 @@ def extract(release: str) -> dict[str, list[str]]:
     return {name: sorted(places) for name, places in sorted(reading.names.items())}
 
 
+MLA_OUT = OUT.with_name("mla_model_types.json")
+MLA_FILES = ("vllm/transformers_utils/model_arch_config_convertor.py", "vllm/config/model.py")
+MLA_ABOUT = ("The config model_type values each vLLM release treats as MLA when the config has a kv_lora_rank: the first "
+             "list of is_deepseek_mla (vllm/config/model.py ModelConfig.is_deepseek_mla, from the releases that have it "
+             "vllm/transformers_utils/model_arch_config_convertor.py). Written by `python -m conformance "
+             "vllm-architectures X.Y.Z ...`; see docs/architectures.md.")  # fmt: skip
+
+
+def mla_model_types(release: str) -> list[str]:
+    """The model types of the release's is_deepseek_mla (the first collection of strings it tests model_type against)."""
+    with zipfile.ZipFile(wheel(release)) as zf:
+        present = set(zf.namelist())
+        for name in MLA_FILES:
+            if name not in present:
+                continue
+            for node in ast.walk(ast.parse(zf.read(name))):
+                if isinstance(node, ast.FunctionDef) and node.name == "is_deepseek_mla":
+                    for inner in ast.walk(node):
+                        if isinstance(inner, (ast.Tuple, ast.List, ast.Set)) and inner.elts and all(
+                                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in inner.elts):
+                            return sorted(e.value for e in inner.elts)
+    raise SystemExit(f"error: vllm {release}: no is_deepseek_mla found in {', '.join(MLA_FILES)}")
+
+
+def write_mla(release: str) -> None:
+    data = json.loads(MLA_OUT.read_text()) if MLA_OUT.exists() else {"about": MLA_ABOUT, "releases": {}}
+    data["about"] = MLA_ABOUT
+    data["releases"][release] = mla_model_types(release)
+    data["releases"] = dict(sorted(data["releases"].items(), key=lambda item: [int(x) for x in item[0].split(".")]))
+    MLA_OUT.write_text(json.dumps(data, indent=1) + "\n")
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -69,6 +102,7 @@ def main(argv: list[str]) -> int:
     data["about"] = ABOUT
     for release in (r.lstrip("v") for r in argv):
         names = extract(release)
+        write_mla(release)
         data["releases"][release] = names
         write(data, OUT)
         decided = sorted(n for n, places in names.items() if any(not p.startswith(REGISTRY) for p in places))

@@ -267,6 +267,8 @@ def _attention_backend(config) -> str | None:
         "has_sink": bool(getattr(model.hf_text_config, "sliding_window", None)) and "gpt_oss" in model.hf_config.model_type,
         "use_sparse": bool(getattr(model.hf_text_config, "index_topk", None)),
         "use_mm_prefix": False,
+        # per rank, as the attention layer passes it (the sparse MLA order on SM10x changes at 16 heads)
+        "num_heads": model.get_num_attention_heads(config.parallel_config),
         "attn_type": None,
     }
     for name, value in values.items():

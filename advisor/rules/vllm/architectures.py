@@ -100,3 +100,69 @@ def architecture_problems(s: Scenario, version: str) -> list[Problem]:
         " (python -m conformance vllm-architectures)",
         source,
     )]  # fmt: skip
+
+
+# -- per-architecture config fix-ups (vllm/model_executor/models/config.py, MODELS_CONFIG_MAP) --------------------------
+# Each row: (architectures, first release read with it, needs an index_topk in the config, the KV-cache dtype it sets on
+# SM10x when --kv-cache-dtype is auto). v0.33.0: GlmMoeDsaForCausalLM.verify_and_update_config ("Using fp8 kv-cache for
+# GlmMoeDsaForCausalLM on SM10x") and Glm5NextModelConfig (only with DeepSeek sparse attention's index_topk); v0.30.0
+# has neither.
+KV_DTYPE_ON_SM10X: tuple[tuple[frozenset[str], str, bool, str], ...] = (
+    (frozenset({"GlmMoeDsaForCausalLM"}), "0.33.0", False, "fp8_e4m3"),
+    (frozenset({"Glm5NextForCausalLM", "Glm5NextForConditionalGeneration"}), "0.33.0", True, "fp8"),
+)
+# From v0.27.1 LongcatFlashNgramForCausalLMConfig compiles nothing and captures FULL CUDA graphs (prefill runs eager)
+# unless compilation was configured: its zero-expert MoE trips torch.compile, and its n-gram embeddings are wired only
+# for FULL capture.
+NO_COMPILE_FULL_GRAPHS: tuple[tuple[frozenset[str], str], ...] = ((frozenset({"LongcatFlashNgramForCausalLM"}), "0.27.1"),)
+MODELS_CONFIG_FILE = "vllm/model_executor/models/config.py"
+
+
+def _from(version: str, first: str) -> bool:
+    return parse_release(version) >= parse_release(first)
+
+
+def model_kv_cache_dtype(model, capability: tuple[int, int] | None, version: str) -> str | None:
+    """The KV-cache dtype the model's config fix-up sets in place of auto; None: it sets none."""
+    if model is None or capability is None or capability[0] != 10:
+        return None
+    for names, first, needs_index, dtype in KV_DTYPE_ON_SM10X:
+        if model.architecture in names and _from(version, first) and (not needs_index or model.index_topk is not None):
+            return dtype
+    return None
+
+
+def no_compile_full_graphs(model, version: str) -> bool:
+    """Whether the model's config fix-up turns compilation off and captures FULL CUDA graphs."""
+    return model is not None and any(model.architecture in names and _from(version, first)
+                                     for names, first in NO_COMPILE_FULL_GRAPHS)  # fmt: skip
+
+
+# -- MLA as ModelConfig.is_deepseek_mla decides ----------------------------------------------------------------------
+MLA_TYPES_FILE = Path(__file__).with_name("mla_model_types.json")
+# From v0.20.2 a config with compress_ratios (DeepSeek V4's compressed attention) is MLA when it has a head_dim
+# (model_arch_config_convertor.py is_deepseek_mla, get_compress_ratios); before, kv_lora_rank decides for every model.
+COMPRESSED_MLA_FROM = "0.20.2"
+
+
+@cache
+def mla_model_types(version: str) -> frozenset[str]:
+    """The model types the release's is_deepseek_mla lists (mla_model_types.json; empty when none was read)."""
+    releases = json.loads(MLA_TYPES_FILE.read_text(encoding="utf-8"))["releases"]
+    read = [r for r in releases if parse_release(r) <= parse_release(version)]
+    return frozenset(releases[max(read, key=parse_release)]) if read else frozenset()
+
+
+def uses_mla(model, version: str) -> bool:
+    """ModelConfig.use_mla: the text config's model_type on the release's list, and a kv_lora_rank (a head_dim for a
+    compressed-attention config). A kv_lora_rank under a model_type off the list is standard attention to vLLM."""
+    if model is None or model.text_model_type not in mla_model_types(version):
+        return False
+    if model.compress_ratios and _from(version, COMPRESSED_MLA_FROM):
+        return model.head_dim is not None
+    return model.kv_lora_rank is not None
+
+
+def uses_sparse_mla(model, version: str) -> bool:
+    """DeepSeek sparse attention (V3.2, GLM-5): an MLA model whose config has the indexer's index_topk."""
+    return uses_mla(model, version) and model.index_topk is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Scenario
 from advisor.rules.releases import at
+from advisor.rules.vllm.architectures import uses_mla, uses_sparse_mla
 from advisor.rules.vllm.common import PLATFORM_FILE, rules_release
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
@@ -34,14 +35,62 @@ def attention_choice_hint(version: str) -> str:
     return f"set {ATTENTION_ENV}=NAME in the environment to choose (v{version} has no {ATTENTION_FLAG})"
 
 
-def attention_backend(s: Scenario, version: str) -> str | None:
-    """The backend name vLLM selects for the model's attention layers on this GPU (None when the GPU is unknown)."""
+# DeepSeek sparse attention (an MLA model with index_topk): the sparse backends at the end of _get_backend_priorities'
+# MLA list, the first whose capability check passes (FLASHMLA_SPARSE: 9.x and 10.x; FLASH_ATTN_MLA_SPARSE and
+# FLASHINFER_MLA_SPARSE_SM90: 9.x; FLASHINFER_MLA_SPARSE and FLASH_ATTN_MLA_SPARSE_FA4: 10.x; _SM120: 12.x).
+# v0.12.0: FLASHMLA_SPARSE only. v0.17.1: on 10.x FLASHINFER_MLA_SPARSE first at 16 heads per rank or fewer.
+# v0.19.1: and with a quantized (fp8) KV cache. v0.25.1: FLASH_ATTN_MLA_SPARSE first off 10.x, FLASHINFER_MLA_SPARSE_SM120
+# on 12.x. v0.30.0: FLASHINFER_MLA_SPARSE_SM90 last on 9.x (first at head size 512). v0.33.0: on 10.x with a bf16 KV
+# cache and 16 heads or fewer, FLASH_ATTN_MLA_SPARSE_FA4 first.
+SPARSE_MLA_RULE: list[tuple[str, str]] = [("0.12.0", "0.12"), ("0.17.1", "0.17"), ("0.19.1", "0.19"),
+                                          ("0.25.1", "0.25"), ("0.30.0", "0.30"), ("0.33.0", "0.33")]  # fmt: skip
+SPARSE_SUPPORT = {"FLASHMLA_SPARSE": (9, 10), "FLASH_ATTN_MLA_SPARSE": (9,), "FLASHINFER_MLA_SPARSE_SM90": (9,),
+                  "FLASHINFER_MLA_SPARSE": (10,), "FLASH_ATTN_MLA_SPARSE_FA4": (10,),
+                  "FLASHINFER_MLA_SPARSE_SM120": (12,)}  # fmt: skip
+MLA_HEAD_SIZE_FOR_FLASHINFER_SM90 = 512
+
+
+def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | None:
+    """The sparse MLA backend vLLM picks; None where none supports the GPU (vLLM then fails: no valid backend)."""
+    rule = at(SPARSE_MLA_RULE, version)
+    model, major = s.model, s.capability[0]
+    heads = (model.num_heads or 0) // max(s.tp, 1) if model.num_heads else None
+    few_heads = heads is not None and heads <= 16
+    quantized = kv_cache_dtype.startswith("fp8")
+    if major == 10:
+        order = ["FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE"]
+        if rule >= "0.19" and quantized:
+            order = ["FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE"]
+        elif rule >= "0.17" and few_heads:
+            order = ["FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE"]
+            if rule >= "0.33":
+                order.insert(0, "FLASH_ATTN_MLA_SPARSE_FA4")
+        if rule == "0.12":
+            order = ["FLASHMLA_SPARSE"]
+    elif major == 12 and rule >= "0.25":
+        order = ["FLASHINFER_MLA_SPARSE_SM120"]
+    elif rule >= "0.25":
+        order = ["FLASH_ATTN_MLA_SPARSE", "FLASHMLA_SPARSE"]
+        if rule >= "0.30":
+            head = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+            fi = "FLASHINFER_MLA_SPARSE_SM90"
+            order = [fi, *order] if head == MLA_HEAD_SIZE_FOR_FLASHINFER_SM90 else [*order, fi]
+    else:
+        order = ["FLASHMLA_SPARSE"]
+    return next((name for name in order if major in SPARSE_SUPPORT[name]), None)
+
+
+def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -> str | None:
+    """The backend name vLLM selects for the model's attention layers on this GPU (None when the GPU is unknown, or
+    when no backend supports the model there)."""
     cap = s.capability
     model = s.model
     if cap is None or model is None:
         return None
     major = cap[0]
-    if model.uses_mla:
+    if uses_sparse_mla(model, version):
+        return sparse_mla_backend(s, version, kv_cache_dtype)
+    if uses_mla(model, version):
         sm100 = at(MLA_SM100_FIRST, version)
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
     sinks = model.model_type == "gpt_oss"  # attention sinks: FlashInfer's prefill path rejects them
@@ -53,9 +102,11 @@ def attention_backend(s: Scenario, version: str) -> str | None:
 
 
 def attention_decision(s: Scenario, version: str) -> Decision:
+    from advisor.rules.vllm.memory import kv_cache_dtype  # memory imports this module's flag
+
     release = rules_release(version)
     chosen = s.flag(ATTENTION_FLAG)
-    value = chosen or attention_backend(s, release)
+    value = chosen or attention_backend(s, release, kv_cache_dtype(s, release))
 
     def gpu(s: Scenario):
         cap = s.capability
@@ -67,7 +118,12 @@ def attention_decision(s: Scenario, version: str) -> Decision:
         m = s.model
         if m is None:
             return None, "no model", "a model config"
-        kind = "MLA" if m.uses_mla else ("attention sinks" if m.model_type == "gpt_oss" else "standard attention")
+        sparse = uses_sparse_mla(m, release)
+        kind = ("DeepSeek sparse attention (MLA with index_topk)" if sparse else "MLA" if uses_mla(m, release)
+                else "attention sinks" if m.model_type == "gpt_oss" else "standard attention")  # fmt: skip
+        if sparse and not chosen and s.capability is not None and value is None:
+            cap = s.capability
+            return False, f"{m.architecture} ({kind}) on {cap[0]}.{cap[1]}", "a sparse MLA backend for this GPU"
         return True, f"{m.architecture} ({kind})", "a model config"
 
     hint = attention_choice_hint(release)
@@ -76,7 +132,8 @@ def attention_decision(s: Scenario, version: str) -> Decision:
                   "the priority list depends on the major capability (FlashInfer first on 10.x, FlashAttention elsewhere)",
                   hint),
         rules.Condition("model", "model attention kind", model,
-                  "MLA models use the MLA backends; sinks (gpt-oss) need FlashAttention 3 (SM90) or another backend",
+                  "MLA models use the MLA backends (sparse ones, on 9.x, 10.x and 12.x only, with an indexer); sinks"
+                  " (gpt-oss) need FlashAttention 3 (SM90) or another backend",
                   hint),
     )  # fmt: skip
     results = rules.evaluate(conditions, s)

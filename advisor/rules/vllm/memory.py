@@ -6,6 +6,7 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, ReleaseError, Scenario
 from advisor.rules.releases import at
+from advisor.rules.vllm.architectures import model_kv_cache_dtype, uses_mla
 from advisor.rules.vllm.attention import ATTENTION_FLAG
 from advisor.rules.vllm.common import ARG_UTILS_FILE, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
 
@@ -70,7 +71,7 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
         "gpu_memory_utilization": _number(given["gpu_memory_utilization"], float, at(GPU_MEMORY_UTILIZATION, release)),
         "max_num_seqs": seqs,
         "max_num_batched_tokens": tokens,
-        "kv_cache_dtype": given["kv_cache_dtype"] or "auto",
+        "kv_cache_dtype": kv_cache_dtype(s, release),
         "block_size": mla_block_size(s, release, _number(given["block_size"], int, 16)),
         # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
         "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
@@ -89,7 +90,7 @@ def mla_block_size(s: Scenario, version: str, block: int) -> int:
     """The block size after the MLA backend's forcing (``block`` unchanged for other models, GPUs and releases)."""
     rule = at(MLA_BLOCK_RULE, version)
     model, cap = s.model, s.capability
-    if rule is None or model is None or not model.uses_mla or cap is None:
+    if rule is None or model is None or not uses_mla(model, version) or cap is None:
         return block
     chosen = s.flag(ATTENTION_FLAG) if rule != "0.12" else None  # v0.12.0 has no --attention-backend
     if chosen:  # the backend given forces its own block size (only these three)
@@ -107,6 +108,14 @@ def mla_block_size(s: Scenario, version: str, block: int) -> int:
     if cap[0] == 9:  # FlashMLA (dense) runs on Hopper only
         return block if block % 64 == 0 else 64
     return block
+
+
+def kv_cache_dtype(s: Scenario, version: str) -> str:
+    """--kv-cache-dtype, or in place of auto the dtype the model's config fix-up sets (GLM-5 on SM10x, v0.33.0)."""
+    given = s.flag(MEMORY_FLAGS["kv_cache_dtype"]) or "auto"
+    if given != "auto" or s.no_gpu:
+        return given
+    return model_kv_cache_dtype(s.model, s.capability, version) or given
 
 
 def _number(raw: str | None, kind, default):

@@ -26,6 +26,7 @@ from advisor.rules.startup import (
     sequences_held,
     weights_bytes_per_gpu,
 )
+from advisor.rules.vllm.architectures import uses_mla
 from advisor.rules.vllm.common import GiB, MiB, rules_release
 from advisor.rules.vllm.memory import memory_value
 
@@ -248,7 +249,7 @@ def kv_spec(inputs: Inputs) -> KvSpec | None:
     layers = kv_layers(model)
     if not layers:
         return None
-    if model.uses_mla:
+    if uses_mla(model, inputs.release):  # the release's is_deepseek_mla, not any kv_lora_rank
         if model.qk_rope_head_dim is None:
             return None
         return KvSpec(layers, 1, model.kv_lora_rank + model.qk_rope_head_dim, inputs.kv_dtype_bytes, True,
