@@ -58,12 +58,17 @@ def extract(release: str) -> dict[str, list[str]]:
     return {name: sorted(places) for name, places in sorted(reading.names.items())}
 
 
-MLA_OUT = OUT.with_name("mla_model_types.json")
+MLA_OUT = OUT.with_name("model_kinds.json")
 MLA_FILES = ("vllm/transformers_utils/model_arch_config_convertor.py", "vllm/config/model.py")
-MLA_ABOUT = ("The config model_type values each vLLM release treats as MLA when the config has a kv_lora_rank: the first "
-             "list of is_deepseek_mla (vllm/config/model.py ModelConfig.is_deepseek_mla, from the releases that have it "
-             "vllm/transformers_utils/model_arch_config_convertor.py). Written by `python -m conformance "
-             "vllm-architectures X.Y.Z ...`; see docs/architectures.md.")  # fmt: skip
+MLA_ABOUT = ("Per vLLM release: mla_model_types, the config model_type values it treats as MLA when the config has a "
+             "kv_lora_rank (the first list of is_deepseek_mla: vllm/config/model.py ModelConfig.is_deepseek_mla, from "
+             "the releases that have it vllm/transformers_utils/model_arch_config_convertor.py); hybrid and "
+             "attention_free, the registry's architectures whose model class derives from IsHybrid / IsAttentionFree "
+             "(vllm/model_executor/models/interfaces.py; ModelConfig.is_hybrid / is_attention_free read them through "
+             "the registry's inspection). Read from the wheel with ast by `python -m conformance vllm-architectures "
+             "X.Y.Z ...`; see docs/architectures.md.")  # fmt: skip
+MODELS_DIR = "vllm/model_executor/models/"
+KINDS = {"hybrid": "IsHybrid", "attention_free": "IsAttentionFree"}
 
 
 def mla_model_types(release: str) -> list[str]:
@@ -82,10 +87,44 @@ def mla_model_types(release: str) -> list[str]:
     raise SystemExit(f"error: vllm {release}: no is_deepseek_mla found in {', '.join(MLA_FILES)}")
 
 
+def _base_name(node: ast.expr) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def model_kinds(release: str) -> dict[str, list[str]]:
+    """kind -> the registry's architectures whose class derives (through classes of the models package) from it."""
+    bases: dict[str, set[str]] = {}  # "module.Class" and "Class" -> base class names
+    registry: dict[str, tuple[str, str]] = {}
+    with zipfile.ZipFile(wheel(release)) as zf:
+        for name in zf.namelist():
+            if not (name.startswith(MODELS_DIR) and name.endswith(".py")):
+                continue
+            module = name[len(MODELS_DIR):-3].replace("/", ".")
+            tree = ast.parse(zf.read(name))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef):
+                    found = {b for b in map(_base_name, node.bases) if b}
+                    bases[f"{module}.{node.name}"] = found
+                    bases.setdefault(node.name, set()).update(found)
+                if module == "registry" and isinstance(node, ast.Dict):
+                    for key, value in zip(node.keys, node.values, strict=True):
+                        if (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(value, ast.Tuple)
+                                and len(value.elts) == 2 and all(isinstance(e, ast.Constant) for e in value.elts)):
+                            registry[key.value] = (value.elts[0].value, value.elts[1].value)
+
+    def derives(cls: str, kind: str, seen: frozenset[str] = frozenset()) -> bool:
+        direct = bases.get(cls, set())
+        return kind in direct or any(derives(b, kind, seen | {cls}) for b in direct if b not in seen and b != cls)
+
+    return {kind: sorted(arch for arch, (module, cls) in registry.items()
+                         if derives(f"{module}.{cls}", interface) or derives(cls, interface))
+            for kind, interface in KINDS.items()}  # fmt: skip
+
+
 def write_mla(release: str) -> None:
     data = json.loads(MLA_OUT.read_text()) if MLA_OUT.exists() else {"about": MLA_ABOUT, "releases": {}}
     data["about"] = MLA_ABOUT
-    data["releases"][release] = mla_model_types(release)
+    data["releases"][release] = {"mla_model_types": mla_model_types(release), **model_kinds(release)}
     data["releases"] = dict(sorted(data["releases"].items(), key=lambda item: [int(x) for x in item[0].split(".")]))
     MLA_OUT.write_text(json.dumps(data, indent=1) + "\n")
 

@@ -265,7 +265,8 @@ def _attention_backend(config) -> str | None:
         "block_size": config.cache_config.block_size,
         "use_mla": model.use_mla,
         "has_sink": bool(getattr(model.hf_text_config, "sliding_window", None)) and "gpt_oss" in model.hf_config.model_type,
-        "use_sparse": bool(getattr(model.hf_text_config, "index_topk", None)),
+        # DeepSeek sparse attention is an MLA layer's (a Transformers-backend model with an index_topk is not)
+        "use_sparse": bool(model.use_mla and getattr(model.hf_text_config, "index_topk", None)),
         "use_mm_prefix": False,
         # per rank, as the attention layer passes it (the sparse MLA order on SM10x changes at 16 heads)
         "num_heads": model.get_num_attention_heads(config.parallel_config),

@@ -14,14 +14,19 @@ from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Release, Scenario
 from advisor.rules.vllm.architectures import architecture_problems
 from advisor.rules.vllm.arguments import plan_problems
-from advisor.rules.vllm.attention import MLA_SM100_FIRST, SINKS_SM100, attention_decision
+from advisor.rules.vllm.attention import MLA_SM100_FIRST, SINKS_SM100, SPARSE_MLA_RULE, attention_decision
 from advisor.rules.vllm.common import VERIFIED, version_problems
 from advisor.rules.vllm.compilation import EAGER_LOWERS_LEVEL, compilation_decision, optimization_level_problems
 from advisor.rules.vllm.custom_allreduce import custom_allreduce_decision
 from advisor.rules.vllm.flags import rejected
 from advisor.rules.vllm.fusion import FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, fusion_decision
 from advisor.rules.vllm.memory import BATCH_TIERS, GPU_MEMORY_UTILIZATION, memory_decision
-from advisor.rules.vllm.scheduling import ASYNC_SCHEDULING_DEFAULT_ON, SWITCHES, switch_decision
+from advisor.rules.vllm.scheduling import (
+    ASYNC_SCHEDULING_DEFAULT_ON,
+    HYBRID_PREFIX_CACHING,
+    SWITCHES,
+    switch_decision,
+)
 
 
 def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]]:
@@ -42,5 +47,6 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
 # Every release where a modelled behaviour changes, plus those proven by goldens (oldest first): what `advisor diff`, the
 # completion of --engine-version and the app offer. A new change table belongs in this tuple.
 CHANGE_TABLES = (FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, GPU_MEMORY_UTILIZATION, BATCH_TIERS, EAGER_LOWERS_LEVEL,
-                 MLA_SM100_FIRST, SINKS_SM100, ASYNC_SCHEDULING_DEFAULT_ON)  # fmt: skip
+                 MLA_SM100_FIRST, SINKS_SM100, ASYNC_SCHEDULING_DEFAULT_ON, SPARSE_MLA_RULE,
+                 HYBRID_PREFIX_CACHING)  # fmt: skip
 RELEASES = tuple(sorted({*VERIFIED, *(first for table in CHANGE_TABLES for first, _ in table)}, key=rules.parse_release))

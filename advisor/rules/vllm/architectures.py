@@ -73,7 +73,8 @@ def served_by_registry(model, version: str) -> bool | None:
 
 
 def architecture_problems(s: Scenario, version: str) -> list[Problem]:
-    """An error when the release's registry does not serve the model's architecture: vLLM refuses it at start-up."""
+    """A warning when the release's registry does not serve the model's architecture (the Transformers backend or a
+    refusal; an error for a retired or out-of-tree one, which vLLM always refuses)."""
     model = s.model
     if served_by_registry(model, version) is not False:
         return []
@@ -82,20 +83,21 @@ def architecture_problems(s: Scenario, version: str) -> list[Problem]:
     places = (named(version) or {}).get(arch, [])
     source = f"vllm v{release}, vllm/{REGISTRY_FILE} (_ModelRegistry.inspect_model_cls, _raise_for_unsupported)"
     if RETIRED in places:
-        return [Problem(ARCHITECTURE_NOT_NAMED, "error",
+        return [Problem(ARCHITECTURE_NOT_NAMED, "warning",
                         f"{arch} was supported by earlier vLLM releases and is not by vllm {release}: it refuses the "
                         "model at start-up", "pass --engine-version of an older release (the error names the last one)",
                         source)]  # fmt: skip
     if OUT_OF_TREE in places:
-        return [Problem(ARCHITECTURE_NOT_NAMED, "error",
+        return [Problem(ARCHITECTURE_NOT_NAMED, "warning",
                         f"{arch} is not served in-tree by vllm {release}: it refuses the model at start-up",
                         "install the out-of-tree plugin vLLM's error message names", source)]  # fmt: skip
     return [Problem(
-        ARCHITECTURE_NOT_NAMED, "error",
+        ARCHITECTURE_NOT_NAMED, "warning",
         f"{arch} is not named by vllm {release}: its model registry serves {len(served(version))} architectures, none "
-        "of them this one, so it refuses the model at start-up ('Model architectures [...] are not supported for "
-        "now') unless transformers defines a class of that name or config.json's auto_map names one (then the "
-        "Transformers backend runs it, with --trust-remote-code for auto_map)",
+        "of them this one. vLLM runs it through its Transformers backend when the installed transformers defines a "
+        "class of that name (or config.json's auto_map names one, with --trust-remote-code), on the default rules "
+        "of the config's properties; otherwise it refuses the model at start-up ('Model architectures [...] are not "
+        "supported for now')",
         "check the architectures entry of config.json, or pick a vLLM release whose registry lists it"
         " (python -m conformance vllm-architectures)",
         source,
@@ -139,18 +141,33 @@ def no_compile_full_graphs(model, version: str) -> bool:
 
 
 # -- MLA as ModelConfig.is_deepseek_mla decides ----------------------------------------------------------------------
-MLA_TYPES_FILE = Path(__file__).with_name("mla_model_types.json")
+KINDS_FILE = Path(__file__).with_name("model_kinds.json")
 # From v0.20.2 a config with compress_ratios (DeepSeek V4's compressed attention) is MLA when it has a head_dim
 # (model_arch_config_convertor.py is_deepseek_mla, get_compress_ratios); before, kv_lora_rank decides for every model.
 COMPRESSED_MLA_FROM = "0.20.2"
 
 
 @cache
-def mla_model_types(version: str) -> frozenset[str]:
-    """The model types the release's is_deepseek_mla lists (mla_model_types.json; empty when none was read)."""
-    releases = json.loads(MLA_TYPES_FILE.read_text(encoding="utf-8"))["releases"]
+def _kinds(version: str, kind: str) -> frozenset[str]:
+    """model_kinds.json's ``kind`` list of the newest release read at or below ``version`` (empty when none)."""
+    releases = json.loads(KINDS_FILE.read_text(encoding="utf-8"))["releases"]
     read = [r for r in releases if parse_release(r) <= parse_release(version)]
-    return frozenset(releases[max(read, key=parse_release)]) if read else frozenset()
+    return frozenset(releases[max(read, key=parse_release)][kind]) if read else frozenset()
+
+
+def mla_model_types(version: str) -> frozenset[str]:
+    """The model types the release's is_deepseek_mla lists."""
+    return _kinds(version, "mla_model_types")
+
+
+def attention_kind(model, version: str) -> str:
+    """ModelConfig.attn_type as far as the rules use it: "hybrid" (the registry's class derives from IsHybrid: Mamba or
+    linear-attention layers beside attention), "attention_free" (IsAttentionFree: Mamba alone) or "decoder"."""
+    if model is None:
+        return "decoder"
+    if model.architecture in _kinds(version, "hybrid"):
+        return "hybrid"
+    return "attention_free" if model.architecture in _kinds(version, "attention_free") else "decoder"
 
 
 def uses_mla(model, version: str) -> bool:

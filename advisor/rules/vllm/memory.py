@@ -6,7 +6,7 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, ReleaseError, Scenario
 from advisor.rules.releases import at
-from advisor.rules.vllm.architectures import model_kv_cache_dtype, uses_mla
+from advisor.rules.vllm.architectures import model_kv_cache_dtype, uses_mla, uses_sparse_mla
 from advisor.rules.vllm.attention import ATTENTION_FLAG
 from advisor.rules.vllm.common import ARG_UTILS_FILE, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
 
@@ -81,7 +81,8 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
 # MLA models: up to v0.17.x CudaPlatform.check_and_update_config (vllm/platforms/cuda.py) forces the KV-cache block size
 # of the MLA backend it expects. v0.12.0: CUTLASS MLA (128) on capability 10.0 only, FlashMLA (64) on SM90. v0.15.1:
 # FlashInfer MLA (64, 32 kept) on SM100 when qk_nope_head_dim is 128, else CUTLASS MLA (128); FlashMLA (64) on SM90;
-# v0.16.0 and v0.17.1 the same. v0.19.1 forces nothing (the block size stays 16); the v0.18 releases were not read.
+# v0.16.0 and v0.17.1 the same. DeepSeek sparse attention (index_topk): 64 on every GPU, after the rest (v0.17.1: 32 or
+# 64 kept when FLASHINFER_MLA_SPARSE is chosen). v0.19.1 forces nothing (the block size stays 16); the v0.18 releases were not read.
 MLA_BLOCK_RULE: list[tuple[str, str | None]] = [("0.12.0", "0.12"), ("0.15.1", "0.15"), ("0.19.1", None)]
 MLA_NOPE_FOR_FLASHINFER = 128  # FlashInfer MLA's kernel constraint on qk_nope_head_dim (v0.15.1)
 
@@ -93,6 +94,8 @@ def mla_block_size(s: Scenario, version: str, block: int) -> int:
     if rule is None or model is None or not uses_mla(model, version) or cap is None:
         return block
     chosen = s.flag(ATTENTION_FLAG) if rule != "0.12" else None  # v0.12.0 has no --attention-backend
+    if uses_sparse_mla(model, version):  # the sparse backends' block, forced last ("Forcing ... for FlashMLASparse")
+        return block if chosen == "FLASHINFER_MLA_SPARSE" and block in (32, 64) else 64
     if chosen:  # the backend given forces its own block size (only these three)
         if chosen == "FLASHINFER_MLA":
             return block if block == 32 or block % 64 == 0 else 64
