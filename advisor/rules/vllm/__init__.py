@@ -14,7 +14,13 @@ from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Release, Scenario
 from advisor.rules.vllm.architectures import architecture_problems
 from advisor.rules.vllm.arguments import plan_problems
-from advisor.rules.vllm.attention import MLA_SM100_FIRST, SINKS_SM100, SPARSE_MLA_RULE, attention_decision
+from advisor.rules.vllm.attention import (
+    CUTLASS_FORCED_FOR_SPARSE,
+    MLA_SM100_FIRST,
+    SINKS_SM100,
+    SPARSE_MLA_RULE,
+    attention_decision,
+)
 from advisor.rules.vllm.common import VERIFIED, version_problems
 from advisor.rules.vllm.compilation import EAGER_LOWERS_LEVEL, compilation_decision, optimization_level_problems
 from advisor.rules.vllm.custom_allreduce import custom_allreduce_decision
@@ -48,5 +54,5 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
 # completion of --engine-version and the app offer. A new change table belongs in this tuple.
 CHANGE_TABLES = (FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, GPU_MEMORY_UTILIZATION, BATCH_TIERS, EAGER_LOWERS_LEVEL,
                  MLA_SM100_FIRST, SINKS_SM100, ASYNC_SCHEDULING_DEFAULT_ON, SPARSE_MLA_RULE,
-                 HYBRID_PREFIX_CACHING)  # fmt: skip
+                 HYBRID_PREFIX_CACHING, CUTLASS_FORCED_FOR_SPARSE)  # fmt: skip
 RELEASES = tuple(sorted({*VERIFIED, *(first for table in CHANGE_TABLES for first, _ in table)}, key=rules.parse_release))

@@ -173,7 +173,7 @@ def attention_kind(model, version: str) -> str:
 def uses_mla(model, version: str) -> bool:
     """ModelConfig.use_mla: the text config's model_type on the release's list, and a kv_lora_rank (a head_dim for a
     compressed-attention config). A kv_lora_rank under a model_type off the list is standard attention to vLLM."""
-    if model is None or model.text_model_type not in mla_model_types(version):
+    if model is None or (model.text_model_type or model.model_type) not in mla_model_types(version):
         return False
     if model.compress_ratios and _from(version, COMPRESSED_MLA_FROM):
         return model.head_dim is not None

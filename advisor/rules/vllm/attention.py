@@ -38,7 +38,8 @@ def attention_choice_hint(version: str) -> str:
 # DeepSeek sparse attention (an MLA model with index_topk): the sparse backends at the end of _get_backend_priorities'
 # MLA list, the first whose capability check passes (FLASHMLA_SPARSE: 9.x and 10.x; FLASH_ATTN_MLA_SPARSE and
 # FLASHINFER_MLA_SPARSE_SM90: 9.x; FLASHINFER_MLA_SPARSE and FLASH_ATTN_MLA_SPARSE_FA4: 10.x; _SM120: 12.x).
-# v0.12.0: FLASHMLA_SPARSE only, and none on 10.0, where check_and_update_config has forced CUTLASS_MLA. v0.17.1: on 10.x FLASHINFER_MLA_SPARSE first at 16 heads per rank or fewer.
+# v0.12.0: FLASHMLA_SPARSE only, and none on 10.0, where check_and_update_config has forced CUTLASS_MLA (v0.14.1
+# exempts sparse models). v0.17.1: on 10.x FLASHINFER_MLA_SPARSE first at 16 heads per rank or fewer.
 # v0.19.1: and with a quantized (fp8) KV cache. v0.25.1: FLASH_ATTN_MLA_SPARSE first off 10.x, FLASHINFER_MLA_SPARSE_SM120
 # on 12.x. v0.30.0: FLASHINFER_MLA_SPARSE_SM90 last on 9.x (first at head size 512). v0.33.0: on 10.x with a bf16 KV
 # cache and 16 heads or fewer, FLASH_ATTN_MLA_SPARSE_FA4 first.
@@ -48,6 +49,8 @@ SPARSE_SUPPORT = {"FLASHMLA_SPARSE": (9, 10), "FLASH_ATTN_MLA_SPARSE": (9,), "FL
                   "FLASHINFER_MLA_SPARSE": (10,), "FLASH_ATTN_MLA_SPARSE_FA4": (10,),
                   "FLASHINFER_MLA_SPARSE_SM120": (12,)}  # fmt: skip
 MLA_HEAD_SIZE_FOR_FLASHINFER_SM90 = 512
+# v0.12.0 forces CUTLASS_MLA on 10.0 for every MLA model, sparse ones too; v0.14.1 exempts them ("unless sparse").
+CUTLASS_FORCED_FOR_SPARSE: list[tuple[str, bool]] = [("0.12.0", True), ("0.14.1", False)]
 
 
 def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | None:
@@ -65,8 +68,8 @@ def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | 
             order = ["FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE"]
             if rule >= "0.33":
                 order.insert(0, "FLASH_ATTN_MLA_SPARSE_FA4")
-        if rule == "0.12":  # check_and_update_config forces CUTLASS_MLA on 10.0 (VLLM_ATTENTION_BACKEND): none fits
-            order = [] if tuple(s.capability) == (10, 0) else ["FLASHMLA_SPARSE"]
+        if rule == "0.12":  # v0.12.0's check_and_update_config forces CUTLASS_MLA on 10.0: no sparse backend fits
+            order = [] if tuple(s.capability) == (10, 0) and at(CUTLASS_FORCED_FOR_SPARSE, version) else ["FLASHMLA_SPARSE"]
     elif major == 12 and rule >= "0.25":
         order = ["FLASHINFER_MLA_SPARSE_SM120"]
     elif rule >= "0.25":
