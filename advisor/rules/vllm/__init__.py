@@ -20,6 +20,7 @@ from advisor.rules.vllm.attention import (
     SINKS_SM100,
     SPARSE_MLA_RULE,
     attention_decision,
+    attention_problems,
 )
 from advisor.rules.vllm.common import VERIFIED, version_problems
 from advisor.rules.vllm.compilation import EAGER_LOWERS_LEVEL, compilation_decision, optimization_level_problems
@@ -39,15 +40,17 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
     vllm = s.facts.package("vllm")
     problems = version_problems(release.version, vllm.version if vllm.installed else None) + optimization_level_problems(s)
     version = release.version  # the decisions resolve their rules from it, and name it in what they observe
+    attention = attention_decision(s, version)
     decisions = [
         fusion_decision(s, version),
         custom_allreduce_decision(s, version),
         compilation_decision(s, version),
-        attention_decision(s, version),
+        attention,
         memory_decision(s, version),
         *(switch_decision(s, version, sw[0]) for sw in SWITCHES),
     ]
-    return decisions, problems + architecture_problems(s, version) + plan_problems(s) + rejected(s, release)
+    problems += architecture_problems(s, version) + attention_problems(s, version, attention)
+    return decisions, problems + plan_problems(s) + rejected(s, release)
 
 
 # Every release where a modelled behaviour changes, plus those proven by goldens (oldest first): what `advisor diff`, the

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisor.rules import engine as rules
-from advisor.rules.engine import Decision, Scenario
+from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import uses_mla, uses_sparse_mla
 from advisor.rules.vllm.common import PLATFORM_FILE, rules_release
@@ -153,3 +153,22 @@ def _attention_notes(chosen: str | None, release: str) -> tuple[str, ...]:
         return (f"the value given, but vLLM v{release} rejects {ATTENTION_FLAG} (no such flag): "
                 f"set {ATTENTION_ENV}={chosen} in the environment instead",)  # fmt: skip
     return ("the value given",)
+
+
+NO_BACKEND = "vllm_no_attention_backend"
+
+
+def attention_problems(s: Scenario, version: str, decision: Decision) -> list[Problem]:
+    """vllm_no_attention_backend: no backend of the release supports the model on this GPU (DeepSeek sparse attention
+    off 9.x / 10.x / 12.x), so the selector raises at start-up."""
+    if not any(c.id == "model" for c in decision.failed):
+        return []
+    release = rules_release(version)
+    cap = s.capability
+    return [Problem(
+        NO_BACKEND, "error",
+        f"no attention backend of vllm {release} supports {s.model.architecture} (DeepSeek sparse attention) on "
+        f"capability {cap[0]}.{cap[1]}: vLLM stops at start-up ('No valid attention backend found')",
+        "run it on Hopper (9.x) or Blackwell (10.x, 12.x from v0.25.1) GPUs",
+        f"vllm v{release}, {PLATFORM_FILE} (_get_backend_priorities, get_attn_backend_cls)",
+    )]  # fmt: skip
