@@ -81,8 +81,11 @@ def mla_model_types(release: str) -> list[str]:
             for node in ast.walk(ast.parse(zf.read(name))):
                 if isinstance(node, ast.FunctionDef) and node.name == "is_deepseek_mla":
                     for inner in ast.walk(node):
-                        if isinstance(inner, (ast.Tuple, ast.List, ast.Set)) and inner.elts and all(
-                                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in inner.elts):
+                        if (
+                            isinstance(inner, (ast.Tuple, ast.List, ast.Set))
+                            and inner.elts
+                            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in inner.elts)
+                        ):
                             return sorted(e.value for e in inner.elts)
     raise SystemExit(f"error: vllm {release}: no is_deepseek_mla found in {', '.join(MLA_FILES)}")
 
@@ -99,7 +102,7 @@ def model_kinds(release: str) -> dict[str, list[str]]:
         for name in zf.namelist():
             if not (name.startswith(MODELS_DIR) and name.endswith(".py")):
                 continue
-            module = name[len(MODELS_DIR):-3].replace("/", ".")
+            module = name[len(MODELS_DIR) : -3].replace("/", ".")
             tree = ast.parse(zf.read(name))
             for node in ast.walk(tree):
                 if isinstance(node, ast.ClassDef):
@@ -108,8 +111,13 @@ def model_kinds(release: str) -> dict[str, list[str]]:
                     bases.setdefault(node.name, set()).update(found)
                 if module == "registry" and isinstance(node, ast.Dict):
                     for key, value in zip(node.keys, node.values, strict=True):
-                        if (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(value, ast.Tuple)
-                                and len(value.elts) == 2 and all(isinstance(e, ast.Constant) for e in value.elts)):
+                        if (
+                            isinstance(key, ast.Constant)
+                            and isinstance(key.value, str)
+                            and isinstance(value, ast.Tuple)
+                            and len(value.elts) == 2
+                            and all(isinstance(e, ast.Constant) for e in value.elts)
+                        ):
                             registry[key.value] = (value.elts[0].value, value.elts[1].value)
 
     def derives(cls: str, kind: str, seen: frozenset[str] = frozenset()) -> bool:

@@ -116,7 +116,9 @@ KV_DTYPE_ON_SM10X: tuple[tuple[frozenset[str], str, bool, str], ...] = (
 # From v0.27.1 LongcatFlashNgramForCausalLMConfig compiles nothing and captures FULL CUDA graphs (prefill runs eager)
 # unless compilation was configured: its zero-expert MoE trips torch.compile, and its n-gram embeddings are wired only
 # for FULL capture.
-NO_COMPILE_FULL_GRAPHS: tuple[tuple[frozenset[str], str], ...] = ((frozenset({"LongcatFlashNgramForCausalLM"}), "0.27.1"),)
+NO_COMPILE_FULL_GRAPHS: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"LongcatFlashNgramForCausalLM"}), "0.27.1"),
+)
 MODELS_CONFIG_FILE = "vllm/model_executor/models/config.py"
 
 
