@@ -32,16 +32,8 @@ MiB = 2**20
 # (release, scenario, field): what the plan says differs from vLLM, with the reason. None today: every field of every
 # golden agrees (the MLA backends too, since the harness makes GPU tensors on the meta device).
 KNOWN: set[tuple[str, str, str]] = set()
-# The architectures grid: up to v0.15.x HybridAttentionMambaModelConfig (vllm/model_executor/models/config.py) raises a
-# hybrid model's attention block size until its page holds the Mamba state (v0.12.0: 2080 for Nemotron-H, 544 for
-# Qwen3-Next), from each model class's get_mamba_state_shape_from_config; the rules keep 16.
-# Qwen3.5 is a hybrid model class from v0.17.1.
-HYBRID_BLOCK = {"0.12.0": ("nemotron-h-56b", "qwen3-next-80b-a3b"), "0.14.1": ("nemotron-h-56b", "qwen3-next-80b-a3b"),
-                "0.15.1": ("nemotron-h-56b", "qwen3-next-80b-a3b"),
-                "0.17.1": ("nemotron-h-56b", "qwen3-next-80b-a3b", "qwen3.5-397b-a17b")}
-KNOWN_ARCH: set[tuple[str, str, str]] = {(release, f"{profile}|tests/conformance/configs/{model}|tp1|", "block_size")
-                                         for release, models in HYBRID_BLOCK.items() for model in models
-                                         for profile in ("h100-sxm-8", "b200-8", "a100-sxm-8")}  # fmt: skip
+# The architectures grid: what differs from vLLM there, with the reason. None today.
+KNOWN_ARCH: set[tuple[str, str, str]] = set()
 
 
 def _records(path: Path) -> list[dict]:

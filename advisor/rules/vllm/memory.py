@@ -9,6 +9,7 @@ from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import model_kv_cache_dtype, uses_mla, uses_sparse_mla
 from advisor.rules.vllm.attention import ATTENTION_FLAG
 from advisor.rules.vllm.common import ARG_UTILS_FILE, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
+from advisor.rules.vllm.hybrid import hybrid_block_size
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
 # released wheels' code: a version gets the value of the newest entry at or below it. The releases named are the
@@ -72,7 +73,8 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
         "max_num_seqs": seqs,
         "max_num_batched_tokens": tokens,
         "kv_cache_dtype": kv_cache_dtype(s, release),
-        "block_size": mla_block_size(s, release, _number(given["block_size"], int, 16)),
+        "block_size": hybrid_block_size(s, release, mla_block_size(s, release, _number(given["block_size"], int, 16)),
+                                        kv_cache_dtype(s, release)),
         # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
         "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
     }
