@@ -1,12 +1,12 @@
-"""The attention block size of a hybrid model (Mamba or linear-attention layers beside attention) up to v0.17.x.
+"""The attention block size of a hybrid model (Mamba or linear-attention layers beside attention) up to v0.19.x.
 
 HybridAttentionMambaModelConfig.verify_and_update_config (vllm/model_executor/models/config.py) raises the attention
 block size until one attention page holds a layer's whole recurrent state: ``align * cdiv(state bytes, align *
-attention bytes per token)``, align 16 (32 on SM10x for head size 256, FlashInfer's kernel), attention bytes per token
+attention bytes per token)``, align 16 (32 on SM10x for head size 256 up to v0.17.x, FlashInfer's kernel), attention bytes per token
 ``2 * kv heads per rank * head size * dtype bytes``. The state comes from the model class's
 get_mamba_state_shape_from_config / get_mamba_state_dtype_from_config (vllm/model_executor/layers/mamba/mamba_utils.py,
 MambaStateShapeCalculator): Mamba2 (Nemotron-H) and gated delta net (Qwen3-Next, Qwen3.5) are read here; other hybrid
-families keep the block given. From v0.19.1 the block is settled later, at KV-cache set-up, so the config keeps 16.
+families keep the block given. By v0.20.2 the block is settled later, at KV-cache set-up, so the config keeps 16.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from advisor.models import dtype_bytes
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import attention_kind, uses_mla
 
-HYBRID_BLOCK_AT_CONFIG: list[tuple[str, bool]] = [("0.12.0", True), ("0.19.1", False)]
+HYBRID_BLOCK_AT_CONFIG: list[tuple[str, bool]] = [("0.12.0", True), ("0.20.2", False)]
+# The 32-token alignment on SM10x at head size 256 (FlashInfer's kernel): up to v0.17.x; v0.19.1 aligns to 16 everywhere.
+ALIGN_32_ON_SM10X: list[tuple[str, bool]] = [("0.12.0", True), ("0.19.1", False)]
 # From v0.14.1 NemotronHForCausalLMConfig sets mamba_ssm_cache_dtype from the config (transformers' NemotronHConfig
 # defaults it to float32); v0.12.0 keeps the model dtype for the SSM state.
 NEMOTRON_SSM_DTYPE_FROM_CONFIG: list[tuple[str, bool]] = [("0.12.0", False), ("0.14.1", True)]
@@ -70,6 +72,7 @@ def hybrid_block_size(s, version: str, block: int, kv_cache_dtype: str) -> int:
     if not mamba or not model.head_dim or not model.num_kv_heads or not kv_bytes:
         return block
     per_token = 2 * max(1, model.num_kv_heads // max(s.tp, 1)) * model.head_dim * kv_bytes
-    align = 32 if cap is not None and cap[0] == 10 and model.head_dim == 256 else 16
+    wide = at(ALIGN_32_ON_SM10X, version) and cap is not None and cap[0] == 10 and model.head_dim == 256
+    align = 32 if wide else 16
     needed = align * -(-mamba // (align * per_token))
     return needed if block < needed else block
