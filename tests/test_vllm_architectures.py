@@ -115,3 +115,30 @@ def test_hybrid_models_get_prefix_caching_from_0_27():
     assert not switch_decision(s, "0.25.1", "prefix_caching").enabled
     assert switch_decision(s, "0.27.1", "prefix_caching").enabled
     assert switch_decision(_scenario("llama-3.1-8b"), "0.12.0", "prefix_caching").enabled
+
+
+def test_hybrid_block_holds_the_recurrent_state_up_to_0_19():
+    def block(config, profile, release):
+        return memory_value(_scenario(config, profile), release)["block_size"]
+
+    assert block("nemotron-h-56b", "h100-sxm-8", "0.12.0") == 2080  # SSM state in the model dtype
+    assert block("nemotron-h-56b", "h100-sxm-8", "0.15.1") == 4128  # float32 SSM state (NemotronH fix-up)
+    assert block("qwen3.5-397b-a17b", "b200-8", "0.17.1") == 1088  # aligned to 32 on SM10x at head size 256
+    assert block("qwen3.5-397b-a17b", "b200-8", "0.19.1") == 1072
+    assert block("qwen3-next-80b-a3b", "h100-sxm-8", "0.20.2") == 16
+
+
+@settings(max_examples=40, deadline=None)
+@given(heads=st.sampled_from([32, 64, 128, 256]), dim=st.sampled_from([32, 64, 128]),
+       state=st.sampled_from([16, 64, 128, 256]), groups=st.sampled_from([1, 2, 8]), tp=st.sampled_from([1, 2, 4, 8]))  # fmt: skip
+def test_hybrid_block_is_the_smallest_aligned_page_over_the_state(heads, dim, state, groups, tp):
+    from advisor.rules.vllm.hybrid import hybrid_block_size, state_bytes
+
+    s = _scenario("nemotron-h-56b", tp=tp)
+    config = dict(s.model.state_config, mamba_num_heads=heads, mamba_head_dim=dim, ssm_state_size=state, n_groups=groups)
+    s = Scenario(s.facts, replace(s.model, state_config=tuple(config.items())), s.intent)
+    got = hybrid_block_size(s, "0.15.1", 16, "auto")
+    per_token = 2 * max(1, s.model.num_kv_heads // tp) * s.model.head_dim * 2
+    mamba = state_bytes(s.model, tp, "0.15.1")
+    assert got % 16 == 0 and got * per_token >= mamba
+    assert got == 16 or (got - 16) * per_token < mamba
