@@ -11,8 +11,9 @@ interface.py: check_and_update_config, the attention backend choice); from them 
 deep, which reaches vllm/model_executor/models/registry.py (the registry's tables) and models/config.py
 (MODELS_CONFIG_MAP: the per-architecture config fix-ups). Places are relative to vllm/.
 
-The advisor's vLLM rules compare no architecture names yet, so nothing reads this file at run time; it is the list a
-rule keyed on a name must be checked against.
+The same command writes model_kinds.json beside it: per release the model types is_deepseek_mla lists, and the
+registry's architectures whose class is hybrid or attention-free. advisor/rules/vllm/architectures.py reads both (the
+registry's names, the breakable-CUDA-graph list, MLA, hybrid); docs/architectures.md says what each decides.
 """
 
 from __future__ import annotations
