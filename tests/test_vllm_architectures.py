@@ -110,10 +110,10 @@ def test_glm5_kv_cache_is_fp8_on_sm100_in_0_33():
     assert memory_value(_scenario("glm-5", "b200-8"), "0.30.0")["kv_cache_dtype"] == "auto"
 
 
-def test_hybrid_models_get_prefix_caching_from_0_27():
+def test_hybrid_models_get_prefix_caching_from_0_28():
     s = _scenario("nemotron-h-56b")
-    assert not switch_decision(s, "0.25.1", "prefix_caching").enabled
-    assert switch_decision(s, "0.27.1", "prefix_caching").enabled
+    assert not switch_decision(s, "0.27.1", "prefix_caching").enabled
+    assert switch_decision(s, "0.28.0", "prefix_caching").enabled
     assert switch_decision(_scenario("llama-3.1-8b"), "0.12.0", "prefix_caching").enabled
 
 

@@ -41,8 +41,9 @@ ASYNC_SCHEDULING_DEFAULT_ON: list[tuple[str, bool]] = [("0.12.0", False), ("0.14
 
 
 # ModelConfig.is_prefix_caching_supported for a generative model: decoder yes, attention-free no; hybrid (Mamba or linear
-# attention beside attention) no up to v0.25.x ("still experimental"), yes from v0.27.1.
-HYBRID_PREFIX_CACHING: list[tuple[str, bool]] = [("0.12.0", False), ("0.27.1", True)]
+# attention beside attention) no up to v0.25.x ("still experimental"); v0.27.1 supports it but EngineArgs still leaves
+# it off by default ("and not model_config.is_hybrid", vllm/engine/arg_utils.py); on by default from v0.28.0.
+HYBRID_PREFIX_CACHING: list[tuple[str, bool]] = [("0.12.0", False), ("0.28.0", True)]
 
 
 def prefix_caching_supported(s: Scenario, version: str) -> tuple[bool, str]:
@@ -66,13 +67,13 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
 
     def model_supports(s: Scenario):
         ok, kind = prefix_caching_supported(s, release)
-        return ok, f"{kind} model", "a decoder model (hybrid ones from v0.27.1)"
+        return ok, f"{kind} model", "a decoder model (hybrid ones from v0.28.0)"
 
     conditions = (rules.Condition("default", f"{title} supported", single_node, why, f"pass --no-{flag[2:]} to turn it off"),)
     if which == "prefix_caching":
         conditions += (rules.Condition("model_kind", "a model kind with prefix caching", model_supports,
                                        "off by default for attention-free (Mamba) models, and for hybrid ones before "
-                                       "v0.27.1 (ModelConfig.is_prefix_caching_supported)", f"pass {flag} to force it"),)  # fmt: skip
+                                       "v0.28.0 (ModelConfig.is_prefix_caching_supported, EngineArgs)", f"pass {flag} to force it"),)  # fmt: skip
     if which == "async_scheduling":
         conditions += (rules.Condition("release_default", "on by default in this release", by_default,
                                  "SchedulerConfig.async_scheduling defaulted to False before v0.14.1",
