@@ -135,7 +135,9 @@ def test_hybrid_block_is_the_smallest_aligned_page_over_the_state(heads, dim, st
     from advisor.rules.vllm.hybrid import hybrid_block_size, state_bytes
 
     s = _scenario("nemotron-h-56b", tp=tp)
-    config = dict(s.model.state_config, mamba_num_heads=heads, mamba_head_dim=dim, ssm_state_size=state, n_groups=groups)
+    config = dict(
+        s.model.state_config, mamba_num_heads=heads, mamba_head_dim=dim, ssm_state_size=state, n_groups=groups
+    )
     s = Scenario(s.facts, replace(s.model, state_config=tuple(config.items())), s.intent)
     got = hybrid_block_size(s, "0.15.1", 16, "auto")
     per_token = 2 * max(1, s.model.num_kv_heads // tp) * s.model.head_dim * 2

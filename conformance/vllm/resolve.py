@@ -207,13 +207,41 @@ def _fake_platform():
     return platforms._current_platform
 
 
+def _fake_triton_configs() -> None:
+    """Without triton, vLLM's placeholder makes ``triton.Config(...)`` a decorator stub; v0.33.0's Mamba kernels filter
+    their autotune configs by ``num_stages`` at import on a faked SM90 (layers/mamba/ops/ssd_chunk_scan.py), which the
+    stub cannot answer. A config object that holds what it was given answers it; no kernel ever runs."""
+    try:
+        from vllm.triton_utils import importing, triton
+    except ImportError:
+        return
+    if not isinstance(triton, getattr(importing, "TritonPlaceholder", ())):
+        return
+
+    class Config:
+        def __init__(self, kwargs=None, num_warps=4, num_stages=1, **rest):
+            self.kwargs, self.num_warps, self.num_stages = dict(kwargs or {}), num_warps, num_stages
+            self.__dict__.update(rest)
+
+    triton.Config = Config
+
+
 def _inspect_in_process() -> None:
     """The registry inspects each model class in a fresh interpreter (registry._run_in_subprocess), which none of the
     fakes here reach: a multimodal class imports torchvision, whose operators a CPU torch lacks, and the inspection
-    fails. Run in this process instead, under the fakes (each release names the helper the same)."""
+    fails. Run in this process first, under the fakes (each release names the helper the same); where that fails (v0.33.0's
+    Mamba layers build triton autotune configs at import, which the fakes break) the release's own subprocess runs it."""
     import vllm.model_executor.models.registry as registry
 
-    registry._run_in_subprocess = lambda fn: fn()
+    in_subprocess = registry._run_in_subprocess
+
+    def inspect(fn):
+        try:
+            return fn()
+        except Exception:
+            return in_subprocess(fn)
+
+    registry._run_in_subprocess = inspect
 
 
 class _LogCapture(logging.Handler):
@@ -400,6 +428,7 @@ def main(argv: list[str]) -> int:
     _fake_device_count()
     _fake_host_memory()
     _inspect_in_process()
+    _fake_triton_configs()
     from vllm.engine.arg_utils import AsyncEngineArgs as EngineArgs
     from vllm.usage.usage_lib import UsageContext
 

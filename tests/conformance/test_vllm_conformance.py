@@ -126,14 +126,9 @@ def test_every_flag_the_grid_passes_parses(path: Path):
     assert rejected == []
 
 
-# (release, scenario): an error of the harness, not of vLLM (the resolution could not run here), with the reason.
-# v0.33.0's qwen3_5 imports the Mamba triton kernels (layers/mamba/ops/ssd_chunk_scan.py builds its autotune configs at
-# import), which fail on triton's CPU placeholder here, and a real triton needs a GPU driver: the registry cannot inspect
-# the class. v0.20.2 and v0.30.0 resolve it (hybrid) and agree.
-KNOWN_ARCH_ERRORS: dict[tuple[str, str], str] = {
-    ("0.33.0", f"{profile}|tests/conformance/configs/qwen3.5-397b-a17b|tp1|"): "Mamba triton kernels at import"
-    for profile in ("h100-sxm-8", "b200-8", "a100-sxm-8")
-}
+# (release, scenario): an error of the harness, not of vLLM (the resolution could not run here), with the reason. None
+# today.
+KNOWN_ARCH_ERRORS: dict[tuple[str, str], str] = {}
 
 
 def _refused(plan) -> bool:
