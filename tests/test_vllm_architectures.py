@@ -144,3 +144,12 @@ def test_hybrid_block_is_the_smallest_aligned_page_over_the_state(heads, dim, st
     mamba = state_bytes(s.model, tp, "0.15.1")
     assert got % 16 == 0 and got * per_token >= mamba
     assert got == 16 or (got - 16) * per_token < mamba
+
+
+def test_model_fixups_keyed_on_the_name_from_0_25():
+    diffusion = _scenario("llama-3.1-8b", architecture="DiffusionGemmaForBlockDiffusion")
+    assert memory_value(diffusion, "0.25.1")["max_num_seqs"] == 8
+    assert memory_value(diffusion, "0.20.2")["max_num_seqs"] == 1024
+    ocr = _scenario("llama-3.1-8b", architecture="UnlimitedOCRForCausalLM")
+    assert not switch_decision(ocr, "0.25.1", "prefix_caching").enabled
+    assert switch_decision(ocr, "0.20.2", "prefix_caching").enabled

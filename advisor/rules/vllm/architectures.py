@@ -185,3 +185,24 @@ def uses_mla(model, version: str) -> bool:
 def uses_sparse_mla(model, version: str) -> bool:
     """DeepSeek sparse attention (V3.2, GLM-5): an MLA model whose config has the indexer's index_topk."""
     return uses_mla(model, version) and model.index_topk is not None
+
+
+# From v0.25.1 (v0.20.2 has neither): DiffusionGemmaModelForBlockDiffusionConfig lowers max_num_seqs to 8 when it is
+# SchedulerConfig.DEFAULT_MAX_NUM_SEQS (128) or more, and UnlimitedOCRForCausalLMConfig turns prefix caching off
+# (R-SWA decode KV is not cacheable), whatever was passed.
+FEW_SEQS: tuple[frozenset[str], str, int, int] = (frozenset({"DiffusionGemmaForBlockDiffusion"}), "0.25.1", 128, 8)
+NO_PREFIX_CACHING: tuple[frozenset[str], str] = (frozenset({"UnlimitedOCRForCausalLM"}), "0.25.1")
+
+
+def model_max_num_seqs(model, version: str, seqs: int | None) -> int | None:
+    """max_num_seqs after the model's config fix-up."""
+    names, first, threshold, few = FEW_SEQS
+    if model is None or seqs is None or model.architecture not in names or not _from(version, first):
+        return seqs
+    return few if seqs >= threshold else seqs
+
+
+def prefix_caching_forced_off(model, version: str) -> bool:
+    """Whether the model's config fix-up turns prefix caching off."""
+    names, first = NO_PREFIX_CACHING
+    return model is not None and model.architecture in names and _from(version, first)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, ReleaseError, Scenario
 from advisor.rules.releases import at
-from advisor.rules.vllm.architectures import model_kv_cache_dtype, uses_mla, uses_sparse_mla
+from advisor.rules.vllm.architectures import model_kv_cache_dtype, model_max_num_seqs, uses_mla, uses_sparse_mla
 from advisor.rules.vllm.attention import ATTENTION_FLAG
 from advisor.rules.vllm.common import ARG_UTILS_FILE, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
 from advisor.rules.vllm.hybrid import hybrid_block_size
@@ -68,6 +68,7 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
         tokens = max(tokens, 0)
     if seqs is not None and tokens is not None and not given["max_num_seqs"]:
         seqs = min(seqs, tokens)
+    seqs = model_max_num_seqs(s.model, release, seqs)
     return {
         "gpu_memory_utilization": _number(given["gpu_memory_utilization"], float, at(GPU_MEMORY_UTILIZATION, release)),
         "max_num_seqs": seqs,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Scenario
 from advisor.rules.releases import at
-from advisor.rules.vllm.architectures import attention_kind
+from advisor.rules.vllm.architectures import attention_kind, prefix_caching_forced_off
 from advisor.rules.vllm.common import ARG_UTILS_FILE, VLLM_CONFIG_FILE, rules_release
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
@@ -81,5 +81,7 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
     results = rules.evaluate(conditions, s)
     setting = switch_setting(s, flag)
     state = rules.state_of(results, forced_on=setting is True, forced_off=setting is False)
+    if which == "prefix_caching" and prefix_caching_forced_off(s.model, release):
+        state = rules.FORCED_OFF  # the model's config fix-up (MODELS_CONFIG_MAP) turns it off whatever was passed
     source = rules.Source(f"vllm v{release}", ARG_UTILS_FILE if which != "async_scheduling" else VLLM_CONFIG_FILE)
     return rules.decided(decision_id, title, state, results, source)
