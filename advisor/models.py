@@ -198,12 +198,6 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
     return method
 
 
-# Mamba2 (Nemotron-H) and gated delta net (Qwen3-Next, Qwen3.5) state sizes, as config.json names them.
-STATE_KEYS = ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel", "mamba_ssm_cache_dtype",
-              "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-              "linear_conv_kernel_dim")  # fmt: skip
-
-
 def _vision(config: Mapping[str, Any], where: str) -> tuple[int | None, int | None] | None:
     vision = config.get("vision_config")
     if not isinstance(vision, Mapping):
@@ -238,6 +232,12 @@ def _size(config: Mapping[str, Any], where: str, *keys: str) -> int | None:
             )
         return value
     return None
+
+
+# Mamba2 (Nemotron-H) and gated delta net (Qwen3-Next, Qwen3.5) state sizes, as config.json names them.
+STATE_KEYS = ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel", "mamba_ssm_cache_dtype",
+              "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+              "linear_conv_kernel_dim")  # fmt: skip
 
 
 def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:
