@@ -6,8 +6,9 @@ synthetic variants this module writes) resolved by each release on one GPU of ea
 A scenario names its model by the config directory (relative to the repository), so the conformance test rebuilds the
 same plan from it (tests/conformance/test_vllm_architectures_conformance.py). The synthetic variants are what a model
 the grid does not hold looks like to vLLM: an architecture name its registry does not list with MLA fields, with
-sliding-window layer_types, with Mamba layers (vLLM refuses each: its registry decides which model class runs), and a
-name it lists with config properties the public checkpoint lacks (sliding-window layers on Qwen3).
+sliding-window layer_types, with Mamba layers (vLLM refuses each: its registry decides which model class runs), and
+names it lists with config properties the public checkpoints lack (sliding-window layers on Qwen3, smaller Mamba2 /
+gated-delta-net states).
 """
 
 from __future__ import annotations
@@ -39,9 +40,16 @@ def synthetic_configs() -> dict[str, dict]:
                  "layer_types": windows}  # fmt: skip
     unknown_swa = {**qwen3_swa, "architectures": ["AcmeSwaForCausalLM"]}
     unknown_mamba = {**_config("nemotron-h-56b"), "architectures": ["AcmeHybridForCausalLM"]}
+    # Names vLLM serves, with config properties no public checkpoint here has: the rules must follow the config. (A key
+    # left out is no variant: transformers' config class fills its default, e.g. GLM-5's index_topk, DeepSeek V3's
+    # kv_lora_rank, and vLLM reads the filled value.)
+    nemotron_small = {**_config("nemotron-h-56b"), "mamba_num_heads": 128, "ssm_state_size": 128,
+                      "mamba_ssm_cache_dtype": "float16"}  # fmt: skip
+    qwen3_next_small = {**_config("qwen3-next-80b-a3b"), "linear_num_value_heads": 16, "linear_value_head_dim": 64}
     return {f"{SYNTHETIC_PREFIX}{name}": config for name, config in (
         ("unknown-mla", unknown_mla), ("unknown-swa", unknown_swa), ("unknown-mamba", unknown_mamba),
-        ("qwen3-swa", qwen3_swa))}  # fmt: skip
+        ("qwen3-swa", qwen3_swa), ("nemotron-h-small-state", nemotron_small),
+        ("qwen3-next-small-state", qwen3_next_small))}  # fmt: skip
 
 
 def write_synthetic() -> None:
