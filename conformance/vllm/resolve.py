@@ -226,6 +226,9 @@ def _fake_triton_configs() -> None:
     triton.Config = Config
 
 
+_MISSING_MODULES: list[str] = []  # modules a model class imports that this environment lacks (env.ensure installs them)
+
+
 def _inspect_in_process() -> None:
     """The registry inspects each model class in a fresh interpreter (registry._run_in_subprocess), which none of the
     fakes here reach: a multimodal class imports torchvision, whose operators a CPU torch lacks, and the inspection
@@ -238,6 +241,9 @@ def _inspect_in_process() -> None:
     def inspect(fn):
         try:
             return fn()
+        except ModuleNotFoundError as exc:  # named in the scenario's error, so the environment build installs it
+            _MISSING_MODULES.append(exc.name or "")
+            raise
         except Exception:
             return in_subprocess(fn)
 
@@ -395,6 +401,7 @@ def resolve(scenario: dict, parser, EngineArgs, UsageContext, handler: _LogCaptu
     _Gpu.name, _Gpu.capability = gpu["name"], tuple(gpu["capability"])
     _Gpu.memory_bytes, _Gpu.count = int(gpu["memory_gib"] * GiB), gpu["count"]
     handler.lines.clear()
+    _MISSING_MODULES.clear()
     try:
         args = parser.parse_args(scenario["argv"])
         engine_args = EngineArgs.from_cli_args(args)
@@ -402,7 +409,8 @@ def resolve(scenario: dict, parser, EngineArgs, UsageContext, handler: _LogCaptu
     except SystemExit as exc:
         return {"error": f"argv rejected (exit {exc.code})"}
     except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {_reason(exc)}"}
+        missing = f" (No module named '{_MISSING_MODULES[-1]}')" if _MISSING_MODULES else ""
+        return {"error": f"{type(exc).__name__}: {_reason(exc)}{missing}"}
     return _record(config, handler.lines)
 
 
