@@ -134,6 +134,12 @@ class ModelSpec:
     path: str | None = None  # the directory config.json came from, when local
     origin: str = "catalog"  # "directory" | "hf-cache" | "catalog"
     kv_lora_rank: int | None = None  # set for MLA models (DeepSeek family)
+    # vLLM's MLA check (is_deepseek_mla) reads the text config's model_type (text_config's, else the top level's) and,
+    # for DeepSeek V4's compressed attention, whether the config has compress_ratios.
+    text_model_type: str | None = None
+    compress_ratios: bool = False
+    # The Mamba2 / gated-delta-net state keys as written (STATE_KEYS), for the state vLLM sizes per sequence.
+    state_config: tuple[tuple[str, int | str], ...] = ()
     # vision_config of multimodal models: (num_hidden_layers, hidden_size) as written (None where absent); None: no vision
     vision: tuple[int | None, int | None] | None = None
     notes: str | None = None  # catalog remarks (e.g. which facts are assumed)
@@ -228,6 +234,12 @@ def _size(config: Mapping[str, Any], where: str, *keys: str) -> int | None:
     return None
 
 
+# Mamba2 (Nemotron-H) and gated delta net (Qwen3-Next, Qwen3.5) state sizes, as config.json names them.
+STATE_KEYS = ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel", "mamba_ssm_cache_dtype",
+              "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+              "linear_conv_kernel_dim")  # fmt: skip
+
+
 def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:
     """Build a ModelSpec from a parsed config.json. ``where`` names the file in error messages."""
     if not isinstance(config, Mapping):
@@ -278,6 +290,9 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         path=path,
         origin=origin,
         kv_lora_rank=size("kv_lora_rank"),
+        text_model_type=_first(text, "model_type") or _first(config, "model_type"),
+        compress_ratios=bool(merged.get("compress_ratios")),
+        state_config=tuple((k, merged[k]) for k in STATE_KEYS if isinstance(merged.get(k), (int, str))),
         max_position_embeddings=size("max_position_embeddings"),
         qk_rope_head_dim=rope,
         v_head_dim=size("v_head_dim"),

@@ -1,5 +1,5 @@
 """The architecture names each vLLM release's resolution and registry hold (conformance/vllm/architectures.py,
-tests/conformance/vllm_architectures.json)."""
+advisor/rules/vllm/architectures.json)."""
 
 from __future__ import annotations
 
@@ -29,3 +29,127 @@ def test_command_line_usage(capsys):
     assert extractor.main([]) == 2
     assert extractor.main(["newest"]) == 2
     assert "not a release" in capsys.readouterr().err
+
+
+# -- what the rules do with them ----------------------------------------------------------------------------------
+
+from dataclasses import replace  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from advisor.models import load_config_dir  # noqa: E402
+from advisor.plan import Intent  # noqa: E402
+from advisor.probe.profiles import load_profile  # noqa: E402
+from advisor.rules.engine import ARCHITECTURE_NOT_NAMED, Scenario  # noqa: E402
+from advisor.rules.vllm import architectures as vllm_architectures  # noqa: E402
+from advisor.rules.vllm.attention import attention_decision  # noqa: E402
+from advisor.rules.vllm.compilation import compilation_value  # noqa: E402
+from advisor.rules.vllm.memory import memory_value  # noqa: E402
+from advisor.rules.vllm.scheduling import switch_decision  # noqa: E402
+
+CONFIGS = REPO / "tests" / "conformance" / "configs"
+KINDS = json.loads(vllm_architectures.KINDS_FILE.read_text())["releases"]
+
+
+def _scenario(config: str, profile: str = "h100-sxm-8", tp: int = 1, **model_fields) -> Scenario:
+    model = load_config_dir(CONFIGS / config, model_id=config)
+    model = replace(model, **model_fields) if model_fields else model
+    return Scenario(load_profile(profile), model, Intent(engine="vllm", tp=tp))
+
+
+def test_model_kinds_hold_every_release_and_the_known_classes():
+    assert set(KINDS) == set(STORED)
+    for release, kinds in KINDS.items():
+        assert {"deepseek_v3", "deepseek_v32", "kimi_k2"} <= set(kinds["mla_model_types"]), release
+        assert {"NemotronHForCausalLM", "Qwen3NextForCausalLM"} <= set(kinds["hybrid"]), release
+        assert "MambaForCausalLM" in kinds["attention_free"] and "LlamaForCausalLM" not in kinds["hybrid"], release
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.from_regex(r"[A-Z][a-z]{3,8}[A-Z][a-z]{2,6}ForCausalLM", fullmatch=True),
+       release=st.sampled_from(sorted(STORED)))  # fmt: skip
+def test_a_name_the_registry_does_not_serve_is_not_named(name, release):
+    s = _scenario("deepseek-v3", architecture=name)
+    problems = vllm_architectures.architecture_problems(s, release)
+    served = name in vllm_architectures.served(release)
+    assert [p.id for p in problems] == ([] if served else [ARCHITECTURE_NOT_NAMED])
+    if not served:
+        assert problems[0].severity == "warning" and f"not named by vllm {release}" in problems[0].message
+
+
+def test_mla_follows_the_release_model_types_not_kv_lora_rank():
+    glm5 = _scenario("glm-5").model  # glm_moe_dsa, with kv_lora_rank and index_topk
+    assert not vllm_architectures.uses_mla(glm5, "0.15.1") and vllm_architectures.uses_mla(glm5, "0.17.1")
+    other = replace(glm5, text_model_type="acme_moe")
+    assert not any(vllm_architectures.uses_mla(other, r) for r in STORED)
+
+
+def test_sparse_attention_backend_by_release_and_gpu():
+    def backend(profile, release, tp=1):
+        return attention_decision(_scenario("deepseek-v3.2", profile, tp), release).value
+
+    assert backend("h100-sxm-8", "0.20.2") == "FLASHMLA_SPARSE"
+    assert backend("h100-sxm-8", "0.25.1") == "FLASH_ATTN_MLA_SPARSE"
+    assert backend("b200-8", "0.33.0") == "FLASHMLA_SPARSE"
+    assert backend("b200-8", "0.33.0", tp=8) == "FLASH_ATTN_MLA_SPARSE_FA4"  # 16 heads per rank
+    assert backend("b200-8", "0.12.0") is None  # CUTLASS_MLA forced, no sparse support
+    assert backend("a100-sxm-8", "0.33.0") is None  # no sparse backend on 8.x
+
+
+def test_breakable_cudagraph_architectures_compile_nothing_from_0_29():
+    s = _scenario("deepseek-v3.2")
+    assert compilation_value(s, "0.28.0")["compilation_mode"] == 3
+    assert compilation_value(s, "0.29.0") == {"optimization_level": 2, "compilation_mode": 0,
+                                              "cudagraph_mode": "FULL_AND_PIECEWISE"}  # fmt: skip
+
+
+def test_glm5_kv_cache_is_fp8_on_sm100_in_0_33():
+    assert memory_value(_scenario("glm-5", "b200-8"), "0.33.0")["kv_cache_dtype"] == "fp8_e4m3"
+    assert memory_value(_scenario("glm-5", "h100-sxm-8"), "0.33.0")["kv_cache_dtype"] == "auto"
+    assert memory_value(_scenario("glm-5", "b200-8"), "0.30.0")["kv_cache_dtype"] == "auto"
+
+
+def test_hybrid_models_get_prefix_caching_from_0_28():
+    s = _scenario("nemotron-h-56b")
+    assert not switch_decision(s, "0.27.1", "prefix_caching").enabled
+    assert switch_decision(s, "0.28.0", "prefix_caching").enabled
+    assert switch_decision(_scenario("llama-3.1-8b"), "0.12.0", "prefix_caching").enabled
+
+
+def test_hybrid_block_holds_the_recurrent_state_up_to_0_19():
+    def block(config, profile, release):
+        return memory_value(_scenario(config, profile), release)["block_size"]
+
+    assert block("nemotron-h-56b", "h100-sxm-8", "0.12.0") == 2080  # SSM state in the model dtype
+    assert block("nemotron-h-56b", "h100-sxm-8", "0.15.1") == 4128  # float32 SSM state (NemotronH fix-up)
+    assert block("qwen3.5-397b-a17b", "b200-8", "0.17.1") == 1088  # aligned to 32 on SM10x at head size 256
+    assert block("qwen3.5-397b-a17b", "b200-8", "0.19.1") == 1072
+    assert block("qwen3-next-80b-a3b", "h100-sxm-8", "0.20.2") == 16
+
+
+@settings(max_examples=40, deadline=None)
+@given(heads=st.sampled_from([32, 64, 128, 256]), dim=st.sampled_from([32, 64, 128]),
+       state=st.sampled_from([16, 64, 128, 256]), groups=st.sampled_from([1, 2, 8]), tp=st.sampled_from([1, 2, 4, 8]))  # fmt: skip
+def test_hybrid_block_is_the_smallest_aligned_page_over_the_state(heads, dim, state, groups, tp):
+    from advisor.rules.vllm.hybrid import hybrid_block_size, state_bytes
+
+    s = _scenario("nemotron-h-56b", tp=tp)
+    config = dict(
+        s.model.state_config, mamba_num_heads=heads, mamba_head_dim=dim, ssm_state_size=state, n_groups=groups
+    )
+    s = Scenario(s.facts, replace(s.model, state_config=tuple(config.items())), s.intent)
+    got = hybrid_block_size(s, "0.15.1", 16, "auto")
+    per_token = 2 * max(1, s.model.num_kv_heads // tp) * s.model.head_dim * 2
+    mamba = state_bytes(s.model, tp, "0.15.1")
+    assert got % 16 == 0 and got * per_token >= mamba
+    assert got == 16 or (got - 16) * per_token < mamba
+
+
+def test_model_fixups_keyed_on_the_name_from_0_25():
+    diffusion = _scenario("llama-3.1-8b", architecture="DiffusionGemmaForBlockDiffusion")
+    assert memory_value(diffusion, "0.25.1")["max_num_seqs"] == 8
+    assert memory_value(diffusion, "0.20.2")["max_num_seqs"] == 1024
+    ocr = _scenario("llama-3.1-8b", architecture="UnlimitedOCRForCausalLM")
+    assert not switch_decision(ocr, "0.25.1", "prefix_caching").enabled
+    assert switch_decision(ocr, "0.20.2", "prefix_caching").enabled

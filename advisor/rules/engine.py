@@ -34,6 +34,9 @@ FORCED_ON = "forced-on"
 FORCED_OFF = "forced-off"
 UNAVAILABLE = "unavailable"
 STATES = (AUTO_ENABLED, NOT_ENABLED, FORCED_ON, FORCED_OFF, UNAVAILABLE)
+# The problem every engine raises when the release it models names the model's architecture nowhere (each engine's
+# rules/<engine>/architectures.py says what that release then does: default rules, or a refusal).
+ARCHITECTURE_NOT_NAMED = "architecture_not_named"
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,13 +119,13 @@ class KvShape:
         return self.heads * (self.head_size + self.v_head_size) * self.layers
 
 
-def kv_shape(model: ModelSpec, attention_tp: int) -> KvShape | None:
+def kv_shape(model: ModelSpec, attention_tp: int, mla: bool | None = None) -> KvShape | None:
     """One rank's KV-cache shape (the MLA / standard split every engine's arithmetic shares); None when the config
-    does not tell it."""
+    does not tell it. `mla` is the engine release's own verdict where it differs from the config's kv_lora_rank."""
     layers = kv_layers(model)
     if not layers:
         return None
-    if model.uses_mla:
+    if model.uses_mla if mla is None else mla:
         if model.qk_rope_head_dim is None:
             return None
         return KvShape(layers, 1, model.kv_lora_rank + model.qk_rope_head_dim, 0, True)

@@ -1,10 +1,11 @@
 """vLLM conformance: vLLM's own engine-config resolution, release by release, recorded as goldens.
 
-    python -m conformance.vllm 0.33.0 [0.30.0 ...] [--out DIR] [--limit N] [--jobs N]
+    python -m conformance.vllm 0.33.0 [0.30.0 ...] [--out DIR] [--limit N] [--jobs N] [--grid models|architectures]
 
 For each release: a cached environment (conformance.vllm.env), the scenario grid (conformance.vllm.grid) resolved by
 vLLM itself on a faked CUDA platform (conformance/vllm/resolve.py), written to DIR/vllm-X.jsonl (default
-tests/conformance/golden), one line per scenario: the scenario, then every resolved field, then the relevant log lines.
+tests/conformance/golden; vllm-architectures-X.jsonl for the architectures grid, conformance.vllm.arch_grid), one line
+per scenario: the scenario, then every resolved field, then the relevant log lines.
 Exit codes: 0 written, 1 a release could not be resolved, 2 bad arguments.
 """
 
@@ -22,13 +23,18 @@ from pathlib import Path
 GOLDEN_DIR = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "golden"
 
 
-def golden_path(version: str, out: Path = GOLDEN_DIR) -> Path:
-    return out / f"vllm-{version}.jsonl"
+GRIDS = ("models", "architectures")
 
 
-def run_release(version: str, out: Path, limit: int | None = None, log=print) -> Path:
-    from conformance.vllm import env, grid
+def golden_path(version: str, out: Path = GOLDEN_DIR, grid: str = "models") -> Path:
+    return out / (f"vllm-{version}.jsonl" if grid == "models" else f"vllm-{grid}-{version}.jsonl")
 
+
+def run_release(version: str, out: Path, limit: int | None = None, log=print, grid_name: str = "models") -> Path:
+    from conformance.vllm import arch_grid, env
+    from conformance.vllm import grid as models_grid
+
+    grid = arch_grid if grid_name == "architectures" else models_grid
     items = grid.scenarios()[:limit] if limit else grid.scenarios()
     root = env.release_dir(version)
     root.mkdir(parents=True, exist_ok=True)
@@ -45,17 +51,17 @@ def run_release(version: str, out: Path, limit: int | None = None, log=print) ->
                 raise env.EnvError(f"vllm {version} resolver failed: {tail[0]}")
             if env.missing_in(results):  # a scenario needed a module the environment lacks: install it, run again
                 env.ensure(version, inputs, log=log, out=results)
-        return write_golden(version, items, results, out)
+        return write_golden(version, items, results, out, grid_name)
 
 
-def write_golden(version: str, items: list[dict], results: Path, out: Path = GOLDEN_DIR) -> Path:
+def write_golden(version: str, items: list[dict], results: Path, out: Path = GOLDEN_DIR, grid: str = "models") -> Path:
     """The golden from the resolver's results, in grid order; scenarios without a result (a run cut short) are left out."""
     by_id = {}
     for line in results.read_text().splitlines():
         with contextlib.suppress(ValueError):  # a last line cut mid-write
             record = json.loads(line)
             by_id[record["scenario"]] = record
-    path = golden_path(version, out)
+    path = golden_path(version, out, grid)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as f:
         for item in items:
@@ -75,13 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("versions", nargs="+", help="vLLM releases, e.g. 0.33.0")
     parser.add_argument("--out", type=Path, default=GOLDEN_DIR, help="directory of the goldens")
     parser.add_argument("--limit", type=int, default=None, help="only the first N scenarios (a quick try)")
+    parser.add_argument("--grid", choices=GRIDS, default="models", help="the scenario grid (default: models)")
     parser.add_argument("--jobs", type=int, default=1, help="releases resolved at once")
     args = parser.parse_args(argv)
 
     def one(version: str) -> str:
         start = time.monotonic()
         try:
-            path = run_release(version, args.out, args.limit)
+            path = run_release(version, args.out, args.limit, grid_name=args.grid)
         except EnvError as exc:
             return f"error: {exc}"
         return f"vllm {version}: wrote {path} in {time.monotonic() - start:.0f} s"

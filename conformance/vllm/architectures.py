@@ -1,4 +1,4 @@
-"""Write tests/conformance/vllm_architectures.json: every architecture name each vLLM release's engine-config resolution
+"""Write advisor/rules/vllm/architectures.json: every architecture name each vLLM release's engine-config resolution
 compares against, and every name its model registry lists, with where each appears.
 
     python -m conformance vllm-architectures 0.12.0 0.33.0
@@ -11,12 +11,14 @@ interface.py: check_and_update_config, the attention backend choice); from them 
 deep, which reaches vllm/model_executor/models/registry.py (the registry's tables) and models/config.py
 (MODELS_CONFIG_MAP: the per-architecture config fix-ups). Places are relative to vllm/.
 
-The advisor's vLLM rules compare no architecture names yet, so nothing reads this file at run time; it is the list a
-rule keyed on a name must be checked against.
+The same command writes model_kinds.json beside it: per release the model types is_deepseek_mla lists, and the
+registry's architectures whose class is hybrid or attention-free. advisor/rules/vllm/architectures.py reads both (the
+registry's names, the breakable-CUDA-graph list, MLA, hybrid); docs/architectures.md says what each decides.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -27,7 +29,7 @@ from pathlib import Path
 from conformance.sglang.architectures import changes, read, write
 from conformance.sglang.flags import WHEELS
 
-OUT = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "vllm_architectures.json"
+OUT = Path(__file__).resolve().parents[2] / "advisor" / "rules" / "vllm" / "architectures.json"
 ROOTS = ("vllm/engine/arg_utils.py", "vllm/platforms/cuda.py", "vllm/platforms/interface.py")
 ROOT_DIRS = ("vllm/config/",)
 REGISTRY = "model_executor/models/registry.py:"
@@ -57,6 +59,85 @@ def extract(release: str) -> dict[str, list[str]]:
     return {name: sorted(places) for name, places in sorted(reading.names.items())}
 
 
+MLA_OUT = OUT.with_name("model_kinds.json")
+MLA_FILES = ("vllm/transformers_utils/model_arch_config_convertor.py", "vllm/config/model.py")
+MLA_ABOUT = ("Per vLLM release: mla_model_types, the config model_type values it treats as MLA when the config has a "
+             "kv_lora_rank (the first list of is_deepseek_mla: vllm/config/model.py ModelConfig.is_deepseek_mla, from "
+             "the releases that have it vllm/transformers_utils/model_arch_config_convertor.py); hybrid and "
+             "attention_free, the registry's architectures whose model class derives from IsHybrid / IsAttentionFree "
+             "(vllm/model_executor/models/interfaces.py; ModelConfig.is_hybrid / is_attention_free read them through "
+             "the registry's inspection). Read from the wheel with ast by `python -m conformance vllm-architectures "
+             "X.Y.Z ...`; see docs/architectures.md.")  # fmt: skip
+MODELS_DIR = "vllm/model_executor/models/"
+KINDS = {"hybrid": "IsHybrid", "attention_free": "IsAttentionFree"}
+
+
+def mla_model_types(release: str) -> list[str]:
+    """The model types of the release's is_deepseek_mla (the first collection of strings it tests model_type against)."""
+    with zipfile.ZipFile(wheel(release)) as zf:
+        present = set(zf.namelist())
+        for name in MLA_FILES:
+            if name not in present:
+                continue
+            for node in ast.walk(ast.parse(zf.read(name))):
+                if isinstance(node, ast.FunctionDef) and node.name == "is_deepseek_mla":
+                    for inner in ast.walk(node):
+                        if (
+                            isinstance(inner, (ast.Tuple, ast.List, ast.Set))
+                            and inner.elts
+                            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in inner.elts)
+                        ):
+                            return sorted(e.value for e in inner.elts)
+    raise SystemExit(f"error: vllm {release}: no is_deepseek_mla found in {', '.join(MLA_FILES)}")
+
+
+def _base_name(node: ast.expr) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def model_kinds(release: str) -> dict[str, list[str]]:
+    """kind -> the registry's architectures whose class derives (through classes of the models package) from it."""
+    bases: dict[str, set[str]] = {}  # "module.Class" and "Class" -> base class names
+    registry: dict[str, tuple[str, str]] = {}
+    with zipfile.ZipFile(wheel(release)) as zf:
+        for name in zf.namelist():
+            if not (name.startswith(MODELS_DIR) and name.endswith(".py")):
+                continue
+            module = name[len(MODELS_DIR) : -3].replace("/", ".")
+            tree = ast.parse(zf.read(name))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef):
+                    found = {b for b in map(_base_name, node.bases) if b}
+                    bases[f"{module}.{node.name}"] = found
+                    bases.setdefault(node.name, set()).update(found)
+                if module == "registry" and isinstance(node, ast.Dict):
+                    for key, value in zip(node.keys, node.values, strict=True):
+                        if (
+                            isinstance(key, ast.Constant)
+                            and isinstance(key.value, str)
+                            and isinstance(value, ast.Tuple)
+                            and len(value.elts) == 2
+                            and all(isinstance(e, ast.Constant) for e in value.elts)
+                        ):
+                            registry[key.value] = (value.elts[0].value, value.elts[1].value)
+
+    def derives(cls: str, kind: str, seen: frozenset[str] = frozenset()) -> bool:
+        direct = bases.get(cls, set())
+        return kind in direct or any(derives(b, kind, seen | {cls}) for b in direct if b not in seen and b != cls)
+
+    return {kind: sorted(arch for arch, (module, cls) in registry.items()
+                         if derives(f"{module}.{cls}", interface) or derives(cls, interface))
+            for kind, interface in KINDS.items()}  # fmt: skip
+
+
+def write_mla(release: str) -> None:
+    data = json.loads(MLA_OUT.read_text()) if MLA_OUT.exists() else {"about": MLA_ABOUT, "releases": {}}
+    data["about"] = MLA_ABOUT
+    data["releases"][release] = {"mla_model_types": mla_model_types(release), **model_kinds(release)}
+    data["releases"] = dict(sorted(data["releases"].items(), key=lambda item: [int(x) for x in item[0].split(".")]))
+    MLA_OUT.write_text(json.dumps(data, indent=1) + "\n")
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -69,6 +150,7 @@ def main(argv: list[str]) -> int:
     data["about"] = ABOUT
     for release in (r.lstrip("v") for r in argv):
         names = extract(release)
+        write_mla(release)
         data["releases"][release] = names
         write(data, OUT)
         decided = sorted(n for n, places in names.items() if any(not p.startswith(REGISTRY) for p in places))

@@ -91,9 +91,20 @@ def _seed(deps: Path) -> None:
         shutil.copytree(built[-1], deps, copy_function=os.link)
 
 
+def _torch_matched(dist: str) -> str | None:
+    """torchvision at the release matching the running torch (0.N+15 for torch 2.N: its compiled ops are built against
+    one torch), not the release's CUDA pin; None for other distributions."""
+    if dist != "torchvision":
+        return None
+    import torch
+
+    major, minor = (int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    return f"torchvision=={major - 2}.{minor + 15}.*"
+
+
 def _install(version: str, module: str, pins: dict[str, str], deps: Path, log) -> None:
     dist = DISTRIBUTIONS.get(module, module)
-    requirement = pins.get(_norm(dist), dist)
+    requirement = _torch_matched(dist) or pins.get(_norm(dist), dist)
     log(f"vllm {version}: installing {requirement} (imports {module})")
     result = _pip("install", "--no-deps", "--target", str(deps), requirement)
     if result.returncode and requirement != dist:

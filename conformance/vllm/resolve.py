@@ -207,6 +207,49 @@ def _fake_platform():
     return platforms._current_platform
 
 
+def _fake_triton_configs() -> None:
+    """Without triton, vLLM's placeholder makes ``triton.Config(...)`` a decorator stub; v0.33.0's Mamba kernels filter
+    their autotune configs by ``num_stages`` at import on a faked SM90 (layers/mamba/ops/ssd_chunk_scan.py), which the
+    stub cannot answer. A config object that holds what it was given answers it; no kernel ever runs."""
+    try:
+        from vllm.triton_utils import importing, triton
+    except ImportError:
+        return
+    if not isinstance(triton, getattr(importing, "TritonPlaceholder", ())):
+        return
+
+    class Config:
+        def __init__(self, kwargs=None, num_warps=4, num_stages=1, **rest):
+            self.kwargs, self.num_warps, self.num_stages = dict(kwargs or {}), num_warps, num_stages
+            self.__dict__.update(rest)
+
+    triton.Config = Config
+
+
+_MISSING_MODULES: list[str] = []  # modules a model class imports that this environment lacks (env.ensure installs them)
+
+
+def _inspect_in_process() -> None:
+    """The registry inspects each model class in a fresh interpreter (registry._run_in_subprocess), which none of the
+    fakes here reach: a multimodal class imports torchvision, whose operators a CPU torch lacks, and the inspection
+    fails. Run in this process first, under the fakes (each release names the helper the same); where that fails (v0.33.0's
+    Mamba layers build triton autotune configs at import, which the fakes break) the release's own subprocess runs it."""
+    import vllm.model_executor.models.registry as registry
+
+    in_subprocess = registry._run_in_subprocess
+
+    def inspect(fn):
+        try:
+            return fn()
+        except ModuleNotFoundError as exc:  # named in the scenario's error, so the environment build installs it
+            _MISSING_MODULES.append(exc.name or "")
+            raise
+        except Exception:
+            return in_subprocess(fn)
+
+    registry._run_in_subprocess = inspect
+
+
 class _LogCapture(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -256,8 +299,11 @@ def _attention_backend(config) -> str | None:
         "block_size": config.cache_config.block_size,
         "use_mla": model.use_mla,
         "has_sink": bool(getattr(model.hf_text_config, "sliding_window", None)) and "gpt_oss" in model.hf_config.model_type,
-        "use_sparse": bool(getattr(model.hf_text_config, "index_topk", None)),
+        # DeepSeek sparse attention is an MLA layer's (a Transformers-backend model with an index_topk is not)
+        "use_sparse": bool(model.use_mla and getattr(model.hf_text_config, "index_topk", None)),
         "use_mm_prefix": False,
+        # per rank, as the attention layer passes it (the sparse MLA order on SM10x changes at 16 heads)
+        "num_heads": model.get_num_attention_heads(config.parallel_config),
         "attn_type": None,
     }
     for name, value in values.items():
@@ -307,6 +353,11 @@ def _record(config, logs: list[str]) -> dict:
         "dtype": _plain(model.dtype).replace("torch.", ""),
         "use_mla": model.use_mla,
         "quantization": model.quantization,
+        # What the registry and the config say about the model (the architectures grid reads them)
+        "architecture": _get(model, "architecture"),
+        "is_hybrid": _get(model, "is_hybrid"),
+        "is_attention_free": _get(model, "is_attention_free"),
+        "sliding_window": getattr(model.hf_text_config, "sliding_window", None),
     }
     try:
         out["attention_backend"] = _attention_backend(config)
@@ -318,6 +369,9 @@ def _record(config, logs: list[str]) -> dict:
     return out
 
 
+_ENVIRON_AT_START: dict[str, str] = {}
+
+
 def _fresh_envs(start: set[str]) -> None:
     """Each scenario starts as a new `vllm serve` process would: what vLLM wrote into vllm.envs during an earlier one is
     dropped (up to v0.14 CudaPlatform.check_and_update_config sets ``envs.VLLM_ATTENTION_BACKEND = "CUTLASS_MLA"`` for an
@@ -326,6 +380,20 @@ def _fresh_envs(start: set[str]) -> None:
 
     for name in set(vars(envs)) - start:
         delattr(envs, name)
+    # ... and what it wrote into the process environment (v0.33.0 VllmConfig._maybe_enable_breakable_cudagraph sets
+    # VLLM_USE_BREAKABLE_CUDAGRAPH=1 for the architectures it lists, which would turn compilation off for every later one).
+    for name in set(os.environ) - set(_ENVIRON_AT_START):
+        del os.environ[name]
+    os.environ.update(_ENVIRON_AT_START)
+
+
+def _reason(exc: Exception) -> str:
+    """The first line of an error; for pydantic's ValidationError the validator's own message (its second line), cut
+    before the list of every supported architecture."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    message = next((line for line in lines if line.startswith("Value error, ")), lines[0] if lines else "")
+    message = message.removeprefix("Value error, ").split(" [type=")[0].split(" Supported architectures:")[0]
+    return message[:200]
 
 
 def resolve(scenario: dict, parser, EngineArgs, UsageContext, handler: _LogCapture) -> dict:
@@ -333,6 +401,7 @@ def resolve(scenario: dict, parser, EngineArgs, UsageContext, handler: _LogCaptu
     _Gpu.name, _Gpu.capability = gpu["name"], tuple(gpu["capability"])
     _Gpu.memory_bytes, _Gpu.count = int(gpu["memory_gib"] * GiB), gpu["count"]
     handler.lines.clear()
+    _MISSING_MODULES.clear()
     try:
         args = parser.parse_args(scenario["argv"])
         engine_args = EngineArgs.from_cli_args(args)
@@ -340,8 +409,8 @@ def resolve(scenario: dict, parser, EngineArgs, UsageContext, handler: _LogCaptu
     except SystemExit as exc:
         return {"error": f"argv rejected (exit {exc.code})"}
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        return {"error": f"{type(exc).__name__}: {first}"}
+        missing = f" (No module named '{_MISSING_MODULES[-1]}')" if _MISSING_MODULES else ""
+        return {"error": f"{type(exc).__name__}: {_reason(exc)}{missing}"}
     return _record(config, handler.lines)
 
 
@@ -366,6 +435,8 @@ def main(argv: list[str]) -> int:
     vllm_flashinfer.has_flashinfer = lambda: True
     _fake_device_count()
     _fake_host_memory()
+    _inspect_in_process()
+    _fake_triton_configs()
     from vllm.engine.arg_utils import AsyncEngineArgs as EngineArgs
     from vllm.usage.usage_lib import UsageContext
 
@@ -389,6 +460,7 @@ def main(argv: list[str]) -> int:
     import vllm.envs
 
     envs_at_start = set(vars(vllm.envs))
+    _ENVIRON_AT_START.update(os.environ)
     with open(scenarios_path) as f:
         scenarios = json.load(f)
     with open(out_path, "w") as out:

@@ -13,12 +13,12 @@ import json
 from functools import cache
 from pathlib import Path
 
-from advisor.rules.engine import Problem, Scenario
+from advisor.rules.engine import ARCHITECTURE_NOT_NAMED, Problem, Scenario
 from advisor.rules.releases import within
 from advisor.rules.sglang.releases import rules_release
 
 ARCHITECTURES_FILE = Path(__file__).with_name("architectures.json")
-NOT_NAMED = "architecture_not_named"
+NOT_NAMED = ARCHITECTURE_NOT_NAMED
 
 # architectures[0] -> (the name SGLang replaces it with, first release, last release or None while it holds).
 # v0.5.8 to v0.5.10 load a config.json whose model_type their transformers does not know ("deepseek_v32") as DeepSeek V3:

@@ -12,34 +12,52 @@ from __future__ import annotations
 
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Release, Scenario
+from advisor.rules.vllm.architectures import architecture_problems
 from advisor.rules.vllm.arguments import plan_problems
-from advisor.rules.vllm.attention import MLA_SM100_FIRST, SINKS_SM100, attention_decision
+from advisor.rules.vllm.attention import (
+    CUTLASS_FORCED_FOR_SPARSE,
+    MLA_SM100_FIRST,
+    SINKS_SM100,
+    SPARSE_MLA_RULE,
+    attention_decision,
+    attention_problems,
+)
 from advisor.rules.vllm.common import VERIFIED, version_problems
 from advisor.rules.vllm.compilation import EAGER_LOWERS_LEVEL, compilation_decision, optimization_level_problems
 from advisor.rules.vllm.custom_allreduce import custom_allreduce_decision
 from advisor.rules.vllm.flags import rejected
 from advisor.rules.vllm.fusion import FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, fusion_decision
+from advisor.rules.vllm.hybrid import ALIGN_32_ON_SM10X, HYBRID_BLOCK_AT_CONFIG, NEMOTRON_SSM_DTYPE_FROM_CONFIG
 from advisor.rules.vllm.memory import BATCH_TIERS, GPU_MEMORY_UTILIZATION, memory_decision
-from advisor.rules.vllm.scheduling import ASYNC_SCHEDULING_DEFAULT_ON, SWITCHES, switch_decision
+from advisor.rules.vllm.scheduling import (
+    ASYNC_SCHEDULING_DEFAULT_ON,
+    HYBRID_PREFIX_CACHING,
+    SWITCHES,
+    switch_decision,
+)
 
 
 def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]]:
     vllm = s.facts.package("vllm")
     problems = version_problems(release.version, vllm.version if vllm.installed else None) + optimization_level_problems(s)
     version = release.version  # the decisions resolve their rules from it, and name it in what they observe
+    attention = attention_decision(s, version)
     decisions = [
         fusion_decision(s, version),
         custom_allreduce_decision(s, version),
         compilation_decision(s, version),
-        attention_decision(s, version),
+        attention,
         memory_decision(s, version),
         *(switch_decision(s, version, sw[0]) for sw in SWITCHES),
     ]
+    problems += architecture_problems(s, version) + attention_problems(s, version, attention)
     return decisions, problems + plan_problems(s) + rejected(s, release)
 
 
 # Every release where a modelled behaviour changes, plus those proven by goldens (oldest first): what `advisor diff`, the
 # completion of --engine-version and the app offer. A new change table belongs in this tuple.
 CHANGE_TABLES = (FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, GPU_MEMORY_UTILIZATION, BATCH_TIERS, EAGER_LOWERS_LEVEL,
-                 MLA_SM100_FIRST, SINKS_SM100, ASYNC_SCHEDULING_DEFAULT_ON)  # fmt: skip
+                 MLA_SM100_FIRST, SINKS_SM100, ASYNC_SCHEDULING_DEFAULT_ON, SPARSE_MLA_RULE,
+                 HYBRID_PREFIX_CACHING, CUTLASS_FORCED_FOR_SPARSE, HYBRID_BLOCK_AT_CONFIG,
+                 NEMOTRON_SSM_DTYPE_FROM_CONFIG, ALIGN_32_ON_SM10X)  # fmt: skip
 RELEASES = tuple(sorted({*VERIFIED, *(first for table in CHANGE_TABLES for first, _ in table)}, key=rules.parse_release))

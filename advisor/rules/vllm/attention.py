@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from advisor.rules import engine as rules
-from advisor.rules.engine import Decision, Scenario
+from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
+from advisor.rules.vllm.architectures import uses_mla, uses_sparse_mla
 from advisor.rules.vllm.common import PLATFORM_FILE, rules_release
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
@@ -34,14 +35,65 @@ def attention_choice_hint(version: str) -> str:
     return f"set {ATTENTION_ENV}=NAME in the environment to choose (v{version} has no {ATTENTION_FLAG})"
 
 
-def attention_backend(s: Scenario, version: str) -> str | None:
-    """The backend name vLLM selects for the model's attention layers on this GPU (None when the GPU is unknown)."""
+# DeepSeek sparse attention (an MLA model with index_topk): the sparse backends at the end of _get_backend_priorities'
+# MLA list, the first whose capability check passes (FLASHMLA_SPARSE: 9.x and 10.x; FLASH_ATTN_MLA_SPARSE and
+# FLASHINFER_MLA_SPARSE_SM90: 9.x; FLASHINFER_MLA_SPARSE and FLASH_ATTN_MLA_SPARSE_FA4: 10.x; _SM120: 12.x).
+# v0.12.0: FLASHMLA_SPARSE only, and none on 10.0, where check_and_update_config has forced CUTLASS_MLA (v0.14.1
+# exempts sparse models). v0.17.1: on 10.x FLASHINFER_MLA_SPARSE first at 16 heads per rank or fewer.
+# v0.19.1: and with a quantized (fp8) KV cache. v0.25.1: FLASH_ATTN_MLA_SPARSE first off 10.x, FLASHINFER_MLA_SPARSE_SM120
+# on 12.x. v0.30.0: FLASHINFER_MLA_SPARSE_SM90 last on 9.x (first at head size 512). v0.33.0: on 10.x with a bf16 KV
+# cache and 16 heads or fewer, FLASH_ATTN_MLA_SPARSE_FA4 first.
+SPARSE_MLA_RULE: list[tuple[str, str]] = [("0.12.0", "0.12"), ("0.17.1", "0.17"), ("0.19.1", "0.19"),
+                                          ("0.25.1", "0.25"), ("0.30.0", "0.30"), ("0.33.0", "0.33")]  # fmt: skip
+SPARSE_SUPPORT = {"FLASHMLA_SPARSE": (9, 10), "FLASH_ATTN_MLA_SPARSE": (9,), "FLASHINFER_MLA_SPARSE_SM90": (9,),
+                  "FLASHINFER_MLA_SPARSE": (10,), "FLASH_ATTN_MLA_SPARSE_FA4": (10,),
+                  "FLASHINFER_MLA_SPARSE_SM120": (12,)}  # fmt: skip
+MLA_HEAD_SIZE_FOR_FLASHINFER_SM90 = 512
+# v0.12.0 forces CUTLASS_MLA on 10.0 for every MLA model, sparse ones too; v0.14.1 exempts them ("unless sparse").
+CUTLASS_FORCED_FOR_SPARSE: list[tuple[str, bool]] = [("0.12.0", True), ("0.14.1", False)]
+
+
+def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | None:
+    """The sparse MLA backend vLLM picks; None where none supports the GPU (vLLM then fails: no valid backend)."""
+    rule = at(SPARSE_MLA_RULE, version)
+    model, major = s.model, s.capability[0]
+    heads = (model.num_heads or 0) // max(s.tp, 1) if model.num_heads else None
+    few_heads = heads is not None and heads <= 16
+    quantized = kv_cache_dtype.startswith("fp8")
+    if major == 10:
+        order = ["FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE"]
+        if rule >= "0.19" and quantized:
+            order = ["FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE"]
+        elif rule >= "0.17" and few_heads:
+            order = ["FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE"]
+            if rule >= "0.33":
+                order.insert(0, "FLASH_ATTN_MLA_SPARSE_FA4")
+        if rule == "0.12":  # v0.12.0's check_and_update_config forces CUTLASS_MLA on 10.0: no sparse backend fits
+            order = [] if tuple(s.capability) == (10, 0) and at(CUTLASS_FORCED_FOR_SPARSE, version) else ["FLASHMLA_SPARSE"]
+    elif major == 12 and rule >= "0.25":
+        order = ["FLASHINFER_MLA_SPARSE_SM120"]
+    elif rule >= "0.25":
+        order = ["FLASH_ATTN_MLA_SPARSE", "FLASHMLA_SPARSE"]
+        if rule >= "0.30":
+            head = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+            fi = "FLASHINFER_MLA_SPARSE_SM90"
+            order = [fi, *order] if head == MLA_HEAD_SIZE_FOR_FLASHINFER_SM90 else [*order, fi]
+    else:
+        order = ["FLASHMLA_SPARSE"]
+    return next((name for name in order if major in SPARSE_SUPPORT[name]), None)
+
+
+def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -> str | None:
+    """The backend name vLLM selects for the model's attention layers on this GPU (None when the GPU is unknown, or
+    when no backend supports the model there)."""
     cap = s.capability
     model = s.model
     if cap is None or model is None:
         return None
     major = cap[0]
-    if model.uses_mla:
+    if uses_sparse_mla(model, version):
+        return sparse_mla_backend(s, version, kv_cache_dtype)
+    if uses_mla(model, version):
         sm100 = at(MLA_SM100_FIRST, version)
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
     sinks = model.model_type == "gpt_oss"  # attention sinks: FlashInfer's prefill path rejects them
@@ -53,9 +105,11 @@ def attention_backend(s: Scenario, version: str) -> str | None:
 
 
 def attention_decision(s: Scenario, version: str) -> Decision:
+    from advisor.rules.vllm.memory import kv_cache_dtype  # memory imports this module's flag
+
     release = rules_release(version)
     chosen = s.flag(ATTENTION_FLAG)
-    value = chosen or attention_backend(s, release)
+    value = chosen or attention_backend(s, release, kv_cache_dtype(s, release))
 
     def gpu(s: Scenario):
         cap = s.capability
@@ -67,7 +121,12 @@ def attention_decision(s: Scenario, version: str) -> Decision:
         m = s.model
         if m is None:
             return None, "no model", "a model config"
-        kind = "MLA" if m.uses_mla else ("attention sinks" if m.model_type == "gpt_oss" else "standard attention")
+        sparse = uses_sparse_mla(m, release)
+        kind = ("DeepSeek sparse attention (MLA with index_topk)" if sparse else "MLA" if uses_mla(m, release)
+                else "attention sinks" if m.model_type == "gpt_oss" else "standard attention")  # fmt: skip
+        if sparse and not chosen and s.capability is not None and value is None:
+            cap = s.capability
+            return False, f"{m.architecture} ({kind}) on {cap[0]}.{cap[1]}", "a sparse MLA backend for this GPU"
         return True, f"{m.architecture} ({kind})", "a model config"
 
     hint = attention_choice_hint(release)
@@ -76,7 +135,8 @@ def attention_decision(s: Scenario, version: str) -> Decision:
                   "the priority list depends on the major capability (FlashInfer first on 10.x, FlashAttention elsewhere)",
                   hint),
         rules.Condition("model", "model attention kind", model,
-                  "MLA models use the MLA backends; sinks (gpt-oss) need FlashAttention 3 (SM90) or another backend",
+                  "MLA models use the MLA backends (sparse ones, on 9.x, 10.x and 12.x only, with an indexer); sinks"
+                  " (gpt-oss) need FlashAttention 3 (SM90) or another backend",
                   hint),
     )  # fmt: skip
     results = rules.evaluate(conditions, s)
@@ -93,3 +153,22 @@ def _attention_notes(chosen: str | None, release: str) -> tuple[str, ...]:
         return (f"the value given, but vLLM v{release} rejects {ATTENTION_FLAG} (no such flag): "
                 f"set {ATTENTION_ENV}={chosen} in the environment instead",)  # fmt: skip
     return ("the value given",)
+
+
+NO_BACKEND = "vllm_no_attention_backend"
+
+
+def attention_problems(s: Scenario, version: str, decision: Decision) -> list[Problem]:
+    """vllm_no_attention_backend: no backend of the release supports the model on this GPU (DeepSeek sparse attention
+    off 9.x / 10.x / 12.x), so the selector raises at start-up."""
+    if not any(c.id == "model" for c in decision.failed):
+        return []
+    release = rules_release(version)
+    cap = s.capability
+    return [Problem(
+        NO_BACKEND, "error",
+        f"no attention backend of vllm {release} supports {s.model.architecture} (DeepSeek sparse attention) on "
+        f"capability {cap[0]}.{cap[1]}: vLLM stops at start-up ('No valid attention backend found')",
+        "run it on Hopper (9.x) or Blackwell (10.x, 12.x from v0.25.1) GPUs",
+        f"vllm v{release}, {PLATFORM_FILE} (_get_backend_priorities, get_attn_backend_cls)",
+    )]  # fmt: skip

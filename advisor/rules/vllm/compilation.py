@@ -5,6 +5,12 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
+from advisor.rules.vllm.architectures import (
+    BREAKABLE_CUDAGRAPH,
+    MODELS_CONFIG_FILE,
+    breakable_cudagraph,
+    no_compile_full_graphs,
+)
 from advisor.rules.vllm.common import ENFORCE_EAGER, NEWEST, VLLM_CONFIG_FILE, rules_release
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
@@ -41,9 +47,12 @@ def optimization_level_problems(s: Scenario) -> list[Problem]:
     )]  # fmt: skip
 
 
-def compiles(s: Scenario) -> bool:
-    """Whether vLLM compiles the model (CompilationMode.VLLM_COMPILE): -O1 and above, without --enforce-eager."""
-    return optimization_level(s) >= 1 and not s.has(ENFORCE_EAGER)
+def compiles(s: Scenario, version: str = NEWEST) -> bool:
+    """Whether vLLM compiles the model (CompilationMode.VLLM_COMPILE): -O1 and above, without --enforce-eager, and (from
+    v0.29.0) an architecture off the breakable-CUDA-graph list, for which VllmConfig compiles nothing, and without a
+    config fix-up that turns compilation off (LongCat-Flash n-gram, v0.27.1+)."""
+    return (optimization_level(s) >= 1 and not s.has(ENFORCE_EAGER) and not breakable_cudagraph(s.model, version)
+            and not no_compile_full_graphs(s.model, version))  # fmt: skip
 
 
 # -- compilation and CUDA graphs ---------------------------------------------------------------------------------------
@@ -63,8 +72,10 @@ def compilation_value(s: Scenario, version: str = NEWEST) -> dict[str, int | str
     eager = s.has(ENFORCE_EAGER)
     if eager and at(EAGER_LOWERS_LEVEL, rules_release(version)):
         level = 0
-    mode = VLLM_COMPILE if compiles(s) else COMPILE_NONE
+    mode = VLLM_COMPILE if compiles(s, rules_release(version)) else COMPILE_NONE
     graphs = "NONE" if eager else CUDAGRAPH_BY_LEVEL.get(level, "FULL_AND_PIECEWISE")
+    if not eager and no_compile_full_graphs(s.model, rules_release(version)):
+        graphs = "FULL"  # the fix-up sets it before the -O level's defaults, which fill only what is unset
     return {"optimization_level": level, "compilation_mode": mode, "cudagraph_mode": graphs}
 
 
@@ -92,6 +103,13 @@ def compilation_decision(s: Scenario, version: str) -> Decision:
     state = rules.state_of(results, forced_off=forced_off and bool(s.overrides))
     notes = [f"compilation mode {'VLLM_COMPILE' if value['compilation_mode'] == VLLM_COMPILE else 'NONE'}, CUDA graphs"
              f" {value['cudagraph_mode']}"]  # fmt: skip
+    if breakable_cudagraph(s.model, release):
+        notes.append(f"{s.model.architecture} is on vLLM's breakable-CUDA-graph list (vllm/{BREAKABLE_CUDAGRAPH}): "
+                     "VllmConfig sets VLLM_USE_BREAKABLE_CUDAGRAPH=1 and compiles nothing; set "
+                     "VLLM_USE_BREAKABLE_CUDAGRAPH=0 to compile it")  # fmt: skip
+    if no_compile_full_graphs(s.model, release):
+        notes.append(f"{s.model.architecture}'s config fix-up ({MODELS_CONFIG_FILE}, MODELS_CONFIG_MAP) compiles nothing "
+                     "and captures FULL CUDA graphs (prefill runs eager) unless compilation is configured")  # fmt: skip
     if value["compilation_mode"] == COMPILE_NONE:
         notes.append("no compilation pass (e.g. the allreduce + RMSNorm fusion) runs in this mode")
     source = rules.Source(f"vllm v{release}", VLLM_CONFIG_FILE, "OPTIMIZATION_LEVEL_TO_CONFIG, VllmConfig.__post_init__")

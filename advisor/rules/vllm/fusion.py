@@ -57,8 +57,10 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
 
     def compiled(s: Scenario):
         eager = s.has(ENFORCE_EAGER)
-        ok = level >= 2 and not eager
+        ok = level >= 2 and compiles(s, release)
         observed = f"-O{level}" + (", --enforce-eager" if eager else "")
+        if not eager and level >= 2 and not ok:
+            observed += f", {s.model.architecture} on the breakable-CUDA-graph list (nothing compiled)"
         return ok, observed, "-O2 (default) or -O3, no --enforce-eager"
 
     def cuda(s: Scenario):
@@ -107,7 +109,7 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
     user = _user_setting(s)
     state = rules.state_of(results, forced_on=user is True, forced_off=user is False)
     notes = []
-    if user is True and not compiles(s):
+    if user is True and not compiles(s, release):
         # The flag is accepted but the pass never runs: nothing is compiled.
         state = rules.NOT_ENABLED
         notes.append(f"{FUSE_FLAG}=True is set but cannot take effect: -O0 / --enforce-eager compile nothing, so no"

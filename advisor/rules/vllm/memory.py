@@ -6,8 +6,10 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, ReleaseError, Scenario, finite_float
 from advisor.rules.releases import at
+from advisor.rules.vllm.architectures import model_kv_cache_dtype, model_max_num_seqs, uses_mla, uses_sparse_mla
 from advisor.rules.vllm.attention import ATTENTION_FLAG
 from advisor.rules.vllm.common import ARG_UTILS_FILE, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
+from advisor.rules.vllm.hybrid import hybrid_block_size
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
 # released wheels' code: a version gets the value of the newest entry at or below it. The releases named are the
@@ -66,14 +68,16 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
         tokens = max(tokens, 0)
     if seqs is not None and tokens is not None and not given["max_num_seqs"]:
         seqs = min(seqs, tokens)
+    seqs = model_max_num_seqs(s.model, release, seqs)
     return {
         "gpu_memory_utilization": _number(
             given["gpu_memory_utilization"], utilization, at(GPU_MEMORY_UTILIZATION, release)
         ),
         "max_num_seqs": seqs,
         "max_num_batched_tokens": tokens,
-        "kv_cache_dtype": given["kv_cache_dtype"] or "auto",
-        "block_size": mla_block_size(s, release, _number(given["block_size"], block_size, 16)),
+        "kv_cache_dtype": kv_cache_dtype(s, release),
+        "block_size": hybrid_block_size(s, release, mla_block_size(s, release, _number(given["block_size"], block_size, 16)),
+                                        kv_cache_dtype(s, release)),
         # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
         "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
     }
@@ -82,7 +86,8 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
 # MLA models: up to v0.17.x CudaPlatform.check_and_update_config (vllm/platforms/cuda.py) forces the KV-cache block size
 # of the MLA backend it expects. v0.12.0: CUTLASS MLA (128) on capability 10.0 only, FlashMLA (64) on SM90. v0.15.1:
 # FlashInfer MLA (64, 32 kept) on SM100 when qk_nope_head_dim is 128, else CUTLASS MLA (128); FlashMLA (64) on SM90;
-# v0.16.0 and v0.17.1 the same. v0.19.1 forces nothing (the block size stays 16); the v0.18 releases were not read.
+# v0.16.0 and v0.17.1 the same. DeepSeek sparse attention (index_topk): 64 on every GPU, after the rest (v0.17.1: 32 or
+# 64 kept when FLASHINFER_MLA_SPARSE is chosen). v0.19.1 forces nothing (the block size stays 16); the v0.18 releases were not read.
 MLA_BLOCK_RULE: list[tuple[str, str | None]] = [("0.12.0", "0.12"), ("0.15.1", "0.15"), ("0.19.1", None)]
 MLA_NOPE_FOR_FLASHINFER = 128  # FlashInfer MLA's kernel constraint on qk_nope_head_dim (v0.15.1)
 
@@ -91,9 +96,11 @@ def mla_block_size(s: Scenario, version: str, block: int) -> int:
     """The block size after the MLA backend's forcing (``block`` unchanged for other models, GPUs and releases)."""
     rule = at(MLA_BLOCK_RULE, version)
     model, cap = s.model, s.capability
-    if rule is None or model is None or not model.uses_mla or cap is None:
+    if rule is None or model is None or not uses_mla(model, version) or cap is None:
         return block
     chosen = s.flag(ATTENTION_FLAG) if rule != "0.12" else None  # v0.12.0 has no --attention-backend
+    if uses_sparse_mla(model, version):  # the sparse backends' block, forced last ("Forcing ... for FlashMLASparse")
+        return block if chosen == "FLASHINFER_MLA_SPARSE" and block in (32, 64) else 64
     if chosen:  # the backend given forces its own block size (only these three)
         if chosen == "FLASHINFER_MLA":
             return block if block == 32 or block % 64 == 0 else 64
@@ -127,6 +134,14 @@ def block_size(raw: str) -> int:
     if value <= 0:
         raise ValueError(f"{raw!r} is not above 0")
     return value
+
+
+def kv_cache_dtype(s: Scenario, version: str) -> str:
+    """--kv-cache-dtype, or in place of auto the dtype the model's config fix-up sets (GLM-5 on SM10x, v0.33.0)."""
+    given = s.flag(MEMORY_FLAGS["kv_cache_dtype"]) or "auto"
+    if given != "auto" or s.no_gpu:
+        return given
+    return model_kv_cache_dtype(s.model, s.capability, version) or given
 
 
 def _number(raw: str | None, kind, default):

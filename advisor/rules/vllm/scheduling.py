@@ -5,6 +5,7 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Scenario
 from advisor.rules.releases import at
+from advisor.rules.vllm.architectures import attention_kind, prefix_caching_forced_off
 from advisor.rules.vllm.common import ARG_UTILS_FILE, VLLM_CONFIG_FILE, rules_release
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
@@ -39,6 +40,20 @@ def switch_setting(s: Scenario, flag: str) -> bool | None:
 ASYNC_SCHEDULING_DEFAULT_ON: list[tuple[str, bool]] = [("0.12.0", False), ("0.14.1", True)]
 
 
+# ModelConfig.is_prefix_caching_supported for a generative model: decoder yes, attention-free no; hybrid (Mamba or linear
+# attention beside attention) no up to v0.25.x ("still experimental"); v0.27.1 supports it but EngineArgs still leaves
+# it off by default ("and not model_config.is_hybrid", vllm/engine/arg_utils.py); on by default from v0.28.0.
+HYBRID_PREFIX_CACHING: list[tuple[str, bool]] = [("0.12.0", False), ("0.28.0", True)]
+
+
+def prefix_caching_supported(s: Scenario, version: str) -> tuple[bool, str]:
+    """(whether vLLM turns prefix caching on by default for the model, the model's attention kind)."""
+    kind = attention_kind(s.model, version)
+    if kind == "hybrid":
+        return at(HYBRID_PREFIX_CACHING, version), kind
+    return kind == "decoder", kind
+
+
 def switch_decision(s: Scenario, version: str, which: str) -> Decision:
     release = rules_release(version)
     decision_id, title, flag, why = next(sw for sw in SWITCHES if sw[0] == which)
@@ -50,7 +65,15 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
         on = at(ASYNC_SCHEDULING_DEFAULT_ON, release)
         return on, f"vllm {version}", "v0.14.1 or newer (on by default)"
 
+    def model_supports(s: Scenario):
+        ok, kind = prefix_caching_supported(s, release)
+        return ok, f"{kind} model", "a decoder model (hybrid ones from v0.28.0)"
+
     conditions = (rules.Condition("default", f"{title} supported", single_node, why, f"pass --no-{flag[2:]} to turn it off"),)
+    if which == "prefix_caching":
+        conditions += (rules.Condition("model_kind", "a model kind with prefix caching", model_supports,
+                                       "off by default for attention-free (Mamba) models, and for hybrid ones before "
+                                       "v0.28.0 (ModelConfig.is_prefix_caching_supported, EngineArgs)", f"pass {flag} to force it"),)  # fmt: skip
     if which == "async_scheduling":
         conditions += (rules.Condition("release_default", "on by default in this release", by_default,
                                  "SchedulerConfig.async_scheduling defaulted to False before v0.14.1",
@@ -58,5 +81,7 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
     results = rules.evaluate(conditions, s)
     setting = switch_setting(s, flag)
     state = rules.state_of(results, forced_on=setting is True, forced_off=setting is False)
+    if which == "prefix_caching" and prefix_caching_forced_off(s.model, release):
+        state = rules.FORCED_OFF  # the model's config fix-up (MODELS_CONFIG_MAP) turns it off whatever was passed
     source = rules.Source(f"vllm v{release}", ARG_UTILS_FILE if which != "async_scheduling" else VLLM_CONFIG_FILE)
     return rules.decided(decision_id, title, state, results, source)

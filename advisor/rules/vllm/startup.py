@@ -25,6 +25,7 @@ from advisor.rules.startup import (
     sequences_held,
     weights_bytes_per_gpu,
 )
+from advisor.rules.vllm.architectures import uses_mla
 from advisor.rules.vllm.common import GiB, MiB, rules_release
 from advisor.rules.vllm.memory import memory_value
 
@@ -243,7 +244,7 @@ def activation_peak(model: ModelSpec, tp: int, tokens: int, seqs: int, act_bytes
 
 
 def kv_spec(inputs: Inputs) -> KvSpec | None:
-    shape = kv_shape(inputs.model, inputs.tp)
+    shape = kv_shape(inputs.model, inputs.tp, uses_mla(inputs.model, inputs.release))  # the release's is_deepseek_mla
     if shape is None:
         return None
     return KvSpec(shape.layers, shape.heads, shape.head_size, inputs.kv_dtype_bytes, shape.mla, inputs.block_size)
