@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from conformance.sglang.compare import FIELDS, disagreements, golden_releases, recorded
+from conformance.sglang.compare import FIELDS, GRIDS, disagreements, golden_releases, recorded
 
 KNOWN = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "sglang_known_disagreements.json"
 
@@ -35,22 +35,33 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance report", description=__doc__.splitlines()[0])
     parser.add_argument("--write-known", action="store_true", help=f"rewrite {KNOWN.name} with today's disagreements")
     args = parser.parse_args(argv)
-    releases = golden_releases()
-    if not releases:
+    if not golden_releases():
         print("error: no goldens in tests/conformance/golden/; run python -m conformance sglang X.Y.Z first")
         return 1
     everything: set[tuple[str, str, str]] = set()
-    print("| release | scenarios (rejected) | " + " | ".join(FIELDS) + " |")
+    for grid in GRIDS:
+        if golden_releases(grid):
+            everything |= _table(grid)
+    if args.write_known:
+        KNOWN.write_text(dump_known(everything))
+        print(f"wrote {len(everything)} known disagreements to {KNOWN}")
+    return 0
+
+
+def _table(grid: str) -> set[tuple[str, str, str]]:
+    """Print one grid's agreement table; its disagreements."""
+    everything: set[tuple[str, str, str]] = set()
+    print(f"\n{grid} grid\n\n| release | scenarios (rejected) | " + " | ".join(FIELDS) + " |")
     print("|---|---|" + "---|" * len(FIELDS))
     totals = dict.fromkeys(FIELDS, 0)
     counted = dict.fromkeys(FIELDS, 0)  # scenarios whose golden records the field
     all_compared = 0
-    for release in releases:
-        found, compared, rejected = disagreements(release)
+    for release in golden_releases(grid):
+        found, compared, rejected = disagreements(release, grid)
         everything |= found
         all_compared += compared
         cells = []
-        has = recorded(release)
+        has = recorded(release, grid)
         for field in FIELDS:
             bad = sum(1 for _, _, f in found if f == field)
             totals[field] += bad
@@ -59,7 +70,4 @@ def main(argv: list[str]) -> int:
         print(f"| {release} | {compared} ({rejected}) | " + " | ".join(cells) + " |")
     overall = [f"{100 * (counted[f] - totals[f]) / counted[f]:.1f}%" if counted[f] else "-" for f in FIELDS]
     print(f"| all | {all_compared} | " + " | ".join(overall) + " |")
-    if args.write_known:
-        KNOWN.write_text(dump_known(everything))
-        print(f"wrote {len(everything)} known disagreements to {KNOWN}")
-    return 0
+    return everything

@@ -17,21 +17,20 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import has_attention_sinks, seen_architecture, uses_dsa
+from advisor.rules.sglang.architectures import seen_architecture, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
+from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
-MLA_ARCHS = frozenset({
-    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM",
-    "KimiK25ForConditionalGeneration", "GlmMoeDsaForCausalLM", "MistralLarge3ForCausalLM", "Glm4MoeLiteForCausalLM",
-})  # fmt: skip
 SINK_ARCHS = frozenset({"GptOssForCausalLM"})
 
 
-def attention_kind(model) -> str | None:
+def attention_kind(model, version: str | None = None) -> str | None:
+    """"mla" where SGLang's ModelConfig reads the model as MLA (its per-release list, model_config.is_mla: a config
+    with kv_lora_rank under another name is MHA there), "sinks" for GPT-OSS, else "standard"."""
     if model is None:
         return None
-    if model.uses_mla or model.architecture in MLA_ARCHS:
+    if is_mla(model, rules_release(version) if version else NEWEST):
         return "mla"
     if model.architecture in SINK_ARCHS:
         return "sinks"
@@ -40,7 +39,7 @@ def attention_kind(model) -> str | None:
 
 def attention_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
-    kind = attention_kind(s.model)
+    kind = attention_kind(s.model, version)
     major = None if s.no_gpu else s.major
 
     def gpu(s: Scenario):
@@ -141,7 +140,8 @@ def _default_attention(
     if sm90 and topk_ok and fa3_arch:
         return "fa3"
     if sm100 and topk_ok and (s is None or not s.flag("--speculative-algorithm") or s.flag(EAGLE_TOPK) is not None):
-        return "trtllm_mha"
+        # v0.5.17+: "trtllm_mha requires equal K/V row widths; fa4 carries v_head_dim through"
+        return "fa4" if has_asymmetric_kv(model, rules_release(version) if version else NEWEST) else "trtllm_mha"
     if not sm90 and not sm100 and has_attention_sinks(model, rules_release(version) if version else NEWEST):
         return "triton"  # v0.5.11+: "FlashInfer does not support attention sinks" (Granite SWA, IQuest-Q1 ...)
     return "flashinfer"

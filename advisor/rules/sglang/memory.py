@@ -227,7 +227,7 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
         return None
     model, arch = s.model, seen_architecture(s.model.architecture, rules_release(version))
     dsa = uses_dsa(model, rules_release(version))
-    kind = attention_kind(model)
+    kind = attention_kind(model, version)
     a2a = s.intent.moe_a2a_backend or "none"
     if release < parse_release(FIRST_BREAKABLE_FROM):  # the piecewise graph
         if s.flag(SPECULATIVE_FLAG) and rules_release(version) in SPEC_NO_PIECEWISE:
