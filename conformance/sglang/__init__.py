@@ -123,7 +123,8 @@ def release_dir(release: str) -> Path:
     return target
 
 
-GRIDS = ("main", "configs")  # the grid of grid.py; config_grid.py's variants (golden sglang-configs-X.jsonl)
+# the grid of grid.py; config_grid.py's variants (golden sglang-configs-X.jsonl) and its named grid (sglang-named-X.jsonl)
+GRIDS = ("main", "configs", "named")
 
 
 def grid_scenarios(grid: str, limit: int | None) -> list[dict]:
@@ -131,6 +132,10 @@ def grid_scenarios(grid: str, limit: int | None) -> list[dict]:
         from conformance.sglang.config_grid import scenarios as config_scenarios
 
         return config_scenarios(limit)
+    if grid == "named":
+        from conformance.sglang.config_grid import named_scenarios
+
+        return named_scenarios(limit)
     return scenarios(limit)
 
 
@@ -213,7 +218,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("releases", nargs="+", metavar="X.Y.Z", help="SGLang releases, e.g. 0.5.14 0.5.23")
     parser.add_argument("--limit", type=int, default=None, help="run only the first N scenarios (a quick try)")
     parser.add_argument("--grid", choices=GRIDS, default="main",
-                        help="main: grid.py's models; configs: config_grid.py's unnamed and config-keyed variants")  # fmt: skip
+                        help="main: grid.py's models; configs: config_grid.py's unnamed and config-keyed variants; named: "
+                             "every architecture the release names with a transformers config class")  # fmt: skip
     args = parser.parse_args(argv)
     failed = 0
     for release in args.releases:

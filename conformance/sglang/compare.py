@@ -25,8 +25,9 @@ ABSENT = object()
 
 
 # The argument goldens: sglang-<release>.jsonl (grid.py's grid) and sglang-configs-<release>.jsonl (config_grid.py's
-# unnamed and config-keyed variants); sglang-memory-<release>.jsonl are the KV-pool goldens.
-GRIDS = {"main": "sglang-", "configs": "sglang-configs-"}
+# unnamed and config-keyed variants), sglang-named-<release>.jsonl (config_grid.py's named grid);
+# sglang-memory-<release>.jsonl are the KV-pool goldens.
+GRIDS = {"main": "sglang-", "configs": "sglang-configs-", "named": "sglang-named-"}
 
 
 def golden_releases(grid: str = "main") -> list[str]:

@@ -90,9 +90,75 @@ def scenarios(limit: int | None = None) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    if argv != ["write"]:
-        print("usage: python -m conformance sglang-configs write", file=sys.stderr)
+    if argv[:1] == ["write-named"] and len(argv) == 2:
+        paths = write_named(argv[1].lstrip("v"))
+    elif argv == ["write"]:
+        paths = write()
+    else:
+        print("usage: python -m conformance sglang-configs write | write-named X.Y.Z", file=sys.stderr)
         return 2
-    for path in write():
+    for path in paths:
         print(path.relative_to(CONFIGS.parents[2]))
     return 0
+
+
+# -- the named grid: every architecture a release names that transformers has a config class for -------------------
+# Each config.json is transformers' own default for the class's model_type (``AutoConfig.for_model(model_type)``, the
+# reference checkpoint's shape in most classes) with ``architectures`` set to the name; written once by
+# ``python -m conformance sglang-configs write-named X.Y.Z`` and stored, so the tests never need transformers.
+NAMED_PREFIX = "named-"
+NAMED_GPUS = ("a100-sxm-8", "h100-sxm-8", "b200-8", "rtx-pro-6000-4")
+
+
+def transformers_model_types() -> dict[str, str]:
+    """{architecture class name: model_type} from transformers' auto mappings (the first model_type naming it)."""
+    from transformers.models.auto import modeling_auto
+
+    out: dict[str, str] = {}
+    for attr in sorted(dir(modeling_auto)):
+        mapping = getattr(modeling_auto, attr)
+        if attr.endswith("_MAPPING_NAMES") and isinstance(mapping, dict):
+            for model_type, classes in mapping.items():
+                for cls in classes if isinstance(classes, (list, tuple)) else [classes]:
+                    out.setdefault(cls, model_type)
+    return out
+
+
+def write_named(release: str) -> list[Path]:
+    import transformers
+    from transformers import AutoConfig
+
+    from conformance.sglang.architectures import extract
+
+    types = transformers_model_types()
+    out = []
+    for arch in extract(release):
+        if arch not in types:
+            continue
+        try:
+            config = AutoConfig.for_model(types[arch]).to_dict()
+        except Exception:  # a config class that needs arguments: not in the grid
+            continue
+        config["architectures"] = [arch]
+        config["_written_by"] = f"transformers {transformers.__version__} AutoConfig.for_model({types[arch]!r})"
+        path = CONFIGS / (NAMED_PREFIX + arch) / "config.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(config, indent=1, sort_keys=True, default=str) + "\n")
+        out.append(path)
+    return out
+
+
+def named_models() -> list[str]:
+    return sorted(p.name for p in CONFIGS.glob(NAMED_PREFIX + "*") if (p / "config.json").is_file())
+
+
+def named_scenarios(limit: int | None = None) -> list[dict]:
+    from conformance.sglang.grid import scenario_id
+
+    out = [
+        {"id": scenario_id(gpu, model, layout), "gpu": gpu, "model": model, **layout}
+        for gpu in NAMED_GPUS
+        for model in named_models()
+        for layout in layouts(False)
+    ]
+    return out if limit is None else out[:limit]

@@ -31,7 +31,8 @@ MODEL_CONFIG = "sglang/srt/configs/model_config.py"
 ABOUT = ("Per SGLang release: mla, the architectures (config.json architectures[0]) whose config "
          "configs/model_config.py ModelConfig._derive_model_shapes reads as MLA (AttentionArch.MLA), each with the "
          "config key it also needs (null: none; 'use_mla=true': that key, true when absent). Any other architecture is "
-         "MHA there, whatever its kv_lora_rank. Written by `python -m conformance sglang-config-keys X.Y.Z ...`; see "
+         "MHA there, whatever its kv_lora_rank. multimodal: is_multimodal_model's list (multimodal_model_archs); "
+         "multimodal_off: ModelConfig.__init__'s mm_disabled_models (multimodal off unless --enable-multimodal). Written by `python -m conformance sglang-config-keys X.Y.Z ...`; see "
          "docs/architectures.md.")  # fmt: skip
 
 
@@ -82,9 +83,29 @@ def mla_architectures(source: str) -> dict[str, str | None]:
     return dict(sorted(found.items()))
 
 
+def _string_list(node: ast.AST | None) -> list[str]:
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return []
+
+
+def assigned_list(source: str, name: str) -> list[str] | None:
+    """The strings of the list assigned to ``name`` anywhere in the module (module constant or local); None if none."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return sorted(_string_list(node.value))
+    return None
+
+
 def extract(release: str) -> dict:
     with zipfile.ZipFile(wheel(release)) as zf:
-        return {"mla": mla_architectures(zf.read(MODEL_CONFIG).decode())}
+        source = zf.read(MODEL_CONFIG).decode()
+    return {
+        "mla": mla_architectures(source),
+        # is_multimodal_model's list, and the architectures whose multimodal part is off unless --enable-multimodal
+        "multimodal": assigned_list(source, "multimodal_model_archs") or [],
+        "multimodal_off": assigned_list(source, "mm_disabled_models") or [],
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -99,7 +120,9 @@ def main(argv: list[str]) -> int:
     data["about"] = ABOUT
     for release in (r.lstrip("v") for r in argv):
         data["releases"][release] = extract(release)
-        print(f"sglang {release}: {len(data['releases'][release]['mla'])} MLA architectures", flush=True)
+        found = data["releases"][release]
+        print(f"sglang {release}: {len(found['mla'])} MLA, {len(found['multimodal'])} multimodal, "
+              f"{len(found['multimodal_off'])} multimodal-off architectures", flush=True)  # fmt: skip
     data["releases"] = dict(sorted(data["releases"].items(), key=lambda item: Version(item[0])))
     OUT.write_text(json.dumps({"about": data["about"], "releases": data["releases"]}, indent=1) + "\n")
     return 0

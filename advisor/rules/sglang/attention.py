@@ -17,7 +17,7 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import seen_architecture, uses_dsa
+from advisor.rules.sglang.architectures import loaded_architecture, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
 from advisor.rules.sglang.releases import NEWEST, rules_release
@@ -221,7 +221,7 @@ def page_size(
     page = s.int_flag(PAGE_SIZE)
     why = "not set" if page is None else f"{PAGE_SIZE} {s.flag(PAGE_SIZE)}"
     model = s.model
-    arch = seen_architecture(model.architecture, release) if model is not None else None
+    arch = loaded_architecture(model, release) if model is not None else None
     where = OVERRIDES if r >= (0, 5, 15) else SERVER_ARGS
     if kind is not None and major is not None and _default_attention(kind, major, model, s, version) in ("nsa", "dsa"):
         page, why = DSA_PAGE_SIZE, f"DeepSeek sparse attention sets {DSA_PAGE_SIZE} (sglang v{release}, model step)"

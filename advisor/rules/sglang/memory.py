@@ -16,9 +16,10 @@ from advisor.rules.engine import (
     parse_release,
     state_of,
 )
-from advisor.rules.sglang.architectures import seen_architecture, uses_dsa
+from advisor.rules.sglang.architectures import loaded_architecture, uses_dsa
 from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
 from advisor.rules.sglang.attention import attention_kind
+from advisor.rules.sglang.model_config import is_multimodal, multimodal_vision
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
 from advisor.rules.sglang.prefill_graph import deepep_prefill_graph_sizes, prefill_graph_settings, prefill_graph_sizes
@@ -225,25 +226,26 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
     release = parse_release(rules_release(version))
     if release < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
         return None
-    model, arch = s.model, seen_architecture(s.model.architecture, rules_release(version))
+    model, arch = s.model, loaded_architecture(s.model, rules_release(version))
     dsa = uses_dsa(model, rules_release(version))
     kind = attention_kind(model, version)
+    multimodal = is_multimodal(model, rules_release(version))
     a2a = s.intent.moe_a2a_backend or "none"
     if release < parse_release(FIRST_BREAKABLE_FROM):  # the piecewise graph
         if s.flag(SPECULATIVE_FLAG) and rules_release(version) in SPEC_NO_PIECEWISE:
             return None
-        if s.intent.dp_attention or a2a != "none" or model.vision is not None or arch in NO_PREFILL_GRAPH_ARCHS:
+        if s.intent.dp_attention or a2a != "none" or multimodal or arch in NO_PREFILL_GRAPH_ARCHS:
             return None
         if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and dsa:
             return None
         return kind
     if arch == "DeepseekV4ForCausalLM":
         return None
-    if (model.vision is not None and arch in TC_PIECEWISE_MULTIMODAL_ARCHS and release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM)
+    if (multimodal and arch in TC_PIECEWISE_MULTIMODAL_ARCHS and release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM)
             and release >= parse_release(BREAKABLE_MULTIMODAL_FROM)):  # fmt: skip
         # v0.5.16/v0.5.17 switch these to the tc_piecewise graph, whose own rules stop it for DP attention and a2a only
         return None if s.intent.dp_attention or a2a != "none" else kind
-    if model.vision is not None and not _breakable_multimodal(arch, release):
+    if multimodal and not _breakable_multimodal(arch, release):
         return None
     if release < parse_release(PREFILL_GRAPH_WITH_DP_FROM):
         return None if kind == "mla" or s.intent.dp_attention or a2a != "none" else kind
@@ -336,7 +338,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
                   f"pass --chunked-prefill-size, {graph_flags[-1]}, --mem-fraction-static to choose"),
     )  # fmt: skip
     results = evaluate(conditions, s)
-    vision = s.model.vision if s.model is not None else None
+    vision = multimodal_vision(s.model, release)  # the model as the release sees it: multimodal or not
     prefill_graph = prefill_graph_kind(s, version)
     deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(DEEPEP_A2A_RESERVE_FROM)
     speculative, max_running = speculative_algorithm(s), max_running_requests(s)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import has_attention_sinks as named_sinks
-from advisor.rules.sglang.architectures import seen_architecture
+from advisor.rules.sglang.architectures import loaded_architecture
 
 CONFIG_KEYS_FILE = Path(__file__).with_name("config_keys.json")
 # Used before config_keys.json existed and for a release it lacks: MLA by the config's kv_lora_rank or these names.
@@ -69,7 +69,7 @@ def is_mla(model, release: str) -> bool:
     names = mla_architectures(release)
     if names is None:
         return model.uses_mla or model.architecture in FALLBACK_MLA_ARCHS
-    arch = seen_architecture(model.architecture, release)
+    arch = loaded_architecture(model, release)
     return arch in names and _key_holds(model, names[arch])
 
 
@@ -101,3 +101,32 @@ def has_attention_sinks(model, release: str) -> bool:
     if model is None:
         return False
     return named_sinks(model, release) or (model.learnable_sink and within(release, LEARNABLE_SINK_FROM, None))
+
+
+# ModelConfig.__init__'s multimodal test beyond the name list: v0.5.10 any config with a text sub-config or a
+# vision_config / audio_config; v0.5.11+ a text sub-config (vision_config / audio_config only with
+# --model-impl transformers, which the advisor does not take). Up to v0.5.9 the name list alone.
+SUBCONFIG_MULTIMODAL_FROM, ANY_VISION_CONFIG_MULTIMODAL_IN = "0.5.10", "0.5.10"
+def is_multimodal(model, release: str) -> bool:
+    """ModelConfig.is_multimodal with the default --enable-multimodal: off for the release's mm_disabled_models, else
+    on the multimodal list (multimodal_model_archs) or, from v0.5.10, a config with a text sub-config."""
+    if model is None:
+        return False
+    entry = _config_keys().get(release)
+    if entry is None:
+        return model.vision is not None
+    arch = loaded_architecture(model, release)
+    if arch in entry["multimodal_off"]:
+        return False
+    if arch in entry["multimodal"]:
+        return True
+    if not within(release, SUBCONFIG_MULTIMODAL_FROM, None):
+        return False
+    return model.has_text_config or (within(release, ANY_VISION_CONFIG_MULTIMODAL_IN, ANY_VISION_CONFIG_MULTIMODAL_IN)
+                                     and model.vision is not None)  # fmt: skip
+
+
+def multimodal_vision(model, release: str) -> tuple[int | None, int | None] | None:
+    """The vision tower adjust_mem_fraction_for_vlm scales the static fraction by: the config's vision_config when the
+    release treats the model as multimodal, else None."""
+    return model.vision if model is not None and is_multimodal(model, release) else None

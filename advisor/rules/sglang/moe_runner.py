@@ -19,7 +19,7 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import seen_architecture
+from advisor.rules.sglang.architectures import loaded_architecture
 from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
 from advisor.rules.sglang.fusion import _c_a2a_none
 from advisor.rules.sglang.releases import rules_release
@@ -125,7 +125,7 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
     model = s.model
     sm120 = is_sm120(s)[0]
     gpu_kind = "sm120" if sm120 else "sm100"
-    arch = seen_architecture(model.architecture, release) if model is not None else None
+    arch = loaded_architecture(model, release) if model is not None else None
     entry = moe_runner_row(arch, version, gpu_kind, model.quantization) if model is not None else None
     if model is not None and model.architecture in NEMOTRON_H:
         return _nemotron_h_decision(s, release)
