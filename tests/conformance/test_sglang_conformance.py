@@ -35,7 +35,11 @@ def test_goldens_cover_the_grid():
 @pytest.mark.parametrize("grid, release", [("main", r) for r in RELEASES] + [("configs", r) for r in CONFIG_RELEASES])
 def test_every_field_agrees_or_is_a_known_disagreement(grid, release):
     found, compared, _ = find_disagreements(release, grid)
-    known = {k for k in load_known() if k[0] == release and k[1].split("/")[1].startswith("synthetic-") == (grid == "configs")}
+    known = {
+        k
+        for k in load_known()
+        if k[0] == release and k[1].split("/")[1].startswith("synthetic-") == (grid == "configs")
+    }
     new = sorted(found - known)
     fixed = sorted(known - found)
     assert not new, f"{len(new)} new disagreements with sglang {release}, e.g. {new[:5]}"

@@ -19,8 +19,8 @@ from advisor.rules.engine import (
 from advisor.rules.sglang.architectures import loaded_architecture, uses_dsa
 from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
 from advisor.rules.sglang.attention import attention_kind
-from advisor.rules.sglang.model_config import is_multimodal, multimodal_vision
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
+from advisor.rules.sglang.model_config import is_multimodal, multimodal_vision
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
 from advisor.rules.sglang.prefill_graph import deepep_prefill_graph_sizes, prefill_graph_settings, prefill_graph_sizes
 from advisor.rules.sglang.releases import rules_release

@@ -107,6 +107,8 @@ def has_attention_sinks(model, release: str) -> bool:
 # vision_config / audio_config; v0.5.11+ a text sub-config (vision_config / audio_config only with
 # --model-impl transformers, which the advisor does not take). Up to v0.5.9 the name list alone.
 SUBCONFIG_MULTIMODAL_FROM, ANY_VISION_CONFIG_MULTIMODAL_IN = "0.5.10", "0.5.10"
+
+
 def is_multimodal(model, release: str) -> bool:
     """ModelConfig.is_multimodal with the default --enable-multimodal: off for the release's mm_disabled_models, else
     on the multimodal list (multimodal_model_archs) or, from v0.5.10, a config with a text sub-config."""
