@@ -155,6 +155,10 @@ class ModelSpec:
     use_mla: bool | None = None  # DeepSeek-VL2's switch between MLA and MHA (absent: MLA)
     layer_types: tuple[str, ...] = ()  # per-layer attention kinds ("full_attention", "sliding_attention", ...)
     has_text_config: bool = False  # the model keeps its text settings in a sub-config (multimodal wrappers)
+    sliding_window_pattern: bool = False  # the config sets sliding_window_pattern (EXAONE 4's interleaved sliding layers)
+    # Kimi delta attention layers: linear_attn_config.kda_layers, or linear_attention layers with linear_num_heads and
+    # linear_head_dim (SGLang's uses_kda_attention, v0.5.20+)
+    kda_attention: bool = False
 
     @property
     def is_moe(self) -> bool:
@@ -200,6 +204,14 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
         algo = str(qc.get("quant_algo") or "").upper()
         return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if "FP8" in algo else "modelopt"
     return method
+
+
+def _kda_attention(config: Mapping[str, Any]) -> bool:
+    linear = config.get("linear_attn_config")
+    if isinstance(linear, Mapping) and linear.get("kda_layers"):
+        return True
+    return ("linear_attention" in _layer_types(config.get("layer_types"))
+            and config.get("linear_num_heads") is not None and config.get("linear_head_dim") is not None)  # fmt: skip
 
 
 def _layer_types(value: Any) -> tuple[str, ...]:
@@ -311,6 +323,8 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         use_mla=merged.get("use_mla") if isinstance(merged.get("use_mla"), bool) else None,
         layer_types=_layer_types(merged.get("layer_types")),
         has_text_config=bool(text),
+        sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
+        kda_attention=_kda_attention(config) or _kda_attention(text),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))

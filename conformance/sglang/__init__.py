@@ -149,11 +149,13 @@ def _job(release: str, limit: int | None, grid: str = "main") -> tuple[dict, dic
     for sc in grid_scenarios(grid, limit):
         gpu = GPUS[sc["gpu"]]
         # The speculative scenarios run in groups of their own after every plain group, with os.environ put back after
-        # each, so they cannot change what the plain scenarios resolve.
+        # each, so they cannot change what the plain scenarios resolve. The configs and named grids put it back after
+        # every scenario: a model step that sets SGLANG_* (Beam, Muse Spark: SGLANG_ENABLE_POST_CAPTURE_KV_SIZING)
+        # would otherwise change every later model's resolution.
         speculative = "speculative" in sc
         key = f"{sc['gpu']}/speculative" if speculative else sc["gpu"]
         group = groups.setdefault(key, {"gpu": gpu["fake"], "torch_cuda": gpu["torch_cuda"], "scenarios": [],
-                                        "isolate_env": speculative})  # fmt: skip
+                                        "isolate_env": speculative or grid != "main"})  # fmt: skip
         config_dir = str(CONFIGS / sc["model"])
         draft_dir = str(CONFIGS / sc["draft"]) if sc.get("draft") else None
         group["scenarios"].append({"id": sc["id"], "config_dir": config_dir, "draft_dir": draft_dir,

@@ -18,10 +18,11 @@ if str(REPO) not in sys.path:
 
 from conformance.sglang.compare import FIELDS, golden_lines, golden_releases  # noqa: E402
 from conformance.sglang.compare import disagreements as find_disagreements  # noqa: E402
-from conformance.sglang.report import load_known  # noqa: E402
+from conformance.sglang.report import REASON_NEEDED, load_known, load_named_known, scenario_architecture  # noqa: E402
 
 RELEASES = golden_releases()
 CONFIG_RELEASES = golden_releases("configs")  # config_grid.py: unnamed architectures and config-keyed properties
+NAMED_RELEASES = golden_releases("named")  # config_grid.py: every named architecture with transformers' default config
 
 
 def test_goldens_cover_the_grid():
@@ -44,6 +45,21 @@ def test_every_field_agrees_or_is_a_known_disagreement(grid, release):
     fixed = sorted(known - found)
     assert not new, f"{len(new)} new disagreements with sglang {release}, e.g. {new[:5]}"
     assert not fixed, f"{len(fixed)} known disagreements now agree (update the list), e.g. {fixed[:5]}"
+
+
+@pytest.mark.parametrize("release", NAMED_RELEASES)
+def test_named_grid_agrees_or_is_a_known_disagreement_with_a_reason(release):
+    """The named grid's residue is its own list (it does not make a release unverified), each architecture with why."""
+    found, _, _ = find_disagreements(release, "named")
+    known_all, reasons = load_named_known()
+    known = {k for k in known_all if k[0] == release}
+    new, fixed = sorted(found - known), sorted(known - found)
+    assert not new, f"{len(new)} new disagreements with sglang {release} (named grid), e.g. {new[:5]}"
+    assert not fixed, (
+        f"{len(fixed)} known disagreements of the named grid now agree (update the list), e.g. {fixed[:5]}"
+    )
+    for _, sid, _ in known:
+        assert reasons.get(scenario_architecture(sid), REASON_NEEDED) != REASON_NEEDED, sid
 
 
 def test_config_grid_covers_the_newest_releases_and_its_configs_are_the_recipes():

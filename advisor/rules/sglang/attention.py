@@ -17,9 +17,10 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import loaded_architecture, uses_dsa
+from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
+from advisor.rules.sglang.model_overrides import step_attention
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
 SINK_ARCHS = frozenset({"GptOssForCausalLM"})
@@ -103,6 +104,22 @@ DSA_NAME_FROM = "0.5.13"  # the sparse-attention backend "nsa" is called "dsa" f
 # gets Qwen3-Next's triton default on SM100.
 ANY_ARCH_FA3_FROM = "0.5.8"
 TRTLLM_MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"})
+# Qwen3.5's SM10x triton default is its step's (arg_groups/model_overrides/qwen3_5.py registers the two
+# ForConditionalGeneration names), not every name starting with Qwen3_5 (Qwen3_5ForCausalLM takes trtllm_mha).
+QWEN3_5_TRITON = frozenset({"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+# From v0.5.19 the DeepSeek family's own step (arg_groups/model_overrides/deepseek_v2.py _deepseek_family_overrides)
+# sets trtllm_mla on SM10x for every architecture it registers that is not DSA (LongCat-Flash, Mistral Large 3, ...):
+# the names architectures.json places in that function.
+FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.19"
+
+
+def _trtllm_mla(model, release: str) -> bool:
+    arch = loaded_architecture(model, release)
+    if arch in TRTLLM_MLA_ARCHS:
+        return True
+    if not within(release, FAMILY_STEP_FROM, None):
+        return False
+    return FAMILY_STEP in (named(release) or {}).get(arch, ())
 
 
 def _default_attention(
@@ -117,13 +134,18 @@ def _default_attention(
         return "dsa" if release >= parse_release(DSA_NAME_FROM) else "nsa"
     if model.architecture == IQUEST_Q1 and release >= parse_release(IQUEST_Q1_FA3_FROM):
         return "fa3"  # on every GPU: arg_groups/model_overrides/iquest_q1.py (its sinks come from the softmax LSE)
+    rules = rules_release(version) if version else NEWEST
+    if s is not None:
+        stepped = step_attention(s, loaded_architecture(model, rules), rules)
+        if stepped is not None:
+            return stepped  # the architecture's own override step (model_overrides.py)
     sm90 = is_sm90(s)[0] if s is not None else major == 9
     sm100 = is_sm100(s)[0] if s is not None else major == 10
     if kind == "mla":
         if sm90:
             return "fa3"
         if sm100:
-            return "trtllm_mla" if model.architecture in TRTLLM_MLA_ARCHS else "flashinfer"
+            return "trtllm_mla" if _trtllm_mla(model, rules) else "flashinfer"
         return "triton"
     if kind == "sinks":
         return "trtllm_mha" if sm100 else "fa3" if sm90 else "triton"
@@ -133,7 +155,7 @@ def _default_attention(
         return "trtllm_mha"
     if sm100 and model.architecture in SM100_MODEL_ATTENTION:
         return SM100_MODEL_ATTENTION[model.architecture]
-    if sm100 and any_arch_fa3 and model.architecture.startswith("Qwen3_5"):
+    if sm100 and any_arch_fa3 and model.architecture in QWEN3_5_TRITON:
         return "triton"
     topk_ok = s is None or _no_spec_or_topk_one(s)
     fa3_arch = any_arch_fa3 or model.architecture in FA3_DEFAULT_ARCHS
