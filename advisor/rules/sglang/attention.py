@@ -20,7 +20,7 @@ from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
-from advisor.rules.sglang.model_overrides import step_attention
+from advisor.rules.sglang.model_overrides import is_hrm_text, step_attention
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
 SINK_ARCHS = frozenset({"GptOssForCausalLM"})
@@ -65,7 +65,11 @@ def attention_decision(s: Scenario, version: str) -> Decision:
     if state == NOT_ENABLED:
         value = None
     notes = [f"log line: Attention backend not specified. Use {value} backend by default."] if value and not chosen else []
-    page, why = page_size(s, version, value, kind, major, chosen)
+    # HRM-Text forces triton in a pass after page_size is resolved with the default path's backend
+    page_backend = value
+    if not chosen and value is not None and is_hrm_text(s.model, release):
+        page_backend = _default_attention(kind, major, s.model, s, version, steps=False)
+    page, why = page_size(s, version, page_backend, kind, major, chosen)
     notes.append(f"page_size {'unknown' if page is None else page}: {why}")
     return Decision(
         id="attention_backend",
@@ -123,7 +127,8 @@ def _trtllm_mla(model, release: str) -> bool:
 
 
 def _default_attention(
-    kind: str | None, major: int | None, model, s: Scenario | None = None, version: str | None = None
+    kind: str | None, major: int | None, model, s: Scenario | None = None, version: str | None = None,
+    steps: bool = True,
 ) -> str | None:
     """SGLang's default (v0.5.7 _handle_attention_backend_compatibility and the model-specific steps before it)."""
     if kind is None or major is None:
@@ -135,7 +140,9 @@ def _default_attention(
     if model.architecture == IQUEST_Q1 and release >= parse_release(IQUEST_Q1_FA3_FROM):
         return "fa3"  # on every GPU: arg_groups/model_overrides/iquest_q1.py (its sinks come from the softmax LSE)
     rules = rules_release(version) if version else NEWEST
-    if s is not None:
+    if loaded_architecture(model, rules) == "DeepseekV4ForCausalLM" and release >= parse_release(DEEPSEEK_V4_PAGE_FROM):
+        return "dsv4"  # its own step, on every GPU (deepseek_v4_hook.py; v0.5.19+ model_overrides/deepseek_v4.py)
+    if s is not None and steps:
         stepped = step_attention(s, loaded_architecture(model, rules), rules)
         if stepped is not None:
             return stepped  # the architecture's own override step (model_overrides.py)

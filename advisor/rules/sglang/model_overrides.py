@@ -27,6 +27,12 @@ class AttentionStep:
     backends: tuple[tuple[str, str], ...]  # (GPU kind, backend), first match wins: sm100, sm90, sm120, sm80+, any
     where: str  # file:function under python/sglang/srt/, as architectures.json places the names it registers
     needs: str | None = None  # a ModelSpec flag the step also needs
+    # where the same step lived before v0.5.19 (inline in server_args.py), for the rows the named grid's v0.5.14 golden
+    # shows with the same backends
+    before: tuple[str, ...] = ()
+
+
+INLINE = "server_args.py:ServerArgs._handle_model_specific_adjustments"
 
 
 _ALL_GPUS = (("any", "triton"),)
@@ -39,34 +45,39 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
                   (("sm100", "trtllm_mha"), ("sm80+", "fa3"), ("any", "triton")),
                   "arg_groups/model_overrides/exaone.py:_exaone_overrides", needs="sliding_window_pattern"),
     AttentionStep(frozenset({"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM",
-                             "Gemma4UnifiedForConditionalGeneration"}), "0.5.19", None,
-                  (("sm100", "trtllm_mha"), ("any", "triton")), "arg_groups/model_overrides/gemma4.py:_gemma4_overrides"),
+                             "Gemma4UnifiedForConditionalGeneration"}), "0.5.7", None,
+                  (("sm100", "trtllm_mha"), ("any", "triton")), "arg_groups/model_overrides/gemma4.py:_gemma4_overrides",
+                  before=(INLINE,)),
     AttentionStep(frozenset({"DiffusionGemmaForBlockDiffusion"}), "0.5.21", None, _ALL_GPUS,
                   "arg_groups/model_overrides/gemma4.py:_gemma4_overrides"),
-    AttentionStep(frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"}), "0.5.19", None,
+    AttentionStep(frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"}), "0.5.7", None,
                   (("sm100", "trtllm_mha"), ("sm90", "fa3"), ("any", "triton")),
-                  "arg_groups/model_overrides/llama4.py:_llama4_overrides"),
+                  "arg_groups/model_overrides/llama4.py:_llama4_overrides",
+                  before=(INLINE, "server_args.py:LLAMA4_MODEL_ARCHS")),
     AttentionStep(frozenset({"InklingForConditionalGeneration", "InklingForConditionalGenerationMTP"}), "0.5.19", None,
                   (("sm100", "fa4"), ("sm90", "fa4"), ("any", "triton")),
                   "arg_groups/model_overrides/inkling.py:_inkling_overrides"),
-    AttentionStep(frozenset({"Lfm2ForCausalLM", "Lfm2MoeForCausalLM"}), "0.5.19", None, (("sm100", "flashinfer"),),
-                  "arg_groups/model_overrides/lfm2.py:_lfm2_overrides"),
-    AttentionStep(frozenset({"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration"}), "0.5.19",
-                  None, (("sm100", "triton"),), "arg_groups/model_overrides/minicpmv.py:_minicpm_v4_6_overrides"),
+    AttentionStep(frozenset({"Lfm2ForCausalLM", "Lfm2MoeForCausalLM"}), "0.5.7", None, (("sm100", "flashinfer"),),
+                  "arg_groups/model_overrides/lfm2.py:_lfm2_overrides", before=(INLINE,)),
+    AttentionStep(frozenset({"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration"}), "0.5.7",
+                  None, (("sm100", "triton"),), "arg_groups/model_overrides/minicpmv.py:_minicpm_v4_6_overrides",
+                  before=(INLINE,)),
     AttentionStep(frozenset({"FalconH1ForCausalLM", "JetNemotronForCausalLM", "JetVLMForConditionalGeneration"}),
-                  "0.5.19", None, (("sm100", "triton"),),
-                  "arg_groups/model_overrides/falcon_h1.py:_falcon_h1_jet_overrides"),
-    AttentionStep(frozenset({"Olmo2ForCausalLM"}), "0.5.19", None,
+                  "0.5.7", None, (("sm100", "triton"),),
+                  "arg_groups/model_overrides/falcon_h1.py:_falcon_h1_jet_overrides", before=(INLINE,)),
+    AttentionStep(frozenset({"Olmo2ForCausalLM"}), "0.5.7", None,
                   (("sm100", "trtllm_mha"), ("sm80+", "fa3"), ("any", "triton")),
-                  "arg_groups/model_overrides/olmo2.py:_olmo2_overrides"),
-    AttentionStep(frozenset({"Step3p5ForCausalLM", "Step3p7ForConditionalGeneration"}), "0.5.19", None,
-                  (("sm100", "fa4"), ("sm120", "fa4"), ("sm90", "fa3")), "arg_groups/overrides.py:_step3p_overrides"),
+                  "arg_groups/model_overrides/olmo2.py:_olmo2_overrides", before=(INLINE,)),
+    AttentionStep(frozenset({"Step3p5ForCausalLM", "Step3p7ForConditionalGeneration"}), "0.5.7", None,
+                  (("sm100", "fa4"), ("sm120", "fa4"), ("sm90", "fa3")), "arg_groups/overrides.py:_step3p_overrides",
+                  before=(INLINE,)),
     # Qwen4-Exp restates Qwen3.5's SM10x default (arg_groups/model_overrides/qwen4_exp.py)
     AttentionStep(frozenset({"Qwen4ExpForConditionalGeneration"}), "0.5.19", None, (("sm100", "triton"),),
                   "arg_groups/model_overrides/qwen4_exp.py:_qwen4_exp_overrides"),
     # Whisper: FlashInfer for its cross-attention CUDA graphs, on every GPU
-    AttentionStep(frozenset({"WhisperForConditionalGeneration"}), "0.5.19", None, (("any", "flashinfer"),),
-                  "arg_groups/model_override_base.py:get_default_attn_backend"),
+    AttentionStep(frozenset({"WhisperForConditionalGeneration"}), "0.5.7", None, (("any", "flashinfer"),),
+                  "arg_groups/model_override_base.py:get_default_attn_backend",
+                  before=("server_args.py:ServerArgs._get_default_attn_backend",)),
     # HRM-Text's bidirectional prefill (config prefix_lm, true when absent): triton everywhere
     AttentionStep(frozenset({"HrmTextForCausalLM"}), "0.5.19", None, _ALL_GPUS,
                   "arg_groups/model_hook.py:handle_model_capability_adjustments"),
@@ -95,7 +106,8 @@ def override_step(architecture: str, release: str) -> AttentionStep | None:
     from advisor.rules.sglang.architectures import named
 
     places = (named(release) or {}).get(architecture, ())
-    return next((step for step in ATTENTION_STEPS if architecture in step.architectures and step.where in places
+    return next((step for step in ATTENTION_STEPS if architecture in step.architectures
+                 and (step.where in places or any(b in places for b in step.before))
                  and within(release, step.first, step.last)), None)  # fmt: skip
 
 
@@ -112,6 +124,8 @@ def step_attention(s: Scenario, architecture: str, release: str) -> str | None:
 # (chunked_prefill_size -1, "Automatically turn off --chunked-prefill-size"; server_args.py, from v0.5.19
 # arg_groups/model_hook.py handle_model_capability_adjustments). The list is read from architectures.json.
 CHUNKED_UNSUPPORTED = "configs/model_config.py:is_multimodal_chunked_prefill_supported"
+# Checked from v0.5.19 (the named grid's v0.5.20 and v0.5.23 goldens); v0.5.14's keeps chunked prefill for CLIP and Mllama.
+CHUNKED_UNSUPPORTED_FROM = "0.5.19"
 # HRM-Text (model_type hrm_text or the name; its config's prefix_lm, true when absent, is not read): chunked prefill,
 # the radix cache and CUDA graphs off (arg_groups/model_hook.py handle_model_capability_adjustments, v0.5.19+).
 HRM_TEXT, HRM_TEXT_FROM = ("hrm_text", "HrmTextForCausalLM"), "0.5.19"
@@ -132,6 +146,10 @@ def chunked_prefill_off(model, release: str) -> str | None:
     if is_hrm_text(model, release):
         return "HRM-Text's bidirectional prefill (model_hook.py handle_model_capability_adjustments)"
     places = (named(release) or {}).get(loaded_architecture(model, release), ())
-    if CHUNKED_UNSUPPORTED in places and is_multimodal(model, release):
+    if (
+        CHUNKED_UNSUPPORTED in places
+        and within(release, CHUNKED_UNSUPPORTED_FROM, None)
+        and is_multimodal(model, release)
+    ):
         return "a multimodal model without chunked-prefill support (model_config.py is_multimodal_chunked_prefill_supported)"
     return None
