@@ -233,7 +233,7 @@ def _breakable_multimodal(architecture: str, release: tuple[int, ...]) -> bool:
     return bool(lists) and architecture in lists[-1]
 
 
-def prefill_graph_kind(s: Scenario, version: str) -> str | None:
+def prefill_graph_kind(s: Scenario, version: str, capability_steps: bool = True) -> str | None:
     """The attention kind sizing the prefill CUDA-graph reserve ("mla" or "standard"), or None when SGLang leaves the
     prefill graph off for this release, model and layout."""
     release = parse_release(rules_release(version))
@@ -256,7 +256,7 @@ def prefill_graph_kind(s: Scenario, version: str) -> str | None:
         return None
     if model.kda_attention and arch not in KDA_BREAKABLE_ARCHS and release >= parse_release(KDA_NO_PREFILL_GRAPH_FROM):
         return None  # "Breakable CUDA graph is incompatible with KDA hybrid linear attention"
-    if is_hrm_text(model, rules_release(version)):
+    if capability_steps and is_hrm_text(model, rules_release(version)):
         return None  # HRM-Text runs without CUDA graphs (model_hook.py handle_model_capability_adjustments)
     if (multimodal and arch in TC_PIECEWISE_MULTIMODAL_ARCHS and release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM)
             and release >= parse_release(BREAKABLE_MULTIMODAL_FROM)):  # fmt: skip
@@ -356,7 +356,8 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     )  # fmt: skip
     results = evaluate(conditions, s)
     vision = multimodal_vision(s.model, release)  # the model as the release sees it: multimodal or not
-    prefill_graph = prefill_graph_kind(s, version)
+    # HRM-Text turns CUDA graphs off after the fraction is sized (model_hook.py), so its reserve still counts the graph
+    prefill_graph = prefill_graph_kind(s, version, capability_steps=False)
     deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(DEEPEP_A2A_RESERVE_FROM)
     speculative, max_running = speculative_algorithm(s), max_running_requests(s)
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
@@ -389,7 +390,8 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"chunked prefill off (-1): {off}")
     source = Source(f"sglang v{release}", SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
                     "_handle_gpu_memory_settings, PR #10975")
-    graph, graph_note = prefill_graph_settings(s, release, prefill_graph, mem and memory_tier(mem, s.tp, release)[0])
+    graph, graph_note = prefill_graph_settings(s, release, prefill_graph_kind(s, version),
+                                               mem and memory_tier(mem, s.tp, release)[0])  # fmt: skip
     return decided("memory_defaults", "GPU-memory-driven defaults", state, results, source, value=value,
                    notes=[*notes, graph_note], settings=graph)  # fmt: skip
 

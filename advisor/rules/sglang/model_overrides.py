@@ -30,6 +30,9 @@ class AttentionStep:
     # where the same step lived before v0.5.19 (inline in server_args.py), for the rows the named grid's v0.5.14 golden
     # shows with the same backends
     before: tuple[str, ...] = ()
+    # up to this release the step matched a substring of the name ('"Llama4" in model_arch', v0.5.7-v0.5.10), which no
+    # list records: (substring, last release)
+    contains: tuple[str, str] | None = None
 
 
 INLINE = "server_args.py:ServerArgs._handle_model_specific_adjustments"
@@ -53,7 +56,7 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
     AttentionStep(frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"}), "0.5.7", None,
                   (("sm100", "trtllm_mha"), ("sm90", "fa3"), ("any", "triton")),
                   "arg_groups/model_overrides/llama4.py:_llama4_overrides",
-                  before=(INLINE, "server_args.py:LLAMA4_MODEL_ARCHS")),
+                  before=(INLINE, "server_args.py:LLAMA4_MODEL_ARCHS"), contains=("Llama4", "0.5.10")),
     AttentionStep(frozenset({"InklingForConditionalGeneration", "InklingForConditionalGenerationMTP"}), "0.5.19", None,
                   (("sm100", "fa4"), ("sm90", "fa4"), ("any", "triton")),
                   "arg_groups/model_overrides/inkling.py:_inkling_overrides"),
@@ -106,9 +109,13 @@ def override_step(architecture: str, release: str) -> AttentionStep | None:
     from advisor.rules.sglang.architectures import named
 
     places = (named(release) or {}).get(architecture, ())
-    return next((step for step in ATTENTION_STEPS if architecture in step.architectures
-                 and (step.where in places or any(b in places for b in step.before))
-                 and within(release, step.first, step.last)), None)  # fmt: skip
+
+    def registers(step: AttentionStep) -> bool:
+        if step.contains is not None and within(release, step.first, step.contains[1]):
+            return step.contains[0] in architecture
+        return architecture in step.architectures and (step.where in places or any(b in places for b in step.before))
+
+    return next((step for step in ATTENTION_STEPS if registers(step) and within(release, step.first, step.last)), None)
 
 
 def step_attention(s: Scenario, architecture: str, release: str) -> str | None:
