@@ -50,7 +50,11 @@ def attention_decision(s: Scenario, version: str) -> Decision:
 
     def attention(s: Scenario):
         text = {"mla": "MLA (DeepSeek family)", "sinks": "standard with attention sinks", "standard": "standard MHA/GQA"}
-        return (kind is not None) or None, text.get(kind, "model unknown"), "known attention type"
+        observed = text.get(kind, "model unknown")
+        if kind == "standard" and s.model.uses_mla:  # configs/model_config.py _derive_model_shapes keys MLA on names
+            observed = (f"standard MHA/GQA: the config has kv_lora_rank, but sglang v{release} reads MLA only for the"
+                        " architectures on its list")  # fmt: skip
+        return (kind is not None) or None, observed, "known attention type"
 
     conditions = (
         Condition("gpu_family", "GPU family", gpu, "the default differs between Hopper, SM10x and other GPUs",
