@@ -119,3 +119,32 @@ multimodal_model_archs = ["EForConditionalGeneration", "FModel"]
                                          "CForCausalLM": "use_mla=true"}  # fmt: skip
     assert assigned_list(source, "multimodal_model_archs") == ["EForConditionalGeneration", "FModel"]
     assert assigned_list(source, "mm_disabled_models") is None
+
+
+def _scenario(profile: str, model):
+    from advisor.plan import Intent, build_plan
+    from advisor.probe.profiles import load_profile
+
+    return build_plan(load_profile(profile), model, Intent(tp=1, engine="sglang", engine_version="0.5.23"))
+
+
+def test_override_steps_follow_the_release_registration_and_config():
+    from advisor.rules.sglang.model_overrides import override_step
+
+    assert override_step("ExaoneMoeForCausalLM", "0.5.23") is not None  # registered in v0.5.23 ...
+    assert override_step("ExaoneMoeForCausalLM", "0.5.20") is None  # ... not yet in v0.5.20 (only ExaoneMoEForCausalLM)
+    assert override_step("MyLlama4VariantForCausalLM", "0.5.9") is not None  # '"Llama4" in model_arch' up to v0.5.10
+    assert override_step("MyLlama4VariantForCausalLM", "0.5.14") is None
+    exaone = {**LLAMA, "architectures": ["Exaone4ForCausalLM"], "model_type": "exaone4"}
+    with_pattern = _scenario("a100-sxm-8", spec({**exaone, "sliding_window_pattern": 4}))
+    without = _scenario("a100-sxm-8", spec(exaone))
+    assert with_pattern.decision("attention_backend").value == "fa3"  # the step needs the sliding layers
+    assert without.decision("attention_backend").value == "flashinfer"
+
+
+def test_an_unnamed_mla_config_takes_the_mha_defaults_on_sm100():
+    unnamed = spec({**DEEPSEEK, "architectures": ["MyMlaForCausalLM"]})
+    decision = _scenario("b200-8", unnamed).decision("attention_backend")
+    assert decision.value == "fa4"  # K rows 64 (qk_rope_head_dim), V rows 128: asymmetric
+    assert any(s.name == "page_size" and s.value == 128 for s in decision.settings)
+    assert _scenario("b200-8", spec(DEEPSEEK)).decision("attention_backend").value == "trtllm_mla"
