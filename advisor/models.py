@@ -154,7 +154,9 @@ class ModelSpec:
     hybrid_swa: bool = False  # is_hybrid_swa: true, a custom hybrid sliding-window model's opt-in (SGLang from v0.5.13)
     use_mla: bool | None = None  # DeepSeek-VL2's switch between MLA and MHA (absent: MLA)
     layer_types: tuple[str, ...] = ()  # per-layer attention kinds ("full_attention", "sliding_attention", ...)
-    has_text_config: bool = False  # the model keeps its text settings in a sub-config (multimodal wrappers)
+    # the model keeps its language model in a sub-config (text_config, llm_config, language_config, thinker_config: the
+    # ones SGLang's get_hf_text_config unwraps), as multimodal wrappers do
+    has_text_config: bool = False
     sliding_window_pattern: bool = False  # the config sets sliding_window_pattern (EXAONE 4's interleaved sliding layers)
     # Kimi delta attention layers: linear_attn_config.kda_layers, or linear_attention layers with linear_num_heads and
     # linear_head_dim (SGLang's uses_kda_attention, v0.5.20+)
@@ -204,6 +206,9 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
         algo = str(qc.get("quant_algo") or "").upper()
         return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if "FP8" in algo else "modelopt"
     return method
+
+
+SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text_config
 
 
 def _kda_attention(config: Mapping[str, Any]) -> bool:
@@ -322,7 +327,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         hybrid_swa=merged.get("is_hybrid_swa") is True,
         use_mla=merged.get("use_mla") if isinstance(merged.get("use_mla"), bool) else None,
         layer_types=_layer_types(merged.get("layer_types")),
-        has_text_config=bool(text),
+        has_text_config=bool(text) or any(isinstance(config.get(k), Mapping) and config.get(k) for k in SUB_CONFIGS),
         sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
         kda_attention=_kda_attention(config) or _kda_attention(text),
     )

@@ -148,3 +148,10 @@ def test_an_unnamed_mla_config_takes_the_mha_defaults_on_sm100():
     assert decision.value == "fa4"  # K rows 64 (qk_rope_head_dim), V rows 128: asymmetric
     assert any(s.name == "page_size" and s.value == 128 for s in decision.settings)
     assert _scenario("b200-8", spec(DEEPSEEK)).decision("attention_backend").value == "trtllm_mla"
+
+
+def test_a_thinker_config_wrapper_is_multimodal_from_v0_5_10():
+    omni = spec({"architectures": ["MyOmniForConditionalGeneration"], "model_type": "x", "thinker_config": {"x": 1},
+                 **LLAMA | {"architectures": ["MyOmniForConditionalGeneration"]}})  # fmt: skip
+    assert omni.has_text_config  # get_hf_text_config unwraps thinker_config, llm_config and language_config too
+    assert model_config.is_multimodal(omni, "0.5.23") and not model_config.is_multimodal(omni, "0.5.9")
