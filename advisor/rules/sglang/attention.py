@@ -20,7 +20,7 @@ from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
-from advisor.rules.sglang.model_overrides import is_hrm_text, step_attention
+from advisor.rules.sglang.model_overrides import is_hrm_text, same_function, step_attention
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
 SINK_ARCHS = frozenset({"GptOssForCausalLM"})
@@ -115,10 +115,10 @@ TRTLLM_MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGen
 # Qwen3.5's SM10x triton default is its step's (arg_groups/model_overrides/qwen3_5.py registers the two
 # ForConditionalGeneration names), not every name starting with Qwen3_5 (Qwen3_5ForCausalLM takes trtllm_mha).
 QWEN3_5_TRITON = frozenset({"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
-# From v0.5.19 the DeepSeek family's own step (arg_groups/model_overrides/deepseek_v2.py _deepseek_family_overrides)
-# sets trtllm_mla on SM10x for every architecture it registers that is not DSA (LongCat-Flash, Mistral Large 3, ...):
-# the names architectures.json places in that function.
-FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.19"
+# The DeepSeek family's own step (_deepseek_family_overrides: arg_groups/overrides.py from v0.5.16, v0.5.19+
+# model_overrides/deepseek_v2.py) sets trtllm_mla on SM10x for every architecture it registers that is not DSA
+# (LongCat-Flash, Mistral Large 3, ...): the names architectures.json places in that function (checked from v0.5.16).
+FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.16"
 
 
 def _trtllm_mla(model, release: str) -> bool:
@@ -127,7 +127,7 @@ def _trtllm_mla(model, release: str) -> bool:
         return True
     if not within(release, FAMILY_STEP_FROM, None):
         return False
-    return FAMILY_STEP in (named(release) or {}).get(arch, ())
+    return any(same_function(place, FAMILY_STEP) for place in (named(release) or {}).get(arch, ()))
 
 
 def _default_attention(

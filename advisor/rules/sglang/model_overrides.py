@@ -82,7 +82,7 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
                   "arg_groups/model_override_base.py:get_default_attn_backend",
                   before=("server_args.py:ServerArgs._get_default_attn_backend",)),
     # HRM-Text's bidirectional prefill (config prefix_lm, true when absent): triton everywhere
-    AttentionStep(frozenset({"HrmTextForCausalLM"}), "0.5.19", None, _ALL_GPUS,
+    AttentionStep(frozenset({"HrmTextForCausalLM"}), "0.5.16", None, _ALL_GPUS,
                   "arg_groups/model_hook.py:handle_model_capability_adjustments"),
 )
 # fmt: on
@@ -104,6 +104,13 @@ def gpu_kinds(s: Scenario) -> tuple[str, ...]:
     return (*kinds, "any")
 
 
+def same_function(place: str, where: str) -> bool:
+    """Whether an architectures.json place is the step's function wherever the release keeps it: v0.5.15-v0.5.18 hold
+    the steps in arg_groups/overrides.py, v0.5.19+ in arg_groups/model_overrides/<family>.py (and HRM-Text's in
+    ServerArgs._handle_model_capability_adjustments before model_hook.py's handle_model_capability_adjustments)."""
+    return place.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lstrip("_") == where.rsplit(":", 1)[-1].lstrip("_")
+
+
 def override_step(architecture: str, release: str) -> AttentionStep | None:
     """The step that sets this architecture's attention backend in ``release``: it registers the name there."""
     from advisor.rules.sglang.architectures import named
@@ -113,7 +120,9 @@ def override_step(architecture: str, release: str) -> AttentionStep | None:
     def registers(step: AttentionStep) -> bool:
         if step.contains is not None and within(release, step.first, step.contains[1]):
             return step.contains[0] in architecture
-        return architecture in step.architectures and (step.where in places or any(b in places for b in step.before))
+        return architecture in step.architectures and (
+            any(same_function(place, step.where) for place in places) or any(b in places for b in step.before)
+        )
 
     return next((step for step in ATTENTION_STEPS if registers(step) and within(release, step.first, step.last)), None)
 
@@ -131,11 +140,12 @@ def step_attention(s: Scenario, architecture: str, release: str) -> str | None:
 # (chunked_prefill_size -1, "Automatically turn off --chunked-prefill-size"; server_args.py, from v0.5.19
 # arg_groups/model_hook.py handle_model_capability_adjustments). The list is read from architectures.json.
 CHUNKED_UNSUPPORTED = "configs/model_config.py:is_multimodal_chunked_prefill_supported"
-# Checked from v0.5.19 (the named grid's v0.5.20 and v0.5.23 goldens); v0.5.14's keeps chunked prefill for CLIP and Mllama.
-CHUNKED_UNSUPPORTED_FROM = "0.5.19"
+# Called from v0.5.16 (the named grid's v0.5.16 to v0.5.23 goldens); v0.5.14's keeps chunked prefill for CLIP and Mllama.
+CHUNKED_UNSUPPORTED_FROM = "0.5.16"
 # HRM-Text (model_type hrm_text or the name; its config's prefix_lm, true when absent, is not read): chunked prefill,
-# the radix cache and CUDA graphs off (arg_groups/model_hook.py handle_model_capability_adjustments, v0.5.19+).
-HRM_TEXT, HRM_TEXT_FROM = ("hrm_text", "HrmTextForCausalLM"), "0.5.19"
+# the radix cache and CUDA graphs off (server_args.py _handle_model_capability_adjustments from v0.5.16; v0.5.19+
+# arg_groups/model_hook.py handle_model_capability_adjustments).
+HRM_TEXT, HRM_TEXT_FROM = ("hrm_text", "HrmTextForCausalLM"), "0.5.16"
 
 
 def is_hrm_text(model, release: str) -> bool:

@@ -65,11 +65,12 @@ MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_FAMILY, _QUANT_TRTLLM, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.12", None, _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     # The rest of arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS, which _deepseek_moe_quant_resolution reads
-    # (architectures.json; issue 31): Mistral Large 3's Pixtral wrapper from v0.5.15; LongCat-Flash v0.5.16 to v0.5.18
-    # (from v0.5.19 "not model_arch.startswith('LongcatFlash')": its top-k spans zero-expert logits); dots3 from v0.5.19;
+    # (architectures.json; issue 31): Mistral Large 3's Pixtral wrapper from v0.5.15; LongCat-Flash in v0.5.16 only
+    # (from v0.5.17 "not model_arch.startswith('LongcatFlash')": its top-k spans zero-expert logits; the named grid's
+    # v0.5.18 golden says auto); dots3 from v0.5.19;
     # GLM-5-Next and HY-V4 from v0.5.20.
     MoeRunnerRow("0.5.15", None, _PIXTRAL, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.16", "0.5.18", _LONGCAT, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.16", "0.5.16", _LONGCAT, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.19", None, _DOTS3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.20", None, _GLM5_NEXT_HY_V4, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     # Command A+ (arg_groups/model_overrides/cohere2_moe.py, v0.5.19+): unquantized (or NVFP4-packed, not modelled)
