@@ -151,6 +151,22 @@ class ModelSpec:
     full_attention_interval: int | None = None  # hybrid linear-attention models (Qwen3-Next): every Nth layer has a KV cache
     sliding_window: int | None = None  # models with sliding-window layers (gpt-oss)
     index_topk: int | None = None  # DeepSeek sparse attention's indexer (V3.2, GLM-5): SGLang's DSA check reads it
+    # What an engine reads from the config beyond the shapes (issue 31: rules keyed on the config, not the name). Each is
+    # the (text_config's, else the top level's) key as written; None / False / () where the config does not set it.
+    config_head_dim: int | None = None  # head_dim as written (head_dim above is derived when the config lacks it)
+    swa_head_dim: int | None = None  # sliding-window layers' K / V widths where they differ from head_dim (MiMo V2)
+    swa_v_head_dim: int | None = None
+    learnable_sink: bool = False  # learned attention sinks declared by the config (SGLang from v0.5.20)
+    hybrid_swa: bool = False  # is_hybrid_swa: true, a custom hybrid sliding-window model's opt-in (SGLang from v0.5.13)
+    use_mla: bool | None = None  # DeepSeek-VL2's switch between MLA and MHA (absent: MLA)
+    layer_types: tuple[str, ...] = ()  # per-layer attention kinds ("full_attention", "sliding_attention", ...)
+    # the model keeps its language model in a sub-config (text_config, llm_config, language_config, thinker_config: the
+    # ones SGLang's get_hf_text_config unwraps), as multimodal wrappers do
+    has_text_config: bool = False
+    sliding_window_pattern: bool = False  # the config sets sliding_window_pattern (EXAONE 4's interleaved sliding layers)
+    # Kimi delta attention layers: linear_attn_config.kda_layers, or linear_attention layers with linear_num_heads and
+    # linear_head_dim (SGLang's uses_kda_attention, v0.5.20+)
+    kda_attention: bool = False
 
     @property
     def is_moe(self) -> bool:
@@ -196,6 +212,24 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
         algo = str(qc.get("quant_algo") or "").upper()
         return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if "FP8" in algo else "modelopt"
     return method
+
+
+SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text_config
+
+
+def _kda_attention(config: Mapping[str, Any]) -> bool:
+    linear = config.get("linear_attn_config")
+    if isinstance(linear, Mapping) and linear.get("kda_layers"):
+        return True
+    return ("linear_attention" in _layer_types(config.get("layer_types"))
+            and config.get("linear_num_heads") is not None and config.get("linear_head_dim") is not None)  # fmt: skip
+
+
+def _layer_types(value: Any) -> tuple[str, ...]:
+    """layer_types as written when it is a list of names; () otherwise."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return ()
 
 
 def _vision(config: Mapping[str, Any], where: str) -> tuple[int | None, int | None] | None:
@@ -301,6 +335,16 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         sliding_window=size("sliding_window"),
         index_topk=size("index_topk"),
         vision=_vision(config, where),
+        config_head_dim=size("head_dim"),
+        swa_head_dim=size("swa_head_dim"),
+        swa_v_head_dim=size("swa_v_head_dim"),
+        learnable_sink=merged.get("learnable_sink") is True,
+        hybrid_swa=merged.get("is_hybrid_swa") is True,
+        use_mla=merged.get("use_mla") if isinstance(merged.get("use_mla"), bool) else None,
+        layer_types=_layer_types(merged.get("layer_types")),
+        has_text_config=bool(text) or any(isinstance(config.get(k), Mapping) and config.get(k) for k in SUB_CONFIGS),
+        sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
+        kda_attention=_kda_attention(config) or _kda_attention(text),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))

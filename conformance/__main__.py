@@ -1,11 +1,11 @@
-"""python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,vllm,vllm-flags,vllm-architectures,report} ...: see each harness's --help."""
+"""python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,vllm,vllm-flags,vllm-architectures,report} ...: see each harness's --help."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-USAGE = "usage: python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,vllm,vllm-flags,vllm-architectures,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
+USAGE = "usage: python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,vllm,vllm-flags,vllm-architectures,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
 
 
 def main(argv: list[str]) -> int:
@@ -25,6 +25,10 @@ def main(argv: list[str]) -> int:
         from conformance.vllm.flags import main as run
     elif command == "sglang-architectures":
         from conformance.sglang.architectures import main as run
+    elif command == "sglang-config-keys":
+        from conformance.sglang.config_keys import main as run
+    elif command == "sglang-configs":
+        from conformance.sglang.config_grid import main as run
     elif command == "vllm-architectures":
         from conformance.vllm.architectures import main as run
     elif command == "report":

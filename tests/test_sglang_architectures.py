@@ -237,7 +237,9 @@ def moe(arch: str) -> ModelSpec:
     ("arch", "first", "last"),
     [
         ("PixtralForConditionalGeneration", "0.5.15", None),
-        ("LongcatFlashForCausalLM", "0.5.16", "0.5.18"),
+        # v0.5.17's overrides.py already has 'not model_arch.startswith("LongcatFlash")' (the named grid's v0.5.18
+        # golden: auto)
+        ("LongcatFlashForCausalLM", "0.5.16", "0.5.16"),
         ("Dots3NoteForCausalLM", "0.5.19", None),
         ("Glm5NextForConditionalGeneration", "0.5.20", None),
         ("HYV4ForCausalLM", "0.5.20", None),
@@ -245,7 +247,7 @@ def moe(arch: str) -> ModelSpec:
 )
 def test_the_release_deepseek_family_gets_flashinfer_trtllm_on_sm100(arch, first, last):
     """arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS, as architectures.json holds it, read by
-    _deepseek_moe_quant_resolution (LongCat-Flash is excluded by name from v0.5.19)."""
+    _deepseek_moe_quant_resolution (LongCat-Flash is excluded by name from v0.5.17)."""
     from advisor.rules.sglang.moe_runner import moe_runner_decision
 
     family = "arg_groups/overrides.py:_DEEPSEEK_FAMILY_ARCHS"

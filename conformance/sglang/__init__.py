@@ -123,17 +123,39 @@ def release_dir(release: str) -> Path:
     return target
 
 
-def _job(release: str, limit: int | None) -> tuple[dict, dict[str, dict]]:
+# the grid of grid.py; config_grid.py's variants (golden sglang-configs-X.jsonl) and its named grid (sglang-named-X.jsonl)
+GRIDS = ("main", "configs", "named")
+
+
+def grid_scenarios(grid: str, limit: int | None) -> list[dict]:
+    if grid == "configs":
+        from conformance.sglang.config_grid import scenarios as config_scenarios
+
+        return config_scenarios(limit)
+    if grid == "named":
+        from conformance.sglang.config_grid import named_scenarios
+
+        return named_scenarios(limit)
+    return scenarios(limit)
+
+
+def golden_path(release: str, grid: str = "main") -> Path:
+    return GOLDEN / (f"sglang-{release}.jsonl" if grid == "main" else f"sglang-{grid}-{release}.jsonl")
+
+
+def _job(release: str, limit: int | None, grid: str = "main") -> tuple[dict, dict[str, dict]]:
     groups: dict[str, dict] = {}
     by_id: dict[str, dict] = {}
-    for sc in scenarios(limit):
+    for sc in grid_scenarios(grid, limit):
         gpu = GPUS[sc["gpu"]]
         # The speculative scenarios run in groups of their own after every plain group, with os.environ put back after
-        # each, so they cannot change what the plain scenarios resolve.
+        # each, so they cannot change what the plain scenarios resolve. The configs and named grids put it back after
+        # every scenario: a model step that sets SGLANG_* (Beam, Muse Spark: SGLANG_ENABLE_POST_CAPTURE_KV_SIZING)
+        # would otherwise change every later model's resolution.
         speculative = "speculative" in sc
         key = f"{sc['gpu']}/speculative" if speculative else sc["gpu"]
         group = groups.setdefault(key, {"gpu": gpu["fake"], "torch_cuda": gpu["torch_cuda"], "scenarios": [],
-                                        "isolate_env": speculative})  # fmt: skip
+                                        "isolate_env": speculative or grid != "main"})  # fmt: skip
         config_dir = str(CONFIGS / sc["model"])
         draft_dir = str(CONFIGS / sc["draft"]) if sc.get("draft") else None
         group["scenarios"].append({"id": sc["id"], "config_dir": config_dir, "draft_dir": draft_dir,
@@ -158,12 +180,12 @@ def sc_argv(sc: dict, config_dir: str, draft_dir: str | None = None) -> list[str
     return argv
 
 
-def generate(release: str, limit: int | None = None) -> tuple[Path, float, int, int]:
+def generate(release: str, limit: int | None = None, grid: str = "main") -> tuple[Path, float, int, int]:
     """Run the release over the grid and write its golden file; (path, seconds, scenarios, rejected)."""
     start = time.monotonic()
     python = base_python()
     target = release_dir(release)
-    job, by_id = _job(release, limit)
+    job, by_id = _job(release, limit, grid)
     with tempfile.TemporaryDirectory() as tmp:
         job_file, out_file = Path(tmp) / "job.json", Path(tmp) / "out.jsonl"
         job_file.write_text(json.dumps(job))
@@ -177,7 +199,7 @@ def generate(release: str, limit: int | None = None) -> tuple[Path, float, int, 
     if done.returncode != 0 or len(results) != len(by_id):
         raise HarnessError(f"the sglang {release} runner stopped after {len(results)}/{len(by_id)} scenarios; see {log}")
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    path = GOLDEN / f"sglang-{release}.jsonl"
+    path = golden_path(release, grid)
     rejected = 0
     with open(path, "w") as f:
         for result in results:
@@ -197,12 +219,15 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance sglang", description=__doc__.splitlines()[0])
     parser.add_argument("releases", nargs="+", metavar="X.Y.Z", help="SGLang releases, e.g. 0.5.14 0.5.23")
     parser.add_argument("--limit", type=int, default=None, help="run only the first N scenarios (a quick try)")
+    parser.add_argument("--grid", choices=GRIDS, default="main",
+                        help="main: grid.py's models; configs: config_grid.py's unnamed and config-keyed variants; named: "
+                             "every architecture the release names with a transformers config class")  # fmt: skip
     args = parser.parse_args(argv)
     failed = 0
     for release in args.releases:
         release = release.lstrip("v")
         try:
-            path, seconds, count, rejected = generate(release, args.limit)
+            path, seconds, count, rejected = generate(release, args.limit, args.grid)
         except HarnessError as exc:
             print(f"error: {exc}", file=sys.stderr)  # the next release may still run
             failed += 1

@@ -250,7 +250,7 @@ def _references(node: ast.AST, module: Module, owner: str | None, source: Wheel)
     return found
 
 
-RULE_MODULES = ("architectures", "attention", "custom_allreduce", "fusion", "memory", "moe_runner", "prefill_graph",
+RULE_MODULES = ("architectures", "attention", "custom_allreduce", "fusion", "memory", "model_config", "moe_runner", "prefill_graph",
                 "releases")  # fmt: skip
 
 

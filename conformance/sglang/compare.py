@@ -24,14 +24,20 @@ OPTIONAL_FIELDS = frozenset({"piecewise_cuda_graph", "piecewise_cuda_graph_max_t
 ABSENT = object()
 
 
-def golden_releases() -> list[str]:
-    # sglang-<release>.jsonl (the argument goldens; sglang-memory-<release>.jsonl are the KV-pool goldens)
-    names = [p.name[len("sglang-") : -len(".jsonl")] for p in GOLDEN.glob("sglang-[0-9]*.jsonl")]
+# The argument goldens: sglang-<release>.jsonl (grid.py's grid) and sglang-configs-<release>.jsonl (config_grid.py's
+# unnamed and config-keyed variants), sglang-named-<release>.jsonl (config_grid.py's named grid);
+# sglang-memory-<release>.jsonl are the KV-pool goldens.
+GRIDS = {"main": "sglang-", "configs": "sglang-configs-", "named": "sglang-named-"}
+
+
+def golden_releases(grid: str = "main") -> list[str]:
+    prefix = GRIDS[grid]
+    names = [p.name[len(prefix) : -len(".jsonl")] for p in GOLDEN.glob(f"{prefix}[0-9]*.jsonl")]
     return sorted(names, key=lambda r: tuple(int(x) for x in r.split(".")))
 
 
-def golden_lines(release: str) -> Iterator[dict]:
-    with open(GOLDEN / f"sglang-{release}.jsonl") as f:
+def golden_lines(release: str, grid: str = "main") -> Iterator[dict]:
+    with open(GOLDEN / f"{GRIDS[grid]}{release}.jsonl") as f:
         for line in f:
             yield json.loads(line)
 
@@ -53,11 +59,11 @@ def golden_values(fields: dict) -> dict:
     }
 
 
-def recorded(release: str) -> set[str]:
+def recorded(release: str, grid: str = "main") -> set[str]:
     """The FIELDS this release's golden records for at least one compared scenario (every field but OPTIONAL_FIELDS
     always; those where the harness read them)."""
     out: set[str] = set()
-    for line in golden_lines(release):
+    for line in golden_lines(release, grid):
         if "fields" in line:
             out |= {field for field, value in golden_values(line["fields"]).items() if value is not ABSENT}
     return out
@@ -134,11 +140,11 @@ def _setting(decision, name: str):
     return next((s.value for s in decision.settings if s.name == name), None) if decision is not None else None
 
 
-def disagreements(release: str) -> tuple[set[tuple[str, str, str]], int, int]:
+def disagreements(release: str, grid: str = "main") -> tuple[set[tuple[str, str, str]], int, int]:
     """({(release, scenario id, field)} where the advisor differs, scenarios compared, scenarios SGLang rejected)."""
     out: set[tuple[str, str, str]] = set()
     compared = rejected = 0
-    for line in golden_lines(release):
+    for line in golden_lines(release, grid):
         if "fields" not in line:
             rejected += 1  # SGLang refused the arguments; the advisor's checks are not compared here
             continue

@@ -18,9 +18,11 @@ if str(REPO) not in sys.path:
 
 from conformance.sglang.compare import FIELDS, golden_lines, golden_releases  # noqa: E402
 from conformance.sglang.compare import disagreements as find_disagreements  # noqa: E402
-from conformance.sglang.report import load_known  # noqa: E402
+from conformance.sglang.report import REASON_NEEDED, load_known, load_named_known, scenario_architecture  # noqa: E402
 
 RELEASES = golden_releases()
+CONFIG_RELEASES = golden_releases("configs")  # config_grid.py: unnamed architectures and config-keyed properties
+NAMED_RELEASES = golden_releases("named")  # config_grid.py: every named architecture with transformers' default config
 
 
 def test_goldens_cover_the_grid():
@@ -31,14 +33,50 @@ def test_goldens_cover_the_grid():
         assert sum("fields" in line for line in lines) >= 500, f"sglang {release}: most scenarios were rejected"
 
 
-@pytest.mark.parametrize("release", RELEASES)
-def test_every_field_agrees_or_is_a_known_disagreement(release):
-    found, compared, _ = find_disagreements(release)
-    known = {k for k in load_known() if k[0] == release}
+@pytest.mark.parametrize("grid, release", [("main", r) for r in RELEASES] + [("configs", r) for r in CONFIG_RELEASES])
+def test_every_field_agrees_or_is_a_known_disagreement(grid, release):
+    found, compared, _ = find_disagreements(release, grid)
+    known = {
+        k
+        for k in load_known()
+        if k[0] == release and k[1].split("/")[1].startswith("synthetic-") == (grid == "configs")
+    }
     new = sorted(found - known)
     fixed = sorted(known - found)
     assert not new, f"{len(new)} new disagreements with sglang {release}, e.g. {new[:5]}"
     assert not fixed, f"{len(fixed)} known disagreements now agree (update the list), e.g. {fixed[:5]}"
+
+
+@pytest.mark.parametrize("release", NAMED_RELEASES)
+def test_named_grid_agrees_or_is_a_known_disagreement_with_a_reason(release):
+    """The named grid's residue is its own list (it does not make a release unverified), each architecture with why."""
+    found, _, _ = find_disagreements(release, "named")
+    known_all, reasons = load_named_known()
+    known = {k for k in known_all if k[0] == release}
+    new, fixed = sorted(found - known), sorted(known - found)
+    assert not new, f"{len(new)} new disagreements with sglang {release} (named grid), e.g. {new[:5]}"
+    assert not fixed, (
+        f"{len(fixed)} known disagreements of the named grid now agree (update the list), e.g. {fixed[:5]}"
+    )
+    for _, sid, _ in known:
+        assert reasons.get(scenario_architecture(sid), REASON_NEEDED) != REASON_NEEDED, sid
+
+
+def test_config_grid_covers_the_newest_releases_and_its_configs_are_the_recipes():
+    """The config grid's goldens exist for the newest releases, most scenarios resolve, and each stored
+    synthetic-*/config.json is what config_grid.py's recipe writes (a hand edit would hold the rules to another file)."""
+    import json
+
+    from conformance.sglang.config_grid import CONFIGS, VARIANTS, model_dir, scenarios, variant_config
+
+    assert {"0.5.8", "0.5.14", "0.5.20", "0.5.23"} <= set(CONFIG_RELEASES)
+    for release in CONFIG_RELEASES:
+        lines = list(golden_lines(release, "configs"))
+        assert {line["id"] for line in lines} == {sc["id"] for sc in scenarios()}, f"sglang {release}: rerun the grid"
+        assert sum("fields" in line for line in lines) >= len(lines) // 2, f"sglang {release}: most were rejected"
+    for name in VARIANTS:
+        stored = json.loads((CONFIGS / model_dir(name) / "config.json").read_text())
+        assert stored == variant_config(name), f"{name}: run python -m conformance sglang-configs write"
 
 
 def test_known_disagreements_name_only_modelled_fields_and_goldens():

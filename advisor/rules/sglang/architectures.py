@@ -41,6 +41,20 @@ def seen_architecture(architecture: str, release: str) -> str:
     return architecture
 
 
+# v0.5.8 to v0.5.10 load a config whose model_type is deepseek_v32 (unknown to their transformers) as DeepSeek V3,
+# whatever its architectures say (utils/hf_transformers_utils.py _load_deepseek_v32_model rewrites both).
+DEEPSEEK_V32_LOADED_AS = ("deepseek_v32", "DeepseekV3ForCausalLM", "0.5.8", "0.5.10")
+
+
+def loaded_architecture(model, release: str) -> str:
+    """architectures[0] as ``release`` holds it after loading the config: the name renames of architectures.py, and the
+    model_type-keyed DeepSeek V3.2 load of v0.5.8 to v0.5.10."""
+    model_type, loaded, first, last = DEEPSEEK_V32_LOADED_AS
+    if model.model_type == model_type and within(release, first, last):
+        return loaded
+    return seen_architecture(model.architecture, release)
+
+
 @cache
 def _releases() -> dict[str, dict[str, list[str]]]:
     """architectures.json's releases, read once."""
@@ -70,7 +84,7 @@ def uses_dsa(model, release: str) -> bool:
     config. A name on the list without index_topk (DeepSeek V3) is plain MLA; one off the list never is DSA."""
     if model is None or model.index_topk is None:
         return False
-    return seen_architecture(model.architecture, release) in dsa_architectures(release)
+    return loaded_architecture(model, release) in dsa_architectures(release)
 
 
 # configs/model_config.py ModelConfig._detect_attention_sinks (v0.5.11+; the list SWA_SINK_ARCHS from v0.5.19): the
@@ -89,7 +103,7 @@ def sink_architectures(release: str) -> frozenset[str]:
 def has_attention_sinks(model, release: str) -> bool:
     """ModelConfig.has_attention_sinks by name. Not read: MiMo V2's add_*_sink_bias and any config's learnable_sink
     (later releases), which ModelSpec does not hold."""
-    return model is not None and seen_architecture(model.architecture, release) in sink_architectures(release)
+    return model is not None and loaded_architecture(model, release) in sink_architectures(release)
 
 
 def architecture_problems(s: Scenario, version: str) -> list[Problem]:
@@ -99,7 +113,7 @@ def architecture_problems(s: Scenario, version: str) -> list[Problem]:
     if s.model is None or names is None:
         return []
     arch = s.model.architecture
-    seen = seen_architecture(arch, release)
+    seen = loaded_architecture(s.model, release)
     if seen in names or arch in names:
         return []
     loaded = f" (loaded as {seen})" if seen != arch else ""

@@ -17,21 +17,21 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import has_attention_sinks, seen_architecture, uses_dsa
+from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
+from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
+from advisor.rules.sglang.model_overrides import is_hrm_text, same_function, step_attention
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
-MLA_ARCHS = frozenset({
-    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM",
-    "KimiK25ForConditionalGeneration", "GlmMoeDsaForCausalLM", "MistralLarge3ForCausalLM", "Glm4MoeLiteForCausalLM",
-})  # fmt: skip
 SINK_ARCHS = frozenset({"GptOssForCausalLM"})
 
 
-def attention_kind(model) -> str | None:
+def attention_kind(model, version: str | None = None) -> str | None:
+    """"mla" where SGLang's ModelConfig reads the model as MLA (its per-release list, model_config.is_mla: a config
+    with kv_lora_rank under another name is MHA there), "sinks" for GPT-OSS, else "standard"."""
     if model is None:
         return None
-    if model.uses_mla or model.architecture in MLA_ARCHS:
+    if is_mla(model, rules_release(version) if version else NEWEST):
         return "mla"
     if model.architecture in SINK_ARCHS:
         return "sinks"
@@ -40,7 +40,7 @@ def attention_kind(model) -> str | None:
 
 def attention_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
-    kind = attention_kind(s.model)
+    kind = attention_kind(s.model, version)
     major = None if s.no_gpu else s.major
 
     def gpu(s: Scenario):
@@ -50,7 +50,11 @@ def attention_decision(s: Scenario, version: str) -> Decision:
 
     def attention(s: Scenario):
         text = {"mla": "MLA (DeepSeek family)", "sinks": "standard with attention sinks", "standard": "standard MHA/GQA"}
-        return (kind is not None) or None, text.get(kind, "model unknown"), "known attention type"
+        observed = text.get(kind, "model unknown")
+        if kind == "standard" and s.model.uses_mla:  # configs/model_config.py _derive_model_shapes keys MLA on names
+            observed = (f"standard MHA/GQA: the config has kv_lora_rank, but sglang v{release} reads MLA only for the"
+                        " architectures on its list")  # fmt: skip
+        return (kind is not None) or None, observed, "known attention type"
 
     conditions = (
         Condition("gpu_family", "GPU family", gpu, "the default differs between Hopper, SM10x and other GPUs",
@@ -65,7 +69,11 @@ def attention_decision(s: Scenario, version: str) -> Decision:
     if state == NOT_ENABLED:
         value = None
     notes = [f"log line: Attention backend not specified. Use {value} backend by default."] if value and not chosen else []
-    page, why = page_size(s, version, value, kind, major, chosen)
+    # HRM-Text forces triton in a pass after page_size is resolved with the default path's backend
+    page_backend = value
+    if not chosen and value is not None and is_hrm_text(s.model, release):
+        page_backend = _default_attention(kind, major, s.model, s, version, steps=False)
+    page, why = page_size(s, version, page_backend, kind, major, chosen)
     notes.append(f"page_size {'unknown' if page is None else page}: {why}")
     return Decision(
         id="attention_backend",
@@ -104,10 +112,27 @@ DSA_NAME_FROM = "0.5.13"  # the sparse-attention backend "nsa" is called "dsa" f
 # gets Qwen3-Next's triton default on SM100.
 ANY_ARCH_FA3_FROM = "0.5.8"
 TRTLLM_MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"})
+# Qwen3.5's SM10x triton default is its step's (arg_groups/model_overrides/qwen3_5.py registers the two
+# ForConditionalGeneration names), not every name starting with Qwen3_5 (Qwen3_5ForCausalLM takes trtllm_mha).
+QWEN3_5_TRITON = frozenset({"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+# The DeepSeek family's own step (_deepseek_family_overrides: arg_groups/overrides.py from v0.5.16, v0.5.19+
+# model_overrides/deepseek_v2.py) sets trtllm_mla on SM10x for every architecture it registers that is not DSA
+# (LongCat-Flash, Mistral Large 3, ...): the names architectures.json places in that function (checked from v0.5.16).
+FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.16"
+
+
+def _trtllm_mla(model, release: str) -> bool:
+    arch = loaded_architecture(model, release)
+    if arch in TRTLLM_MLA_ARCHS:
+        return True
+    if not within(release, FAMILY_STEP_FROM, None):
+        return False
+    return any(same_function(place, FAMILY_STEP) for place in (named(release) or {}).get(arch, ()))
 
 
 def _default_attention(
-    kind: str | None, major: int | None, model, s: Scenario | None = None, version: str | None = None
+    kind: str | None, major: int | None, model, s: Scenario | None = None, version: str | None = None,
+    steps: bool = True,
 ) -> str | None:
     """SGLang's default (v0.5.7 _handle_attention_backend_compatibility and the model-specific steps before it)."""
     if kind is None or major is None:
@@ -118,13 +143,20 @@ def _default_attention(
         return "dsa" if release >= parse_release(DSA_NAME_FROM) else "nsa"
     if model.architecture == IQUEST_Q1 and release >= parse_release(IQUEST_Q1_FA3_FROM):
         return "fa3"  # on every GPU: arg_groups/model_overrides/iquest_q1.py (its sinks come from the softmax LSE)
+    rules = rules_release(version) if version else NEWEST
+    if loaded_architecture(model, rules) == "DeepseekV4ForCausalLM" and release >= parse_release(DEEPSEEK_V4_PAGE_FROM):
+        return "dsv4"  # its own step, on every GPU (deepseek_v4_hook.py; v0.5.19+ model_overrides/deepseek_v4.py)
+    if s is not None and steps:
+        stepped = step_attention(s, loaded_architecture(model, rules), rules)
+        if stepped is not None:
+            return stepped  # the architecture's own override step (model_overrides.py)
     sm90 = is_sm90(s)[0] if s is not None else major == 9
     sm100 = is_sm100(s)[0] if s is not None else major == 10
     if kind == "mla":
         if sm90:
             return "fa3"
         if sm100:
-            return "trtllm_mla" if model.architecture in TRTLLM_MLA_ARCHS else "flashinfer"
+            return "trtllm_mla" if _trtllm_mla(model, rules) else "flashinfer"
         return "triton"
     if kind == "sinks":
         return "trtllm_mha" if sm100 else "fa3" if sm90 else "triton"
@@ -134,14 +166,15 @@ def _default_attention(
         return "trtllm_mha"
     if sm100 and model.architecture in SM100_MODEL_ATTENTION:
         return SM100_MODEL_ATTENTION[model.architecture]
-    if sm100 and any_arch_fa3 and model.architecture.startswith("Qwen3_5"):
+    if sm100 and any_arch_fa3 and model.architecture in QWEN3_5_TRITON:
         return "triton"
     topk_ok = s is None or _no_spec_or_topk_one(s)
     fa3_arch = any_arch_fa3 or model.architecture in FA3_DEFAULT_ARCHS
     if sm90 and topk_ok and fa3_arch:
         return "fa3"
     if sm100 and topk_ok and (s is None or not s.flag("--speculative-algorithm") or s.flag(EAGLE_TOPK) is not None):
-        return "trtllm_mha"
+        # v0.5.17+: "trtllm_mha requires equal K/V row widths; fa4 carries v_head_dim through"
+        return "fa4" if has_asymmetric_kv(model, rules_release(version) if version else NEWEST) else "trtllm_mha"
     if not sm90 and not sm100 and has_attention_sinks(model, rules_release(version) if version else NEWEST):
         return "triton"  # v0.5.11+: "FlashInfer does not support attention sinks" (Granite SWA, IQuest-Q1 ...)
     return "flashinfer"
@@ -221,7 +254,7 @@ def page_size(
     page = s.int_flag(PAGE_SIZE)
     why = "not set" if page is None else f"{PAGE_SIZE} {s.flag(PAGE_SIZE)}"
     model = s.model
-    arch = seen_architecture(model.architecture, release) if model is not None else None
+    arch = loaded_architecture(model, release) if model is not None else None
     where = OVERRIDES if r >= (0, 5, 15) else SERVER_ARGS
     if kind is not None and major is not None and _default_attention(kind, major, model, s, version) in ("nsa", "dsa"):
         page, why = DSA_PAGE_SIZE, f"DeepSeek sparse attention sets {DSA_PAGE_SIZE} (sglang v{release}, model step)"

@@ -24,7 +24,7 @@ from advisor.rules.engine import (
     release_outcome,
     state_of,
 )
-from advisor.rules.sglang.architectures import seen_architecture
+from advisor.rules.sglang.architectures import loaded_architecture
 from advisor.rules.sglang.common import (
     ATTN_CP,
     BACKEND_FLAG,
@@ -203,7 +203,7 @@ def _arch_condition(archs: tuple[str, ...], release: str) -> Condition:
     def check(s: Scenario):
         if s.model is None:
             return None, "model unknown", f"architectures[0] on the v{release} list"
-        seen = seen_architecture(s.model.architecture, release)
+        seen = loaded_architecture(s.model, release)
         observed = s.model.architecture if seen == s.model.architecture else f"{s.model.architecture} (loaded as {seen})"
         return seen in archs, observed, f"one of {len(archs)}: {', '.join(archs)}"
 
@@ -316,7 +316,7 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"flag set, no effect: SGLang v{release} sets {' '.join(map(str, flags))} at tp 1 too, but with one"
                      " rank there is no allreduce to fuse (the fused kernel needs tp_size > 1)")  # fmt: skip
     if state == AUTO_ENABLED:
-        seen = seen_architecture(s.model.architecture, release)
+        seen = loaded_architecture(s.model, release)
         if parse_release(release) >= (0, 5, 23):
             notes.append("log line: " + LOG_LINE_V0523.format(backend=value, arch=seen))
         elif parse_release(release) >= (0, 5, 10):

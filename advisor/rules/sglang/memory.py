@@ -17,10 +17,12 @@ from advisor.rules.engine import (
     parse_release,
     state_of,
 )
-from advisor.rules.sglang.architectures import seen_architecture, uses_dsa
+from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
 from advisor.rules.sglang.attention import attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
+from advisor.rules.sglang.model_config import is_multimodal, multimodal_vision
+from advisor.rules.sglang.model_overrides import chunked_prefill_off, is_hrm_text
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
 from advisor.rules.sglang.prefill_graph import deepep_prefill_graph_sizes, prefill_graph_settings, prefill_graph_sizes
 from advisor.rules.sglang.releases import rules_release
@@ -215,36 +217,53 @@ TC_PIECEWISE_MULTIMODAL_ARCHS = frozenset({
 })  # fmt: skip
 
 
+# arg_groups/cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible (v0.5.20+): no prefill graph for a config
+# with Kimi delta attention layers (configs/model_config.py uses_kda_attention) except GLM-5.3 Flash.
+KDA_NO_PREFILL_GRAPH_FROM, KDA_BREAKABLE_ARCHS = "0.5.20", frozenset({"Glm5NextForConditionalGeneration"})
+BREAKABLE_MULTIMODAL_LIST = "configs/model_config.py:multimodal_breakable_cuda_graph_supported_model_archs"
+
+
 def _breakable_multimodal(architecture: str, release: tuple[int, ...]) -> bool:
+    """On the release's multimodal_breakable_cuda_graph_supported_model_archs (architectures.json; the table above
+    where a release was not read)."""
+    text = ".".join(map(str, release))
+    names = named(text)
+    if names is not None:
+        return BREAKABLE_MULTIMODAL_LIST in names.get(architecture, ())
     lists = [archs for first, archs in BREAKABLE_MULTIMODAL_ARCHS.items() if parse_release(first) <= release]
     return bool(lists) and architecture in lists[-1]
 
 
-def prefill_graph_kind(s: Scenario, version: str) -> str | None:
+def prefill_graph_kind(s: Scenario, version: str, capability_steps: bool = True) -> str | None:
     """The attention kind sizing the prefill CUDA-graph reserve ("mla" or "standard"), or None when SGLang leaves the
     prefill graph off for this release, model and layout."""
     release = parse_release(rules_release(version))
     if release < parse_release(PREFILL_GRAPH_FROM) or s.model is None:
         return None
-    model, arch = s.model, seen_architecture(s.model.architecture, rules_release(version))
+    model, arch = s.model, loaded_architecture(s.model, rules_release(version))
     dsa = uses_dsa(model, rules_release(version))
-    kind = attention_kind(model)
+    kind = attention_kind(model, version)
+    multimodal = is_multimodal(model, rules_release(version))
     a2a = s.intent.moe_a2a_backend or "none"
     if release < parse_release(FIRST_BREAKABLE_FROM):  # the piecewise graph
         if s.flag(SPECULATIVE_FLAG) and rules_release(version) in SPEC_NO_PIECEWISE:
             return None
-        if s.intent.dp_attention or a2a != "none" or model.vision is not None or arch in NO_PREFILL_GRAPH_ARCHS:
+        if s.intent.dp_attention or a2a != "none" or multimodal or arch in NO_PREFILL_GRAPH_ARCHS:
             return None
         if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and dsa:
             return None
         return kind
     if arch == "DeepseekV4ForCausalLM":
         return None
-    if (model.vision is not None and arch in TC_PIECEWISE_MULTIMODAL_ARCHS and release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM)
+    if model.kda_attention and arch not in KDA_BREAKABLE_ARCHS and release >= parse_release(KDA_NO_PREFILL_GRAPH_FROM):
+        return None  # "Breakable CUDA graph is incompatible with KDA hybrid linear attention"
+    if capability_steps and is_hrm_text(model, rules_release(version)):
+        return None  # HRM-Text runs without CUDA graphs (model_hook.py handle_model_capability_adjustments)
+    if (multimodal and arch in TC_PIECEWISE_MULTIMODAL_ARCHS and release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM)
             and release >= parse_release(BREAKABLE_MULTIMODAL_FROM)):  # fmt: skip
         # v0.5.16/v0.5.17 switch these to the tc_piecewise graph, whose own rules stop it for DP attention and a2a only
         return None if s.intent.dp_attention or a2a != "none" else kind
-    if model.vision is not None and not _breakable_multimodal(arch, release):
+    if multimodal and not _breakable_multimodal(arch, release):
         return None
     if release < parse_release(PREFILL_GRAPH_WITH_DP_FROM):
         return None if kind == "mla" or s.intent.dp_attention or a2a != "none" else kind
@@ -337,8 +356,9 @@ def memory_decision(s: Scenario, version: str) -> Decision:
                   f"pass --chunked-prefill-size, {graph_flags[-1]}, --mem-fraction-static to choose"),
     )  # fmt: skip
     results = evaluate(conditions, s)
-    vision = s.model.vision if s.model is not None else None
-    prefill_graph = prefill_graph_kind(s, version)
+    vision = multimodal_vision(s.model, release)  # the model as the release sees it: multimodal or not
+    # HRM-Text turns CUDA graphs off after the fraction is sized (model_hook.py), so its reserve still counts the graph
+    prefill_graph = prefill_graph_kind(s, version, capability_steps=False)
     deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(DEEPEP_A2A_RESERVE_FROM)
     speculative, max_running = speculative_algorithm(s), max_running_requests(s)
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
@@ -354,6 +374,9 @@ def memory_decision(s: Scenario, version: str) -> Decision:
                 value[key] = finite_float(raw) if key == "mem_fraction_static" else int(raw)
             except ValueError:
                 continue  # not a number: the estimate stands
+    off = None if explicit["chunked_prefill_size"] else chunked_prefill_off(s.model, release)
+    if off is not None and value.get("chunked_prefill_size") is not None:
+        value["chunked_prefill_size"] = -1
     forced = any(explicit.values())
     state = state_of(results, forced_on=forced)
     if state == NOT_ENABLED:
@@ -364,9 +387,12 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
     if s.intent.dp_attention and s.intent.dp_size > 1:
         notes.append(f"with DP attention chunked_prefill_size is divided by dp size {s.intent.dp_size}")
+    if off is not None:
+        notes.append(f"chunked prefill off (-1): {off}")
     source = Source(f"sglang v{release}", SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
                     "_handle_gpu_memory_settings, PR #10975")
-    graph, graph_note = prefill_graph_settings(s, release, prefill_graph, mem and memory_tier(mem, s.tp, release)[0])
+    graph, graph_note = prefill_graph_settings(s, release, prefill_graph_kind(s, version),
+                                               mem and memory_tier(mem, s.tp, release)[0])  # fmt: skip
     return decided("memory_defaults", "GPU-memory-driven defaults", state, results, source, value=value,
                    notes=[*notes, graph_note], settings=graph)  # fmt: skip
 

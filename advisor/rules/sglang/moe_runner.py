@@ -19,7 +19,7 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import seen_architecture
+from advisor.rules.sglang.architectures import loaded_architecture, named
 from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
 from advisor.rules.sglang.fusion import _c_a2a_none
 from advisor.rules.sglang.releases import rules_release
@@ -55,6 +55,7 @@ _PIXTRAL = frozenset({"PixtralForConditionalGeneration"})
 _LONGCAT = frozenset({"LongcatFlashForCausalLM"})
 _DOTS3 = frozenset({"Dots3NoteForCausalLM"})
 _GLM5_NEXT_HY_V4 = frozenset({"Glm5NextForConditionalGeneration", "HYV4ForCausalLM"})
+_COHERE2_MOE = frozenset({"Cohere2VisionForConditionalGeneration", "Cohere2MoeForCausalLM"})
 # fmt: off
 MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     # DeepSeek family: fp8/modelopt checkpoints; an unquantized DeepSeek V3 is defaulted to fp8 first ("Quantization not
@@ -64,13 +65,17 @@ MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_FAMILY, _QUANT_TRTLLM, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.12", None, _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     # The rest of arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS, which _deepseek_moe_quant_resolution reads
-    # (architectures.json; issue 31): Mistral Large 3's Pixtral wrapper from v0.5.15; LongCat-Flash v0.5.16 to v0.5.18
-    # (from v0.5.19 "not model_arch.startswith('LongcatFlash')": its top-k spans zero-expert logits); dots3 from v0.5.19;
+    # (architectures.json; issue 31): Mistral Large 3's Pixtral wrapper from v0.5.15; LongCat-Flash in v0.5.16 only
+    # (from v0.5.17 "not model_arch.startswith('LongcatFlash')": its top-k spans zero-expert logits; the named grid's
+    # v0.5.18 golden says auto); dots3 from v0.5.19;
     # GLM-5-Next and HY-V4 from v0.5.20.
     MoeRunnerRow("0.5.15", None, _PIXTRAL, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.16", "0.5.18", _LONGCAT, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    MoeRunnerRow("0.5.16", "0.5.16", _LONGCAT, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.19", None, _DOTS3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.20", None, _GLM5_NEXT_HY_V4, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    # Command A+ (arg_groups/model_overrides/cohere2_moe.py, v0.5.19+): unquantized (or NVFP4-packed, not modelled)
+    # checkpoints on SM10x, whatever the a2a backend
+    MoeRunnerRow("0.5.19", None, _COHERE2_MOE, frozenset({None}), "flashinfer_trtllm", a2a_blocks=False),
     MoeRunnerRow("0.5.7", "0.5.7", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4"}), "flashinfer_trtllm"),
     # v0.5.8: unquantized checkpoints too ("self.quantization in (fp8, modelopt_fp4) or self.quantization is None")
     MoeRunnerRow("0.5.8", None, _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
@@ -93,10 +98,23 @@ NEMOTRON_H = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
 MOE_RUNNER_TITLE = "MoE runner backend (--moe-runner-backend auto)"
 
 
+# From v0.5.19 the Qwen family is whatever arg_groups/model_overrides/qwen3_moe.py registers (architectures.json):
+# InternS2-Preview and Qwen4-Exp join the names above.
+QWEN_FAMILY_STEP, QWEN_FAMILY_STEP_FROM = "arg_groups/model_overrides/qwen3_moe.py:_qwen3_moe_family_overrides", "0.5.19"
+
+
+def _in_family(row: MoeRunnerRow, architecture: str, release: str) -> bool:
+    if architecture in row.families:
+        return True
+    if row.families is not _QWEN_FAMILY or not within(release, QWEN_FAMILY_STEP_FROM, None):
+        return False
+    return QWEN_FAMILY_STEP in (named(release) or {}).get(architecture, ())
+
+
 def moe_runner_row(architecture: str, version: str, gpu: str = "sm100", quantization: str | None = "?") -> MoeRunnerRow | None:
     """The row for this architecture, release and GPU kind; with ``quantization`` given, the first row allowing it."""
     release = rules_release(version)
-    rows = [r for r in MOE_RUNNER_TABLE if architecture in r.families and r.gpu == gpu
+    rows = [r for r in MOE_RUNNER_TABLE if _in_family(r, architecture, release) and r.gpu == gpu
             and within(release, r.first, r.last)]  # fmt: skip
     return next((r for r in rows if quantization in r.quantizations), rows[0] if rows else None)
 
@@ -125,12 +143,15 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
     model = s.model
     sm120 = is_sm120(s)[0]
     gpu_kind = "sm120" if sm120 else "sm100"
-    arch = seen_architecture(model.architecture, release) if model is not None else None
+    arch = loaded_architecture(model, release) if model is not None else None
     entry = moe_runner_row(arch, version, gpu_kind, model.quantization) if model is not None else None
     if model is not None and model.architecture in NEMOTRON_H:
         return _nemotron_h_decision(s, release)
 
     def is_moe(s: Scenario):
+        if model is not None and not model.is_moe and entry is not None:
+            # the family steps set the field without asking (a dense Qwen3.5, Command A Vision): unused there
+            return True, "dense (SGLang sets the runner for the family anyway; no MoE layer uses it)", "a MoE model"
         return (None if model is None else model.is_moe), (
             "model unknown" if model is None else f"{model.num_experts or 0} experts"), "a MoE model"
 

@@ -85,10 +85,10 @@ def prefill_graph_settings(
     if deepep_sizes:  # set before the default, which then stands aside
         max_tokens = deepep_prefill_graph_sizes()[-1]
         why = f"up to {max_tokens} tokens, DeepEP's breakable graph sizes"
-    elif attention_kind(s.model) == "mla" and r >= parse_release(MLA_MAX_TOKENS_CAP_FROM):
+    elif attention_kind(s.model, release) == "mla" and r >= parse_release(MLA_MAX_TOKENS_CAP_FROM):
         max_tokens = None if chunk is None else min(MLA_MAX_TOKENS_CAP, chunk)
         why = f"up to the chunked-prefill size capped at {MLA_MAX_TOKENS_CAP} tokens for MLA models"
-    elif attention_kind(s.model) == "mla" and r >= parse_release(MLA_MAX_TOKENS_FROM):
+    elif attention_kind(s.model, release) == "mla" and r >= parse_release(MLA_MAX_TOKENS_FROM):
         max_tokens, why = MLA_MAX_TOKENS, f"up to {MLA_MAX_TOKENS} tokens for MLA models"
     else:
         max_tokens, why = chunk, ("up to the chunked-prefill size (unknown: GPU memory unknown)" if chunk is None

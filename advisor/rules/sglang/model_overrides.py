@@ -1,0 +1,172 @@
+"""The attention backend SGLang's per-architecture override steps set when no backend is given
+(python/sglang/srt/arg_groups/model_overrides/*.py from v0.5.19, registered with ``_register_for``; issue 31).
+
+Each row is one step: the architectures it may register, where it lives (file:function), the first release its table
+holds for, the backend it sets per GPU kind (a kind it does not name keeps the default path), and the config key it
+also needs. A step applies to an architecture in a release only where that release's architectures.json places the
+name in the step's function, so a release that registers a name later (EXAONE-MoE's second spelling in v0.5.23) or
+drops it is followed from its own wheel. The tables are v0.5.23's, checked against the named grid's goldens of v0.5.20
+and v0.5.23. Before v0.5.19 the same names were handled inline in ServerArgs._handle_model_specific_adjustments, which
+these rows do not claim to model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.rules.engine import Scenario
+from advisor.rules.releases import within
+from advisor.rules.sglang.common import is_sm90, is_sm100
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionStep:
+    architectures: frozenset[str]
+    first: str
+    last: str | None  # None: still holds in the newest modelled release
+    backends: tuple[tuple[str, str], ...]  # (GPU kind, backend), first match wins: sm100, sm90, sm120, sm80+, any
+    where: str  # file:function under python/sglang/srt/, as architectures.json places the names it registers
+    needs: str | None = None  # a ModelSpec flag the step also needs
+    # where the same step lived before v0.5.19 (inline in server_args.py), for the rows the named grid's v0.5.14 golden
+    # shows with the same backends
+    before: tuple[str, ...] = ()
+    # up to this release the step matched a substring of the name ('"Llama4" in model_arch', v0.5.7-v0.5.10), which no
+    # list records: (substring, last release)
+    contains: tuple[str, str] | None = None
+
+
+INLINE = "server_args.py:ServerArgs._handle_model_specific_adjustments"
+
+
+_ALL_GPUS = (("any", "triton"),)
+# fmt: off
+ATTENTION_STEPS: tuple[AttentionStep, ...] = (
+    AttentionStep(frozenset({"BeamForCausalLM"}), "0.5.23", None,
+                  (("sm100", "trtllm_mha"), ("sm90", "trtllm_mha"), ("sm120", "trtllm_mha")),
+                  "arg_groups/model_overrides/beam.py:_beam_overrides"),
+    AttentionStep(frozenset({"Exaone4ForCausalLM", "ExaoneMoEForCausalLM", "ExaoneMoeForCausalLM"}), "0.5.19", None,
+                  (("sm100", "trtllm_mha"), ("sm80+", "fa3"), ("any", "triton")),
+                  "arg_groups/model_overrides/exaone.py:_exaone_overrides", needs="sliding_window_pattern"),
+    AttentionStep(frozenset({"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM",
+                             "Gemma4UnifiedForConditionalGeneration"}), "0.5.7", None,
+                  (("sm100", "trtllm_mha"), ("any", "triton")), "arg_groups/model_overrides/gemma4.py:_gemma4_overrides",
+                  before=(INLINE,)),
+    AttentionStep(frozenset({"DiffusionGemmaForBlockDiffusion"}), "0.5.21", None, _ALL_GPUS,
+                  "arg_groups/model_overrides/gemma4.py:_gemma4_overrides"),
+    AttentionStep(frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"}), "0.5.7", None,
+                  (("sm100", "trtllm_mha"), ("sm90", "fa3"), ("any", "triton")),
+                  "arg_groups/model_overrides/llama4.py:_llama4_overrides",
+                  before=(INLINE, "server_args.py:LLAMA4_MODEL_ARCHS"), contains=("Llama4", "0.5.10")),
+    AttentionStep(frozenset({"InklingForConditionalGeneration", "InklingForConditionalGenerationMTP"}), "0.5.19", None,
+                  (("sm100", "fa4"), ("sm90", "fa4"), ("any", "triton")),
+                  "arg_groups/model_overrides/inkling.py:_inkling_overrides"),
+    AttentionStep(frozenset({"Lfm2ForCausalLM", "Lfm2MoeForCausalLM"}), "0.5.7", None, (("sm100", "flashinfer"),),
+                  "arg_groups/model_overrides/lfm2.py:_lfm2_overrides", before=(INLINE,)),
+    AttentionStep(frozenset({"MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration"}), "0.5.7",
+                  None, (("sm100", "triton"),), "arg_groups/model_overrides/minicpmv.py:_minicpm_v4_6_overrides",
+                  before=(INLINE,)),
+    AttentionStep(frozenset({"FalconH1ForCausalLM", "JetNemotronForCausalLM", "JetVLMForConditionalGeneration"}),
+                  "0.5.7", None, (("sm100", "triton"),),
+                  "arg_groups/model_overrides/falcon_h1.py:_falcon_h1_jet_overrides", before=(INLINE,)),
+    AttentionStep(frozenset({"Olmo2ForCausalLM"}), "0.5.7", None,
+                  (("sm100", "trtllm_mha"), ("sm80+", "fa3"), ("any", "triton")),
+                  "arg_groups/model_overrides/olmo2.py:_olmo2_overrides", before=(INLINE,)),
+    AttentionStep(frozenset({"Step3p5ForCausalLM", "Step3p7ForConditionalGeneration"}), "0.5.7", None,
+                  (("sm100", "fa4"), ("sm120", "fa4"), ("sm90", "fa3")), "arg_groups/overrides.py:_step3p_overrides",
+                  before=(INLINE,)),
+    # Qwen4-Exp restates Qwen3.5's SM10x default (arg_groups/model_overrides/qwen4_exp.py)
+    AttentionStep(frozenset({"Qwen4ExpForConditionalGeneration"}), "0.5.19", None, (("sm100", "triton"),),
+                  "arg_groups/model_overrides/qwen4_exp.py:_qwen4_exp_overrides"),
+    # Whisper: FlashInfer for its cross-attention CUDA graphs, on every GPU
+    AttentionStep(frozenset({"WhisperForConditionalGeneration"}), "0.5.7", None, (("any", "flashinfer"),),
+                  "arg_groups/model_override_base.py:get_default_attn_backend",
+                  before=("server_args.py:ServerArgs._get_default_attn_backend",)),
+    # HRM-Text's bidirectional prefill (config prefix_lm, true when absent): triton everywhere
+    AttentionStep(frozenset({"HrmTextForCausalLM"}), "0.5.16", None, _ALL_GPUS,
+                  "arg_groups/model_hook.py:handle_model_capability_adjustments"),
+)
+# fmt: on
+
+
+def gpu_kinds(s: Scenario) -> tuple[str, ...]:
+    """The GPU kinds a step's table is read with, most specific first."""
+    if s.no_gpu or s.major is None:
+        return ()
+    kinds = []
+    if is_sm100(s)[0]:
+        kinds.append("sm100")
+    elif is_sm90(s)[0]:
+        kinds.append("sm90")
+    elif s.major == 12:
+        kinds.append("sm120")
+    if s.major >= 8:
+        kinds.append("sm80+")
+    return (*kinds, "any")
+
+
+def same_function(place: str, where: str) -> bool:
+    """Whether an architectures.json place is the step's function wherever the release keeps it: v0.5.15-v0.5.18 hold
+    the steps in arg_groups/overrides.py, v0.5.19+ in arg_groups/model_overrides/<family>.py (and HRM-Text's in
+    ServerArgs._handle_model_capability_adjustments before model_hook.py's handle_model_capability_adjustments)."""
+    return place.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lstrip("_") == where.rsplit(":", 1)[-1].lstrip("_")
+
+
+def override_step(architecture: str, release: str) -> AttentionStep | None:
+    """The step that sets this architecture's attention backend in ``release``: it registers the name there."""
+    from advisor.rules.sglang.architectures import named
+
+    places = (named(release) or {}).get(architecture, ())
+
+    def registers(step: AttentionStep) -> bool:
+        if step.contains is not None and within(release, step.first, step.contains[1]):
+            return step.contains[0] in architecture
+        return architecture in step.architectures and (
+            any(same_function(place, step.where) for place in places) or any(b in places for b in step.before)
+        )
+
+    return next((step for step in ATTENTION_STEPS if registers(step) and within(release, step.first, step.last)), None)
+
+
+def step_attention(s: Scenario, architecture: str, release: str) -> str | None:
+    """The backend the architecture's own step sets on this GPU, or None where it leaves the default path."""
+    step = override_step(architecture, release)
+    if step is None or (step.needs is not None and not getattr(s.model, step.needs, False)):
+        return None
+    kinds = gpu_kinds(s)
+    return next((backend for kind, backend in step.backends if kind in kinds), None)
+
+
+# ModelConfig.is_multimodal_chunked_prefill_supported: a multimodal model on its list runs without chunked prefill
+# (chunked_prefill_size -1, "Automatically turn off --chunked-prefill-size"; server_args.py, from v0.5.19
+# arg_groups/model_hook.py handle_model_capability_adjustments). The list is read from architectures.json.
+CHUNKED_UNSUPPORTED = "configs/model_config.py:is_multimodal_chunked_prefill_supported"
+# Called from v0.5.16 (the named grid's v0.5.16 to v0.5.23 goldens); v0.5.14's keeps chunked prefill for CLIP and Mllama.
+CHUNKED_UNSUPPORTED_FROM = "0.5.16"
+# HRM-Text (model_type hrm_text or the name; its config's prefix_lm, true when absent, is not read): chunked prefill,
+# the radix cache and CUDA graphs off (server_args.py _handle_model_capability_adjustments from v0.5.16; v0.5.19+
+# arg_groups/model_hook.py handle_model_capability_adjustments).
+HRM_TEXT, HRM_TEXT_FROM = ("hrm_text", "HrmTextForCausalLM"), "0.5.16"
+
+
+def is_hrm_text(model, release: str) -> bool:
+    return (model is not None and within(release, HRM_TEXT_FROM, None)
+            and (model.model_type == HRM_TEXT[0] or model.architecture == HRM_TEXT[1]))  # fmt: skip
+
+
+def chunked_prefill_off(model, release: str) -> str | None:
+    """Why SGLang turns chunked prefill off for this model (chunked_prefill_size -1), or None."""
+    from advisor.rules.sglang.architectures import loaded_architecture, named
+    from advisor.rules.sglang.model_config import is_multimodal
+
+    if model is None:
+        return None
+    if is_hrm_text(model, release):
+        return "HRM-Text's bidirectional prefill (model_hook.py handle_model_capability_adjustments)"
+    places = (named(release) or {}).get(loaded_architecture(model, release), ())
+    if (
+        CHUNKED_UNSUPPORTED in places
+        and within(release, CHUNKED_UNSUPPORTED_FROM, None)
+        and is_multimodal(model, release)
+    ):
+        return "a multimodal model without chunked-prefill support (model_config.py is_multimodal_chunked_prefill_supported)"
+    return None

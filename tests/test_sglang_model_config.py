@@ -1,0 +1,157 @@
+"""SGLang's ModelConfig as the rules read it from config.json (advisor/rules/sglang/model_config.py, config_keys.json)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.models import spec_from_config
+from advisor.rules.sglang import model_config
+from advisor.rules.sglang.attention import attention_kind
+from advisor.rules.sglang.releases import RELEASES
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from conformance.sglang.config_keys import assigned_list, mla_architectures  # noqa: E402
+
+DEEPSEEK = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 7168,
+            "num_attention_heads": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+            "v_head_dim": 128, "num_hidden_layers": 61}  # fmt: skip
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "num_hidden_layers": 32}  # fmt: skip
+
+
+def spec(config: dict):
+    return spec_from_config(config, model_id="t", path=None, origin="directory", where="test")
+
+
+def test_every_modelled_release_has_its_config_keys():
+    for release in RELEASES:
+        assert model_config.mla_architectures(release), release
+        assert "DeepseekV3ForCausalLM" in model_config.mla_architectures(release)
+
+
+def test_mla_is_the_release_list_not_the_kv_lora_rank():
+    named, unnamed = spec(DEEPSEEK), spec({**DEEPSEEK, "architectures": ["MyMlaForCausalLM"]})
+    for release in RELEASES:
+        assert model_config.is_mla(named, release) and attention_kind(named, release) == "mla"
+        assert not model_config.is_mla(unnamed, release) and attention_kind(unnamed, release) == "standard"
+
+
+def test_pixtral_is_mla_only_with_kv_lora_rank_where_the_release_says_so():
+    pixtral = {**LLAMA, "architectures": ["PixtralForConditionalGeneration"]}
+    assert model_config.mla_architectures("0.5.23")["PixtralForConditionalGeneration"] == "kv_lora_rank"
+    assert not model_config.is_mla(spec(pixtral), "0.5.23")
+    assert model_config.is_mla(spec({**pixtral, "kv_lora_rank": 512}), "0.5.23")
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.from_regex(r"[A-Z][a-z]{2,8}For(CausalLM|ConditionalGeneration)", fullmatch=True),
+       release=st.sampled_from(RELEASES), rank=st.integers(1, 4096))  # fmt: skip
+def test_an_unnamed_architecture_with_mla_fields_is_mha_in_every_release(name, release, rank):
+    known = model_config.mla_architectures(release)
+    model = spec({**DEEPSEEK, "architectures": [name], "kv_lora_rank": rank})
+    assert model_config.is_mla(model, release) == (name in known)
+
+
+def test_asymmetric_kv_from_v0_5_17_for_mha_models():
+    # transformers' DeepseekV3Config sets head_dim = qk_rope_head_dim (64); v_head_dim is 128
+    unnamed = spec({**DEEPSEEK, "architectures": ["MyMlaForCausalLM"]})
+    assert model_config.kv_head_dims(unnamed) == (64, 128)
+    assert model_config.has_asymmetric_kv(unnamed, "0.5.17") and not model_config.has_asymmetric_kv(unnamed, "0.5.16")
+    assert not model_config.has_asymmetric_kv(spec(DEEPSEEK), "0.5.23")  # MLA: not asked
+    assert not model_config.has_asymmetric_kv(spec(LLAMA), "0.5.23")
+    assert model_config.has_asymmetric_kv(spec({**LLAMA, "head_dim": 128, "v_head_dim": 64}), "0.5.23")
+
+
+def test_learnable_sink_counts_from_v0_5_20():
+    model = spec({**LLAMA, "learnable_sink": True})
+    assert model.learnable_sink
+    assert model_config.has_attention_sinks(model, "0.5.20") and not model_config.has_attention_sinks(model, "0.5.19")
+    assert not model_config.has_attention_sinks(spec(LLAMA), "0.5.23")
+
+
+def test_multimodal_by_list_subconfig_and_the_disabled_list():
+    vision = {"vision_config": {"num_hidden_layers": 27, "hidden_size": 1152}}
+    wrapped = spec(
+        {"architectures": ["MyVlForConditionalGeneration"], "model_type": "x", "text_config": LLAMA, **vision}
+    )
+    assert wrapped.has_text_config
+    assert not model_config.is_multimodal(wrapped, "0.5.8")  # the name list alone
+    assert model_config.is_multimodal(wrapped, "0.5.10") and model_config.is_multimodal(wrapped, "0.5.23")
+    assert model_config.multimodal_vision(wrapped, "0.5.23") == (27, 1152)
+    assert model_config.multimodal_vision(wrapped, "0.5.8") is None
+    gemma3 = replace(wrapped, architecture="Gemma3ForConditionalGeneration")  # multimodal off by default
+    assert not model_config.is_multimodal(gemma3, "0.5.23")
+
+
+def test_deepseek_v32_model_type_loads_as_v3_in_v0_5_8_to_v0_5_10():
+    model = spec({**DEEPSEEK, "architectures": ["MyDsaForCausalLM"], "model_type": "deepseek_v32", "index_topk": 2048})
+    assert model_config.loaded_architecture(model, "0.5.9") == "DeepseekV3ForCausalLM"
+    assert model_config.loaded_architecture(model, "0.5.11") == "MyDsaForCausalLM"
+    assert attention_kind(model, "0.5.9") == "mla" and attention_kind(model, "0.5.11") == "standard"
+
+
+def test_the_reader_takes_the_mla_branches_and_their_keys():
+    source = """
+class ModelConfig:
+    def _derive_model_shapes(self):
+        if (
+            "AForCausalLM" in self.hf_config.architectures
+            or ("BForCausalLM" in self.hf_config.architectures
+                and getattr(self.hf_text_config, "kv_lora_rank", None) is not None)
+        ):
+            self.attention_arch = AttentionArch.MLA
+        elif "CForCausalLM" in self.hf_config.architectures and getattr(self.hf_text_config, "use_mla", True):
+            self.attention_arch = AttentionArch.MLA
+        elif "DForCausalLM" in self.hf_config.architectures:
+            self.attention_arch = AttentionArch.MHA
+
+multimodal_model_archs = ["EForConditionalGeneration", "FModel"]
+"""
+    assert mla_architectures(source) == {"AForCausalLM": None, "BForCausalLM": "kv_lora_rank",
+                                         "CForCausalLM": "use_mla=true"}  # fmt: skip
+    assert assigned_list(source, "multimodal_model_archs") == ["EForConditionalGeneration", "FModel"]
+    assert assigned_list(source, "mm_disabled_models") is None
+
+
+def _scenario(profile: str, model):
+    from advisor.plan import Intent, build_plan
+    from advisor.probe.profiles import load_profile
+
+    return build_plan(load_profile(profile), model, Intent(tp=1, engine="sglang", engine_version="0.5.23"))
+
+
+def test_override_steps_follow_the_release_registration_and_config():
+    from advisor.rules.sglang.model_overrides import override_step
+
+    assert override_step("ExaoneMoeForCausalLM", "0.5.23") is not None  # registered in v0.5.23 ...
+    assert override_step("ExaoneMoeForCausalLM", "0.5.20") is None  # ... not yet in v0.5.20 (only ExaoneMoEForCausalLM)
+    assert override_step("MyLlama4VariantForCausalLM", "0.5.9") is not None  # '"Llama4" in model_arch' up to v0.5.10
+    assert override_step("MyLlama4VariantForCausalLM", "0.5.14") is None
+    exaone = {**LLAMA, "architectures": ["Exaone4ForCausalLM"], "model_type": "exaone4"}
+    with_pattern = _scenario("a100-sxm-8", spec({**exaone, "sliding_window_pattern": 4}))
+    without = _scenario("a100-sxm-8", spec(exaone))
+    assert with_pattern.decision("attention_backend").value == "fa3"  # the step needs the sliding layers
+    assert without.decision("attention_backend").value == "flashinfer"
+
+
+def test_an_unnamed_mla_config_takes_the_mha_defaults_on_sm100():
+    unnamed = spec({**DEEPSEEK, "architectures": ["MyMlaForCausalLM"]})
+    decision = _scenario("b200-8", unnamed).decision("attention_backend")
+    assert decision.value == "fa4"  # K rows 64 (qk_rope_head_dim), V rows 128: asymmetric
+    assert any(s.name == "page_size" and s.value == 128 for s in decision.settings)
+    assert _scenario("b200-8", spec(DEEPSEEK)).decision("attention_backend").value == "trtllm_mla"
+
+
+def test_a_thinker_config_wrapper_is_multimodal_from_v0_5_10():
+    omni = spec({"architectures": ["MyOmniForConditionalGeneration"], "model_type": "x", "thinker_config": {"x": 1},
+                 **LLAMA | {"architectures": ["MyOmniForConditionalGeneration"]}})  # fmt: skip
+    assert omni.has_text_config  # get_hf_text_config unwraps thinker_config, llm_config and language_config too
+    assert model_config.is_multimodal(omni, "0.5.23") and not model_config.is_multimodal(omni, "0.5.9")
