@@ -135,9 +135,10 @@ def kv_shape(model: ModelSpec, attention_tp: int, mla: bool | None = None) -> Kv
                    False)  # fmt: skip
 
 
-def kv_bytes_per_token(model: ModelSpec, attention_tp: int, kv_bytes: int) -> int | None:
-    """One rank's KV-cache bytes per token over all layers (SGLang's cell_size; vLLM's page size / block size x layers)."""
-    shape = kv_shape(model, attention_tp)
+def kv_bytes_per_token(model: ModelSpec, attention_tp: int, kv_bytes: int, mla: bool | None = None) -> int | None:
+    """One rank's KV-cache bytes per token over all layers (SGLang's cell_size; vLLM's page size / block size x layers);
+    `mla` as in kv_shape."""
+    shape = kv_shape(model, attention_tp, mla)
     return None if shape is None else shape.elements_per_token * kv_bytes
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules.engine import Decision, Release, Scenario, parse_release
+from advisor.rules.sglang.model_config import is_mla
 from advisor.rules.startup import (
     Startup,
     StartupError,
@@ -245,7 +246,7 @@ def _layout(s: Scenario, release: str, fraction: float | None, page: int, quanti
                 None, f"the size of {model.id}'s weights is unknown (parameter count or bytes per parameter)"
             )
         return _Layout(None, f"{model.id}'s attention shape is unknown (DP attention replicates it)")
-    cell = kv_bytes_per_token(model, attn_tp, kv_element_bytes(s))
+    cell = kv_bytes_per_token(model, attn_tp, kv_element_bytes(s), is_mla(model, release))  # the release's MLA list
     if cell is None:
         return _Layout(None, f"{model.id}'s KV-cache shape is unknown", weights)
     if total is None:
