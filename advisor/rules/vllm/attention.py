@@ -6,14 +6,14 @@ from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import uses_mla, uses_sparse_mla
-from advisor.rules.vllm.common import PLATFORM_FILE, rules_release
+from advisor.rules.vllm.common import ATTENTION_FLAG, PLATFORM_FILE, rules_release
+from advisor.rules.vllm.memory import kv_cache_dtype
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
 # released wheels' code: a version gets the value of the newest entry at or below it. The releases named are the
 # first read with the change (the one before it, read too, lacks it).
 
 # The backend CudaPlatform.get_attn_backend_cls picks: the first of the priority list whose checks pass.
-ATTENTION_FLAG = "--attention-backend"
 # First MLA backend on SM100 (_get_backend_priorities): CUTLASS MLA up to v0.14.1, FlashInfer MLA from v0.15.1.
 MLA_SM100_FIRST: list[tuple[str, str]] = [("0.12.0", "CUTLASS_MLA"), ("0.15.1", "FLASHINFER_MLA")]
 # Attention sinks (gpt-oss) on SM100: Triton in v0.12.0 and v0.15.1, FlashAttention from v0.20.2 (goldens; the releases
@@ -105,7 +105,6 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
 
 
 def attention_decision(s: Scenario, version: str) -> Decision:
-    from advisor.rules.vllm.memory import kv_cache_dtype  # memory imports this module's flag
 
     release = rules_release(version)
     chosen = s.flag(ATTENTION_FLAG)

@@ -17,6 +17,7 @@ VLLM_CONFIG_FILE = "vllm/config/vllm.py"
 ARG_UTILS_FILE = "vllm/engine/arg_utils.py"
 CACHE_CONFIG_FILE = "vllm/config/cache.py"
 PLATFORM_FILE = "vllm/platforms/cuda.py"
+ATTENTION_FLAG = "--attention-backend"  # the attention rules and the MLA block size both read it
 CUSTOM_AR_FILE = "vllm/distributed/device_communicators/custom_all_reduce.py"
 
 FUSE_FLAG = "-cc.pass_config.fuse_allreduce_rms"

@@ -7,8 +7,7 @@ from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, ReleaseError, Scenario, finite_float
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import model_kv_cache_dtype, model_max_num_seqs, uses_mla, uses_sparse_mla
-from advisor.rules.vllm.attention import ATTENTION_FLAG
-from advisor.rules.vllm.common import ARG_UTILS_FILE, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
+from advisor.rules.vllm.common import ARG_UTILS_FILE, ATTENTION_FLAG, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
 from advisor.rules.vllm.hybrid import hybrid_block_size
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
