@@ -123,10 +123,11 @@ def release_dir(release: str) -> Path:
     return target
 
 
-def _job(release: str, limit: int | None) -> tuple[dict, dict[str, dict]]:
+def _job(release: str, limit: int | None, items: list[dict] | None = None) -> tuple[dict, dict[str, dict]]:
+    """The runner's job for these scenarios (default: the grid)."""
     groups: dict[str, dict] = {}
     by_id: dict[str, dict] = {}
-    for sc in scenarios(limit):
+    for sc in scenarios(limit) if items is None else items:
         gpu = GPUS[sc["gpu"]]
         # The speculative scenarios run in groups of their own after every plain group, with os.environ put back after
         # each, so they cannot change what the plain scenarios resolve.
