@@ -31,6 +31,8 @@ def main(argv: list[str]) -> int:
         from conformance.sglang.coverage import main as run
     elif command == "vllm-coverage":
         from conformance.vllm.coverage import main as run
+    elif command == "coverage-docs":
+        from conformance.coverage.docs import main as run
     elif command == "report":
         from conformance.sglang.report import main as run
     elif command == "vllm":

@@ -3,7 +3,8 @@
 A branch is an arc coverage.py counts as one (from a line with more than one way on, to the line taken; a negative
 ``to`` leaves the function). Each function's branches are those whose ``from`` line lies inside it; a file the run never
 imported has all of them missing. Each uncovered branch is kept with its source line and the headers of the ``if`` /
-``for`` / ``while`` / ``try`` / ``with`` blocks around it inside the function (outermost first), so a branch nested in
+``for`` / ``while`` / ``try`` / ``with`` blocks around it inside the function (outermost first) and the line it goes to
+(``target``), so a branch nested in
 an untaken ``if is_hip():`` can be sorted under the reason of that guard (docs.py).
 """
 
@@ -73,21 +74,26 @@ def measure(functions: list[Function], files: dict[str, FileReport], sources: di
         if report is None:  # never imported: every branch missing; coverage.py's own analysis gives the arcs
             raise ValueError(f"{path} is not in the coverage report; pass it to `coverage json` explicitly")
         for function in (f for f in functions if f.path == path):
-            inside = lambda arc: function.first <= arc[0] <= function.last  # noqa: E731
-            taken = [a for a in report.executed if inside(a)]
-            missed = sorted(a for a in report.missing if inside(a))
+            first, last = function.first, function.last
+            taken = [a for a in report.executed if first <= a[0] <= last]
+            missed = sorted(a for a in report.missing if first <= a[0] <= last)
             per_function.append({"file": path, "function": function.qualname, "line": function.first,
                                  "branches": len(taken) + len(missed), "taken": len(taken)})  # fmt: skip
             for start, end in missed:
                 guards = [h for h in headers.get(start, []) if h != lines[start - 1].strip()]
                 uncovered.append({"file": path, "function": function.qualname, "from": start,
                                   "to": end if end > 0 else "exit", "source": lines[start - 1].strip()[:160],
+                                  "target": lines[end - 1].strip()[:160] if end > 0 else "",
                                   "context": [g[:160] for g in guards]})  # fmt: skip
     total = sum(f["branches"] for f in per_function)
     taken = sum(f["taken"] for f in per_function)
     return {
-        "totals": {"functions": len(per_function), "branches": total, "taken": taken,
-                   "percent": round(100 * taken / total, 1) if total else 100.0},  # fmt: skip
+        "totals": {
+            "functions": len(per_function),
+            "branches": total,
+            "taken": taken,
+            "percent": round(100 * taken / total, 1) if total else 100.0,
+        },  # fmt: skip
         "functions": per_function,
         "uncovered": uncovered,
     }

@@ -19,14 +19,17 @@ import time
 import zipfile
 from pathlib import Path
 
-from conformance.coverage.functions import resolution_functions, module_functions
+from conformance.coverage.functions import module_functions, resolution_functions
 from conformance.coverage.measure import measure, read_report, summary, write_golden
 from conformance.sglang import CACHE, RUNNER, HarnessError, _job, _pip, base_python, release_dir
 from conformance.sglang.coverage_grid import coverage_scenarios
 from conformance.sglang.flags import wheel
 
 COVERAGE = "coverage>=7.10"  # per-file executed_branches/missing_branches in the JSON report
-ROOTS = (("sglang/srt/server_args.py", "ServerArgs.__post_init__"), ("sglang/srt/server_args.py", "ServerArgs.resolve_once"))
+ROOTS = (
+    ("sglang/srt/server_args.py", "ServerArgs.__post_init__"),
+    ("sglang/srt/server_args.py", "ServerArgs.resolve_once"),
+)
 RESOLUTION_FILES = ("sglang/srt/server_args.py", "sglang/srt/configs/model_config.py")
 RESOLUTION_DIRS = ("sglang/srt/arg_groups/",)
 REGISTRY_DIR = "sglang/srt/arg_groups/model_overrides/"
@@ -71,7 +74,9 @@ def run(release: str, limit: int | None = None) -> tuple[dict, int, float]:
         import os
 
         env = {**{k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}, **env}
-        include = ",".join([*(str(target / f) for f in RESOLUTION_FILES), *(str(target / d) + "*" for d in RESOLUTION_DIRS)])
+        include = ",".join(
+            [*(str(target / f) for f in RESOLUTION_FILES), *(f"{target / d}/*" for d in RESOLUTION_DIRS)]
+        )
         log = CACHE / f"coverage-{release}.log"
         with open(log, "w") as err:
             done = subprocess.run([str(python), "-m", "coverage", "run", "--branch", f"--data-file={data}",
@@ -79,7 +84,9 @@ def run(release: str, limit: int | None = None) -> tuple[dict, int, float]:
                                   env=env, stdout=err, stderr=subprocess.STDOUT, cwd=tmp)  # fmt: skip
         results = out_file.read_text().splitlines() if out_file.exists() else []
         if done.returncode != 0 or len(results) != len(by_id):
-            raise HarnessError(f"the sglang {release} runner stopped after {len(results)}/{len(by_id)} scenarios; see {log}")
+            raise HarnessError(
+                f"the sglang {release} runner stopped after {len(results)}/{len(by_id)} scenarios; see {log}"
+            )
         done = subprocess.run([str(python), "-m", "coverage", "json", f"--data-file={data}", "-o", str(report), "-q",
                                *files], capture_output=True, text=True, cwd=tmp)  # fmt: skip
         if done.returncode != 0:

@@ -9,7 +9,41 @@ from __future__ import annotations
 
 from conformance.sglang.grid import scenarios
 
-EXTRAS: tuple[tuple[str, str, dict, tuple[str, ...]], ...] = ()
+# (GPU profile, model, layout changes from tp 8 on one node, engine arguments): the flags the advisor reads or passes
+# through (quantization, KV-cache dtype, backends, expert/pipeline parallelism, memory and batch settings, dtype).
+_DENSE, _MOE, _MLA = "llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3"
+EXTRAS: tuple[tuple[str, str, dict, tuple[str, ...]], ...] = tuple(
+    (gpu, model, layout, extra)
+    for gpu in ("h100-sxm-8", "b200-8")
+    for model, layout, extra in (
+        (_DENSE, {"tp": 1}, ("--quantization", "fp8")),
+        (_DENSE, {"tp": 2}, ("--kv-cache-dtype", "fp8_e4m3")),
+        (_DENSE, {"tp": 2}, ("--attention-backend", "triton")),
+        (_DENSE, {"tp": 2}, ("--attention-backend", "fa3")),
+        (_DENSE, {"tp": 2}, ("--attention-backend", "trtllm_mha")),
+        (_DENSE, {"tp": 2}, ("--dtype", "float16")),
+        (_DENSE, {"tp": 4}, ("--pp-size", "2")),
+        (_DENSE, {"tp": 2}, ("--page-size", "64", "--chunked-prefill-size", "4096", "--max-running-requests", "64")),
+        (_DENSE, {"tp": 2}, ("--mem-fraction-static", "0.7", "--cuda-graph-max-bs", "64")),
+        (_DENSE, {"tp": 2}, ("--disable-cuda-graph",)),
+        (_DENSE, {"tp": 2}, ("--enable-torch-compile",)),
+        (_DENSE, {"tp": 8}, ("--disable-custom-all-reduce",)),
+        (_DENSE, {"tp": 8}, ("--enable-flashinfer-allreduce-fusion",)),
+        (_DENSE, {"tp": 1}, ("--context-length", "8192")),
+        (_MOE, {"tp": 8}, ("--ep-size", "8")),
+        (_MOE, {"tp": 8}, ("--moe-runner-backend", "triton")),
+        (_MOE, {"tp": 8}, ("--moe-runner-backend", "flashinfer_cutlass")),
+        (_MOE, {"tp": 8}, ("--quantization", "fp8")),
+        (_MOE, {"tp": 8, "dp_attention": True, "dp_size": 8}, ("--enable-dp-lm-head",)),
+        (_MOE, {"tp": 8}, ("--moe-a2a-backend", "mooncake")),
+        (_MLA, {"tp": 8}, ("--attention-backend", "flashmla")),
+        (_MLA, {"tp": 8}, ("--attention-backend", "cutlass_mla")),
+        (_MLA, {"tp": 8}, ("--attention-backend", "trtllm_mla")),
+        (_MLA, {"tp": 8}, ("--kv-cache-dtype", "fp8_e4m3")),
+        (_MLA, {"tp": 8, "dp_attention": True, "dp_size": 8, "a2a": "deepep"}, ("--deepep-mode", "low_latency")),
+        (_MLA, {"tp": 8}, ("--enable-ep-moe",)),
+    )
+)
 
 
 def extra_scenarios() -> list[dict]:
