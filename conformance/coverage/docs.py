@@ -5,8 +5,8 @@ tests/conformance/golden/*-coverage-*.json) and, per reason of tests/conformance
 uncovered branches it explains in each release and where they are (file and function, newest release of each engine).
 Every uncovered branch must fall under a reason: a reason's matcher holds ``file`` / ``function`` / ``text`` regular
 expressions (all given must match; ``text`` is searched in the branch's source line and the block headers around it),
-and the first reason with a matcher naming only the place (file / function) that holds takes the branch, else the first
-reason with any matcher that holds. With ``--check`` nothing is written: exit 1 when the page
+and a reason marked ``first`` (another platform) with a matcher that holds takes the branch, else the first reason with
+a matcher naming only the place (file / function) that holds, else the first reason with any matcher that holds. With ``--check`` nothing is written: exit 1 when the page
 differs from the goldens or a branch is unexplained (tests/conformance/test_coverage_goldens.py runs the same check).
 """
 
@@ -60,11 +60,18 @@ def _place_only(matcher: dict) -> bool:
 
 
 def reason_of(branch: dict, reasons: list[dict]) -> str | None:
-    """The id of the reason explaining this uncovered branch, or None: the first reason whose matcher names only the
-    place (file / function: SGLang's handlers say what they handle) and holds, else the first whose matcher holds."""
-    for wanted in (_place_only, lambda matcher: True):
+    """The id of the reason explaining this uncovered branch, or None: a ``first`` reason (another platform: such a branch
+    cannot be taken on CUDA whatever else it tests) with any matcher that holds; else the first reason whose matcher
+    names only the place (file / function: SGLang's handlers say what they handle) and holds; else the first reason with
+    any matcher that holds."""
+    passes = (
+        (lambda r: r.get("first", False), lambda m: True),
+        (lambda r: True, _place_only),
+        (lambda r: True, lambda m: True),
+    )
+    for takes, wanted in passes:
         for reason in reasons:
-            if any(wanted(m) and _matches(m, branch) for m in reason["match"]):
+            if takes(reason) and any(wanted(m) and _matches(m, branch) for m in reason["match"]):
                 return reason["id"]
     return None
 

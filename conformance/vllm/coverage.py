@@ -68,6 +68,11 @@ def run(release: str, limit: int | None = None) -> tuple[dict, int, float]:
         if done.returncode:
             tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
             raise env.EnvError(f"vllm {release} resolver failed under coverage: {tail[0]}")
+        errors = [e for e in (json.loads(line).get("error") for line in results.read_text().splitlines()) if e]
+        if len(errors) * 2 > len(items):  # the conformance goldens reject few; most failing means a broken environment
+            raise env.EnvError(
+                f"vllm {release}: {len(errors)}/{len(items)} scenarios failed under coverage ({errors[0]})"
+            )
         done = subprocess.run([sys.executable, "-m", "coverage", "json", f"--data-file={data}", "-o", str(report), "-q",
                                *(str(site / f) for f in RESOLUTION_FILES)], capture_output=True, text=True)  # fmt: skip
         if done.returncode:
