@@ -73,6 +73,17 @@ def test_a_branch_nested_under_a_guard_takes_the_guards_reason():
     assert docs.reason_of(_branch(), REASONS_EXAMPLE) is None
 
 
+def test_a_platform_check_comes_first_then_the_handler_then_the_text():
+    reasons = [
+        {"id": "platform", "first": True, "title": "t", "why": "w", "match": [{"text": r"\bis_hip\(\)"}]},
+        {"id": "text", "title": "t", "why": "w", "match": [{"text": "lora"}]},
+        {"id": "place", "title": "t", "why": "w", "match": [{"function": "handle_cache"}]},
+    ]
+    assert docs.reason_of(_branch("if is_hip():", function="handle_cache"), reasons) == "platform"
+    assert docs.reason_of(_branch("if lora:", function="handle_cache"), reasons) == "place"
+    assert docs.reason_of(_branch("if lora:", function="other"), reasons) == "text"
+
+
 def test_a_matcher_needs_all_its_fields():
     assert docs.reason_of(_branch(function="handle_lora", file="arg_groups/lora_hook.py"), REASONS_EXAMPLE) == "lora"
     assert docs.reason_of(_branch(function="handle_lora", file="server_args.py"), REASONS_EXAMPLE) is None
