@@ -207,6 +207,19 @@ def _fake_platform():
     return platforms._current_platform
 
 
+def _inspect_models_in_process() -> None:
+    """vLLM inspects a model class in a subprocess (``python -m vllm.model_executor.models.registry``) when its per-class
+    cache under VLLM_CACHE_ROOT misses; that cache is shared by every release (one file per class, keyed by the model
+    file's hash), so running another release makes it miss, and the subprocess, without this resolver's stand-ins,
+    fails to import (torchvision against CPU torch). Inspect here instead, where the stand-ins are in place."""
+    try:
+        from vllm.model_executor.models import registry
+    except ImportError:
+        return
+    if hasattr(registry, "_run_in_subprocess"):
+        registry._run_in_subprocess = lambda fn: fn()
+
+
 class _LogCapture(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -366,6 +379,7 @@ def main(argv: list[str]) -> int:
     vllm_flashinfer.has_flashinfer = lambda: True
     _fake_device_count()
     _fake_host_memory()
+    _inspect_models_in_process()
     from vllm.engine.arg_utils import AsyncEngineArgs as EngineArgs
     from vllm.usage.usage_lib import UsageContext
 
