@@ -42,6 +42,30 @@ EXTRAS: tuple[tuple[str, str, dict, tuple[str, ...]], ...] = tuple(
         (_MLA, {"tp": 8}, ("--kv-cache-dtype", "fp8_e4m3")),
         (_MLA, {"tp": 8, "dp_attention": True, "dp_size": 8, "a2a": "deepep"}, ("--deepep-mode", "low_latency")),
         (_MLA, {"tp": 8}, ("--enable-ep-moe",)),
+        (_DENSE, {"tp": 2}, ("--attention-backend", "torch_native")),
+        (_DENSE, {"tp": 2}, ("--attention-backend", "flex_attention")),
+        (_DENSE, {"tp": 2}, ("--prefill-attention-backend", "trtllm_mha", "--decode-attention-backend", "flashinfer")),
+        (_DENSE, {"tp": 2}, ("--disable-prefill-cuda-graph",)),
+        (_DENSE, {"tp": 2}, ("--disable-decode-cuda-graph",)),
+        (_DENSE, {"tp": 2}, ("--max-total-tokens", "100000")),
+        (_DENSE, {"tp": 2}, ("--chunked-prefill-size", "-1")),
+        (_MOE, {"tp": 8}, ("--moe-runner-backend", "deep_gemm")),
+        (_MOE, {"tp": 8}, ("--moe-runner-backend", "flashinfer_trtllm")),
+        (_MLA, {"tp": 8}, ("--quantization", "fp8", "--moe-runner-backend", "flashinfer_trtllm")),
+        (
+            _MLA,
+            {"tp": 8},
+            (
+                "--speculative-algorithm",
+                "EAGLE",
+                "--speculative-num-steps",
+                "2",
+                "--speculative-eagle-topk",
+                "2",
+                "--speculative-num-draft-tokens",
+                "4",
+            ),
+        ),
     )
 )
 
