@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -70,10 +71,8 @@ def run(release: str, limit: int | None = None) -> tuple[dict, int, float]:
         job_file, out_file = Path(tmp) / "job.json", Path(tmp) / "out.jsonl"
         data, report = Path(tmp) / ".coverage", Path(tmp) / "coverage.json"
         job_file.write_text(json.dumps(job))
-        env = {"PYTHONPATH": str(target), "SGLANG_LOGGING_CONFIG_PATH": ""}
-        import os
-
-        env = {**{k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}, **env}
+        env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}  # as generate() runs the runner
+        env.update(PYTHONPATH=str(target), SGLANG_LOGGING_CONFIG_PATH="")
         include = ",".join(
             [*(str(target / f) for f in RESOLUTION_FILES), *(f"{target / d}/*" for d in RESOLUTION_DIRS)]
         )
