@@ -143,10 +143,13 @@ def golden_path(release: str, grid: str = "main") -> Path:
     return GOLDEN / (f"sglang-{release}.jsonl" if grid == "main" else f"sglang-{grid}-{release}.jsonl")
 
 
-def _job(release: str, limit: int | None, grid: str = "main") -> tuple[dict, dict[str, dict]]:
+def _job(
+    release: str, limit: int | None, grid: str = "main", items: list[dict] | None = None
+) -> tuple[dict, dict[str, dict]]:
+    """The runner's job for these scenarios (default: the grid's)."""
     groups: dict[str, dict] = {}
     by_id: dict[str, dict] = {}
-    for sc in grid_scenarios(grid, limit):
+    for sc in grid_scenarios(grid, limit) if items is None else items:
         gpu = GPUS[sc["gpu"]]
         # The speculative scenarios run in groups of their own after every plain group, with os.environ put back after
         # each, so they cannot change what the plain scenarios resolve. The configs and named grids put it back after

@@ -61,7 +61,7 @@ def model_dir(root: Path, model: str) -> Path:
     """A local model directory holding the catalog's config.json (no weights: config resolution reads only this)."""
     path = root / "models" / model.replace("/", "--")
     path.mkdir(parents=True, exist_ok=True)
-    entry = json.loads((CATALOG_DIR / f"{model.replace('/', '--')}.json").read_text())
+    entry = json.loads((Path(CATALOG_DIR) / f"{model.replace('/', '--')}.json").read_text())
     (path / "config.json").write_text(json.dumps(entry["config"], indent=1))
     return path
 

@@ -1,0 +1,102 @@
+"""``python -m conformance vllm-coverage X [Y ...]``: branch coverage of vLLM release X's own engine-config resolution over
+the conformance grid (and the coverage grid, conformance/vllm/coverage_grid.py).
+
+The same resolver and environment as ``python -m conformance vllm`` (resolve.py under this interpreter with the
+release's cached site/ and deps/, the CUDA platform faked), run under ``coverage run --branch`` (coverage.py from this
+interpreter: the ``conformance`` extra); measured are the resolution files (RESOLUTION_FILES) and reported the functions
+reached from ROOTS: ``EngineArgs.create_engine_config``, ``VllmConfig.__post_init__`` and the CUDA platform's
+``check_and_update_config``, and the methods of the same classes they call. Prints functions, branches taken/total and
+the percentage per release, and writes tests/conformance/golden/vllm-coverage-X.json with every uncovered branch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+from conformance.coverage.functions import resolution_functions
+from conformance.coverage.measure import measure, read_report, summary, write_golden
+from conformance.vllm import env
+from conformance.vllm.architectures import wheel
+from conformance.vllm.coverage_grid import coverage_scenarios
+from conformance.vllm.grid import resolver_input
+
+ROOTS = (("vllm/engine/arg_utils.py", "EngineArgs.create_engine_config"), ("vllm/config/vllm.py", "VllmConfig.__post_init__"),
+         ("vllm/platforms/cuda.py", "CudaPlatformBase.check_and_update_config"))  # fmt: skip
+RESOLUTION_FILES = ("vllm/engine/arg_utils.py", "vllm/config/vllm.py", "vllm/platforms/cuda.py")
+ABOUT = ("Branch coverage of this vLLM release's engine-config resolution (EngineArgs.create_engine_config, "
+         "VllmConfig.__post_init__, CudaPlatformBase.check_and_update_config and the methods of those classes they "
+         "call, in engine/arg_utils.py, config/vllm.py and platforms/cuda.py) over the conformance and coverage grids, "
+         "measured by coverage.py (branch=True) on the faked CUDA platform. Written by `python -m conformance "
+         "vllm-coverage X`; uncovered branches are explained in docs/coverage.md.")  # fmt: skip
+
+
+def functions(release: str):
+    with zipfile.ZipFile(wheel(release)) as zf:
+        return resolution_functions(zf, ROOTS, lambda path: path in RESOLUTION_FILES, "vllm/")
+
+
+def _coverage_run(release: str, inputs: Path, results: Path, data: Path) -> subprocess.CompletedProcess:
+    site = env.release_dir(release) / "site"
+    include = ",".join(str(site / f) for f in RESOLUTION_FILES)
+    environ = dict(os.environ, PYTHONPATH=env.pythonpath(release), PYTHONNOUSERSITE="1")
+    return subprocess.run([sys.executable, "-m", "coverage", "run", "--branch", f"--data-file={data}",
+                           f"--include={include}", str(env.RESOLVER), str(inputs), str(results)],
+                          capture_output=True, text=True, env=environ, timeout=3600)  # fmt: skip
+
+
+def run(release: str, limit: int | None = None) -> tuple[dict, int, float]:
+    start = time.monotonic()
+    found = functions(release)
+    items = coverage_scenarios(limit)
+    site = env.release_dir(release) / "site"
+    with tempfile.TemporaryDirectory(prefix=f"vllm-coverage-{release}-") as tmp:
+        inputs, results = Path(tmp) / "scenarios.json", Path(tmp) / "results.jsonl"
+        data, report = Path(tmp) / ".coverage", Path(tmp) / "coverage.json"
+        inputs.write_text(json.dumps(resolver_input(env.CACHE, items)))
+        done = _coverage_run(release, inputs, results, data)
+        if done.returncode or env.missing_in(results):  # the environment misses a module: build it, measure again
+            env.ensure(release, inputs, out=results, log=lambda m: print(m, file=sys.stderr))
+            done = _coverage_run(release, inputs, results, data)
+        if done.returncode:
+            tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
+            raise env.EnvError(f"vllm {release} resolver failed under coverage: {tail[0]}")
+        errors = [e for e in (json.loads(line).get("error") for line in results.read_text().splitlines()) if e]
+        if len(errors) * 2 > len(items):  # the conformance goldens reject few; most failing means a broken environment
+            raise env.EnvError(
+                f"vllm {release}: {len(errors)}/{len(items)} scenarios failed under coverage ({errors[0]})"
+            )
+        done = subprocess.run([sys.executable, "-m", "coverage", "json", f"--data-file={data}", "-o", str(report), "-q",
+                               *(str(site / f) for f in RESOLUTION_FILES)], capture_output=True, text=True)  # fmt: skip
+        if done.returncode:
+            raise env.EnvError(f"coverage json failed for vllm {release}: {done.stderr.strip()[-300:]}")
+        files = read_report(json.loads(report.read_text()), site)
+    sources = {f.path: (site / f.path).read_text() for f in found}
+    return measure(found, files, sources), len(items), time.monotonic() - start
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance vllm-coverage", description=__doc__.splitlines()[0])
+    parser.add_argument("releases", nargs="+", metavar="X.Y.Z", help="vLLM releases, e.g. 0.33.0")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N scenarios (a quick try; no golden)")
+    args = parser.parse_args(argv)
+    failed = 0
+    for release in (r.lstrip("v") for r in args.releases):
+        try:
+            result, count, seconds = run(release, args.limit)
+        except env.EnvError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        where = "(--limit: no golden written)"
+        if args.limit is None:
+            where = f"-> {write_golden('vllm', release, count, result, ABOUT)}"
+        print(f"{summary('vllm', release, result)} over {count} scenarios in {seconds:.0f} s {where}", flush=True)
+    return 1 if failed else 0
