@@ -10,7 +10,6 @@ the percentage per release, and writes tests/conformance/golden/sglang-coverage-
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -20,8 +19,9 @@ import time
 import zipfile
 from pathlib import Path
 
+from conformance.coverage.command import coverage_main
 from conformance.coverage.functions import module_functions, resolution_functions
-from conformance.coverage.measure import measure, read_report, summary, write_golden
+from conformance.coverage.measure import measure, read_report
 from conformance.sglang import CACHE, RUNNER, HarnessError, _job, _pip, base_python, release_dir
 from conformance.sglang.coverage_grid import coverage_scenarios
 from conformance.sglang.flags import wheel
@@ -101,20 +101,4 @@ def run(release: str, limit: int | None = None) -> tuple[dict, int, float]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance sglang-coverage", description=__doc__.splitlines()[0])
-    parser.add_argument("releases", nargs="+", metavar="X.Y.Z", help="SGLang releases, e.g. 0.5.23")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N scenarios (a quick try; no golden)")
-    args = parser.parse_args(argv)
-    failed = 0
-    for release in (r.lstrip("v") for r in args.releases):
-        try:
-            result, count, seconds = run(release, args.limit)
-        except HarnessError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            failed += 1
-            continue
-        where = "(--limit: no golden written)"
-        if args.limit is None:
-            where = f"-> {write_golden('sglang', release, count, result, ABOUT)}"
-        print(f"{summary('sglang', release, result)} over {count} scenarios in {seconds:.0f} s {where}", flush=True)
-    return 1 if failed else 0
+    return coverage_main(argv, "sglang", "0.5.23", run, HarnessError, ABOUT, __doc__)

@@ -11,7 +11,6 @@ the percentage per release, and writes tests/conformance/golden/vllm-coverage-X.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -21,8 +20,9 @@ import time
 import zipfile
 from pathlib import Path
 
+from conformance.coverage.command import coverage_main
 from conformance.coverage.functions import resolution_functions
-from conformance.coverage.measure import measure, read_report, summary, write_golden
+from conformance.coverage.measure import measure, read_report
 from conformance.vllm import env
 from conformance.vllm.architectures import wheel
 from conformance.vllm.coverage_grid import coverage_scenarios
@@ -83,20 +83,4 @@ def run(release: str, limit: int | None = None) -> tuple[dict, int, float]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance vllm-coverage", description=__doc__.splitlines()[0])
-    parser.add_argument("releases", nargs="+", metavar="X.Y.Z", help="vLLM releases, e.g. 0.33.0")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N scenarios (a quick try; no golden)")
-    args = parser.parse_args(argv)
-    failed = 0
-    for release in (r.lstrip("v") for r in args.releases):
-        try:
-            result, count, seconds = run(release, args.limit)
-        except env.EnvError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            failed += 1
-            continue
-        where = "(--limit: no golden written)"
-        if args.limit is None:
-            where = f"-> {write_golden('vllm', release, count, result, ABOUT)}"
-        print(f"{summary('vllm', release, result)} over {count} scenarios in {seconds:.0f} s {where}", flush=True)
-    return 1 if failed else 0
+    return coverage_main(argv, "vllm", "0.33.0", run, env.EnvError, ABOUT, __doc__)
