@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from advisor.context import Options, resolve
@@ -91,6 +91,7 @@ from advisor.rules.vllm import flags as vllm_flags  # noqa: E402
 VLLM = "0.33.0"
 VLLM_OPTIONS = vllm_flags.known_flags(VLLM)
 VLLM_LONG = sorted(o for o in VLLM_OPTIONS if o.startswith("--"))
+NUMBER_FLAGS = {flag for flag, _, _ in vllm_flags.NUMBERS}
 
 
 def vllm_plan(overrides: tuple[str, ...]):
@@ -100,14 +101,22 @@ def vllm_plan(overrides: tuple[str, ...]):
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(option=st.sampled_from(VLLM_LONG), cut=st.integers(min_value=3, max_value=60), underscores=st.booleans())
+@example(option="--block-size", cut=12, underscores=False)  # a number flag spelt in full (CI's failing draw)
 def test_vllm_reads_every_prefix_and_underscore_spelling_as_its_parser_does(option, cut, underscores):
     token = option[:cut]
     given_token = "--" + token[2:].replace("-", "_") if underscores else token
     expected = argparse_reading(VLLM_OPTIONS, token)
     (spelled,) = vllm_flags.spell_out((given_token,), Release(VLLM, VLLM))
     assert spelled == (expected or token)
-    found = vllm_flags.rejected(type("S", (), {"overrides": (given_token,)})(), Release(VLLM, VLLM))
+    # A number flag gets a value vLLM takes, so only the spelling is under test (without one, argparse refuses it too)
+    value = {"--gpu-memory-utilization": ("0.9",)}.get(expected, ("16",)) if expected in NUMBER_FLAGS else ()
+    found = vllm_flags.rejected(type("S", (), {"overrides": (given_token, *value)})(), Release(VLLM, VLLM))
     assert bool(found) == (expected is None)
+
+
+def test_a_number_flag_without_its_value_is_refused_as_vllm_refuses_it():
+    found = vllm_flags.rejected(type("S", (), {"overrides": ("--block-size",)})(), Release(VLLM, VLLM))
+    assert [p.id for p in found] == [vllm_flags.ERROR_ID] and "--block-size needs a value" in found[0].message
 
 
 def test_a_misspelt_vllm_flag_is_rejected_with_the_flag_it_looks_like():
