@@ -357,6 +357,40 @@ def max_running_requests(s: Scenario) -> int | None:
     return s.int_flag(MAX_RUNNING_FLAG)
 
 
+# Post-capture KV sizing (v0.5.23): arg_groups/muse_spark_hook.py apply_muse_spark_env_defaults turns on
+# SGLANG_ENABLE_POST_CAPTURE_KV_SIZING for MUSE_SPARK_ARCHITECTURES (unless the environment sets it), and where
+# overrides.py post_capture_kv_sizing_planned holds, memory_hook.py _handle_gpu_memory_settings keeps only 1536 MiB +
+# tp/8 GiB (no activation or graph reserve, no 10 GiB floor) and adjust_mem_fraction_for_vlm takes a flat 8 GiB off.
+# Modelled conditions: CUDA, a non-MLA model, decode and prefill graphs on, chunked prefill on; not modelled: the
+# environment, --max-prefill-tokens above the largest captured prefill batch, DCP, memory saver, Mooncake, PD.
+POST_CAPTURE_PLACE = "arg_groups/muse_spark_hook.py:MUSE_SPARK_ARCHITECTURES"
+POST_CAPTURE_FLOOR_MIB, POST_CAPTURE_VLM_MIB = 1536, 8 * 1024
+
+
+def post_capture_sizing(s: Scenario, release: str, prefill_graph: str | None) -> bool:
+    """Whether the release sizes the KV pool after graph capture for this model and layout."""
+    if s.no_gpu or s.model is None or prefill_graph in (None, "mla"):
+        return False
+    if POST_CAPTURE_PLACE not in (named(release) or {}).get(loaded_architecture(s.model, release), ()):
+        return False
+    if s.has("--disable-cuda-graph") or s.has("--enable-memory-saver") or s.flag("--chunked-prefill-size") == "-1":
+        return False
+    return chunked_prefill_off(s.model, release) is None
+
+
+def post_capture_fraction(mem_mib: int, tp: int, vision) -> tuple[float, str]:
+    """(mem_fraction_static, the arithmetic) under post-capture sizing (pp 1)."""
+    reserved = POST_CAPTURE_FLOOR_MIB + tp / 8 * 1024
+    fraction = round((mem_mib - reserved) / mem_mib, 3)
+    text = (f"post-capture KV sizing (Muse Spark's SGLANG_ENABLE_POST_CAPTURE_KV_SIZING): reserved = "
+            f"{POST_CAPTURE_FLOOR_MIB} + {tp}/8 x 1024 = {reserved:g} MiB; mem_fraction_static = "
+            f"({mem_mib} - {reserved:g}) / {mem_mib} = {fraction}")  # fmt: skip
+    if vision is not None:
+        fraction -= POST_CAPTURE_VLM_MIB / mem_mib
+        text += f", - {POST_CAPTURE_VLM_MIB} / {mem_mib} for the vision encoder = {fraction:.4f}"
+    return fraction, text
+
+
 def memory_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
     mem = None if s.no_gpu else s.min_memory_mib
@@ -380,6 +414,9 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     speculative, max_running = speculative_algorithm(s), max_running_requests(s)
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
                             speculative, max_running)  # fmt: skip
+    post_capture = mem is not None and post_capture_sizing(s, release, prefill_graph)
+    if post_capture:
+        value["mem_fraction_static"], post_capture_text = post_capture_fraction(mem, s.tp, vision)
     explicit = {
         "chunked_prefill_size": s.flag("--chunked-prefill-size"),
         "cuda_graph_max_bs": next(filter(None, (s.flag(f) for f in reversed(graph_flags))), None),
@@ -400,6 +437,8 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         value = {k: None for k in value}
     notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
                                speculative, max_running)]  # fmt: skip
+    if post_capture:
+        notes = [post_capture_text]
     if explicit["mem_fraction_static"]:
         notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
     if s.intent.dp_attention and s.intent.dp_size > 1:
