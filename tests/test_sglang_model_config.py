@@ -155,3 +155,49 @@ def test_a_thinker_config_wrapper_is_multimodal_from_v0_5_10():
                  **LLAMA | {"architectures": ["MyOmniForConditionalGeneration"]}})  # fmt: skip
     assert omni.has_text_config  # get_hf_text_config unwraps thinker_config, llm_config and language_config too
     assert model_config.is_multimodal(omni, "0.5.23") and not model_config.is_multimodal(omni, "0.5.9")
+
+
+def _named_config(architecture: str) -> dict:
+    import json
+
+    return json.loads((REPO / "tests/conformance/configs" / f"named-{architecture}" / "config.json").read_text())
+
+
+def _plan(profile: str, model, release: str):
+    from advisor.plan import Intent, build_plan
+    from advisor.probe.profiles import load_profile
+
+    return build_plan(load_profile(profile), model, Intent(tp=1, engine="sglang", engine_version=release))
+
+
+def test_granite_hybrid_counts_linear_attention_as_mamba_from_v0_5_19():
+    from advisor.rules.sglang.model_overrides import has_mamba_layers
+
+    granite = spec(_named_config("GraniteMoeHybridForCausalLM"))
+    assert not has_mamba_layers(granite, "0.5.18") and has_mamba_layers(granite, "0.5.19")
+    assert has_mamba_layers(replace(granite, layer_types=("mamba", "attention")), "0.5.18")
+    assert _plan("b200-8", granite, "0.5.23").decision("attention_backend").value == "flashinfer"
+    assert _plan("h100-sxm-8", granite, "0.5.23").decision("attention_backend").value == "fa3"  # SM10x only
+
+
+def test_minimax_m3_step_sets_backend_page_and_triton_runner():
+    m3 = spec(_named_config("MiniMaxM3SparseForConditionalGeneration"))
+    for profile, backend in (("b200-8", "fa4"), ("h100-sxm-8", "fa3")):
+        plan = _plan(profile, m3, "0.5.23")
+        attention = plan.decision("attention_backend")
+        assert attention.value == backend
+        assert any(s.name == "page_size" and s.value == 128 for s in attention.settings)
+        assert plan.decision("moe_runner_backend").value == "triton"
+    assert _plan("b200-8", m3, "0.5.14").decision("attention_backend").value != "fa4"  # no step before v0.5.16
+
+
+def test_post_capture_sizing_only_for_muse_spark_in_v0_5_23():
+    from advisor.rules.sglang.memory import post_capture_fraction
+
+    fraction, _ = post_capture_fraction(81920, 1, vision=(None, None))
+    assert abs(fraction - 0.88) < 1e-9  # the named grid's v0.5.23 golden on an 80 GiB A100, tp 1
+    muse = spec(_named_config("MuseSparkForConditionalGeneration"))
+    value = _plan("a100-sxm-8", muse, "0.5.23").decision("memory_defaults").value["mem_fraction_static"]
+    assert round(value, 3) == 0.88
+    llama = _plan("a100-sxm-8", spec(LLAMA), "0.5.23").decision("memory_defaults").value["mem_fraction_static"]
+    assert llama < 0.87  # the activation and graph reserve stays for everything else

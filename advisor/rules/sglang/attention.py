@@ -20,7 +20,7 @@ from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
-from advisor.rules.sglang.model_overrides import is_hrm_text, same_function, step_attention
+from advisor.rules.sglang.model_overrides import is_hrm_text, registers_minimax_m3, same_function, step_attention
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
 SINK_ARCHS = frozenset({"GptOssForCausalLM"})
@@ -238,6 +238,19 @@ MAMBA_PAGE_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalG
                               "Qwen3_5ForConditionalGeneration", "NemotronHForCausalLM"})  # fmt: skip
 
 
+# MiniMax M3's step (overrides.py / model_overrides/minimax_m3.py _minimax_m3_overrides, v0.5.16+): page_size 128 for
+# its sparse attention blocks when unset, on SM10x with fa4 (trtllm_mha too from v0.5.19) and on Hopper with fa3.
+MINIMAX_M3_PAGE_SIZE, MINIMAX_M3_TRTLLM_PAGE_FROM = 128, "0.5.19"
+
+
+def _minimax_m3_page(s: Scenario, arch: str | None, release: str, backend: str) -> bool:
+    if not registers_minimax_m3(arch, release) or s.no_gpu:
+        return False
+    if is_sm100(s)[0]:
+        return backend == "fa4" or (backend == "trtllm_mha" and within(release, MINIMAX_M3_TRTLLM_PAGE_FROM, None))
+    return is_sm90(s)[0] and backend == "fa3"
+
+
 def page_rule(backend: str | None, release: str) -> PageRule | None:
     """The page-size constraint ``backend`` has in ``release`` (a modelled release), if any."""
     return next((rule for rule in PAGE_RULES if rule.backend == backend and within(release, rule.first, rule.last)),
@@ -264,6 +277,9 @@ def page_size(
           and is_sm100(s)[0]):  # fmt: skip
         page = 64 if backend == "trtllm_mha" else 1
         why = f"the hybrid model's SM10x step sets {page} with {backend} (sglang v{release}, model step)"
+    elif page is None and backend is not None and _minimax_m3_page(s, arch, release, backend):
+        page = MINIMAX_M3_PAGE_SIZE
+        why = f"MiniMax M3's step sets {page} with {backend} (sglang v{release}, model step)"
     if (arch in MAMBA_PAGE_ARCHS and within(r, MAMBA_PAGE_FIRST, MAMBA_PAGE_LAST)
             and page not in (None, 1) and not s.has("--disable-radix-cache")
             and s.flag("--mamba-scheduler-strategy") != "extra_buffer"):  # fmt: skip

@@ -17,6 +17,7 @@ from advisor.rules.engine import (
     parse_release,
     state_of,
 )
+from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
 from advisor.rules.sglang.attention import attention_kind
@@ -209,8 +210,14 @@ BREAKABLE_MULTIMODAL_ARCHS = {
 }  # fmt: skip
 
 
-# configs/model_config.py multimodal_piecewise_cuda_graph_supported_model_archs (Kimi K2.5 from v0.5.16): in v0.5.16 and
-# v0.5.17 these multimodal models get the tc_piecewise prefill graph instead of the breakable one.
+# configs/model_config.py multimodal_piecewise_cuda_graph_supported_model_archs (read from architectures.json; this
+# table where a release was not read): v0.5.10-v0.5.14 the piecewise graph's "multimodal model" rule spares them
+# (v0.5.14 server_args.py _disable_piecewise_cuda_graph_if_incompatible); v0.5.16-v0.5.21 those not also on the
+# breakable list get the tc_piecewise prefill graph instead of the breakable one ("Using tc_piecewise CUDA graph for
+# validated multimodal decoder prefill", v0.5.18 server_args.py; gone in v0.5.22). Not modelled: v0.5.18+ keeps the
+# breakable graph when the resolved attention backend is trtllm_mla.
+PIECEWISE_MULTIMODAL_LIST = "configs/model_config.py:multimodal_piecewise_cuda_graph_supported_model_archs"
+TC_PIECEWISE_REDIRECT_LAST = "0.5.21"
 TC_PIECEWISE_MULTIMODAL_ARCHS = frozenset({
     "Cohere2VisionForConditionalGeneration", "KimiK25ForConditionalGeneration", "MiniMaxM3SparseForCausalLM",
     "MiniMaxM3SparseForConditionalGeneration",
@@ -234,6 +241,14 @@ def _breakable_multimodal(architecture: str, release: tuple[int, ...]) -> bool:
     return bool(lists) and architecture in lists[-1]
 
 
+def _piecewise_multimodal(architecture: str, release: tuple[int, ...]) -> bool:
+    """On the release's multimodal_piecewise_cuda_graph_supported_model_archs (architectures.json, else the table)."""
+    names = named(".".join(map(str, release)))
+    if names is not None:
+        return PIECEWISE_MULTIMODAL_LIST in names.get(architecture, ())
+    return architecture in TC_PIECEWISE_MULTIMODAL_ARCHS
+
+
 def prefill_graph_kind(s: Scenario, version: str, capability_steps: bool = True) -> str | None:
     """The attention kind sizing the prefill CUDA-graph reserve ("mla" or "standard"), or None when SGLang leaves the
     prefill graph off for this release, model and layout."""
@@ -248,7 +263,9 @@ def prefill_graph_kind(s: Scenario, version: str, capability_steps: bool = True)
     if release < parse_release(FIRST_BREAKABLE_FROM):  # the piecewise graph
         if s.flag(SPECULATIVE_FLAG) and rules_release(version) in SPEC_NO_PIECEWISE:
             return None
-        if s.intent.dp_attention or a2a != "none" or multimodal or arch in NO_PREFILL_GRAPH_ARCHS:
+        if s.intent.dp_attention or a2a != "none" or arch in NO_PREFILL_GRAPH_ARCHS:
+            return None
+        if multimodal and not _piecewise_multimodal(arch, release):
             return None
         if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and dsa:
             return None
@@ -259,9 +276,9 @@ def prefill_graph_kind(s: Scenario, version: str, capability_steps: bool = True)
         return None  # "Breakable CUDA graph is incompatible with KDA hybrid linear attention"
     if capability_steps and is_hrm_text(model, rules_release(version)):
         return None  # HRM-Text runs without CUDA graphs (model_hook.py handle_model_capability_adjustments)
-    if (multimodal and arch in TC_PIECEWISE_MULTIMODAL_ARCHS and release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM)
-            and release >= parse_release(BREAKABLE_MULTIMODAL_FROM)):  # fmt: skip
-        # v0.5.16/v0.5.17 switch these to the tc_piecewise graph, whose own rules stop it for DP attention and a2a only
+    if (multimodal and _piecewise_multimodal(arch, release) and not _breakable_multimodal(arch, release)
+            and within(release, BREAKABLE_MULTIMODAL_FROM, TC_PIECEWISE_REDIRECT_LAST)):  # fmt: skip
+        # v0.5.16-v0.5.21 switch these to the tc_piecewise graph, whose own rules stop it for DP attention and a2a only
         return None if s.intent.dp_attention or a2a != "none" else kind
     if multimodal and not _breakable_multimodal(arch, release):
         return None
@@ -340,6 +357,40 @@ def max_running_requests(s: Scenario) -> int | None:
     return s.int_flag(MAX_RUNNING_FLAG)
 
 
+# Post-capture KV sizing (v0.5.23): arg_groups/muse_spark_hook.py apply_muse_spark_env_defaults turns on
+# SGLANG_ENABLE_POST_CAPTURE_KV_SIZING for MUSE_SPARK_ARCHITECTURES (unless the environment sets it), and where
+# overrides.py post_capture_kv_sizing_planned holds, memory_hook.py _handle_gpu_memory_settings keeps only 1536 MiB +
+# tp/8 GiB (no activation or graph reserve, no 10 GiB floor) and adjust_mem_fraction_for_vlm takes a flat 8 GiB off.
+# Modelled conditions: CUDA, a non-MLA model, decode and prefill graphs on, chunked prefill on; not modelled: the
+# environment, --max-prefill-tokens above the largest captured prefill batch, DCP, memory saver, Mooncake, PD.
+POST_CAPTURE_PLACE = "arg_groups/muse_spark_hook.py:MUSE_SPARK_ARCHITECTURES"
+POST_CAPTURE_FLOOR_MIB, POST_CAPTURE_VLM_MIB = 1536, 8 * 1024
+
+
+def post_capture_sizing(s: Scenario, release: str, prefill_graph: str | None) -> bool:
+    """Whether the release sizes the KV pool after graph capture for this model and layout."""
+    if s.no_gpu or s.model is None or prefill_graph in (None, "mla"):
+        return False
+    if POST_CAPTURE_PLACE not in (named(release) or {}).get(loaded_architecture(s.model, release), ()):
+        return False
+    if s.has("--disable-cuda-graph") or s.has("--enable-memory-saver") or s.flag("--chunked-prefill-size") == "-1":
+        return False
+    return chunked_prefill_off(s.model, release) is None
+
+
+def post_capture_fraction(mem_mib: int, tp: int, vision) -> tuple[float, str]:
+    """(mem_fraction_static, the arithmetic) under post-capture sizing (pp 1)."""
+    reserved = POST_CAPTURE_FLOOR_MIB + tp / 8 * 1024
+    fraction = round((mem_mib - reserved) / mem_mib, 3)
+    text = (f"post-capture KV sizing (Muse Spark's SGLANG_ENABLE_POST_CAPTURE_KV_SIZING): reserved = "
+            f"{POST_CAPTURE_FLOOR_MIB} + {tp}/8 x 1024 = {reserved:g} MiB; mem_fraction_static = "
+            f"({mem_mib} - {reserved:g}) / {mem_mib} = {fraction}")  # fmt: skip
+    if vision is not None:
+        fraction -= POST_CAPTURE_VLM_MIB / mem_mib
+        text += f", - {POST_CAPTURE_VLM_MIB} / {mem_mib} for the vision encoder = {fraction:.4f}"
+    return fraction, text
+
+
 def memory_decision(s: Scenario, version: str) -> Decision:
     release = rules_release(version)
     mem = None if s.no_gpu else s.min_memory_mib
@@ -363,6 +414,9 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     speculative, max_running = speculative_algorithm(s), max_running_requests(s)
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
                             speculative, max_running)  # fmt: skip
+    post_capture = mem is not None and post_capture_sizing(s, release, prefill_graph)
+    if post_capture:
+        value["mem_fraction_static"], post_capture_text = post_capture_fraction(mem, s.tp, vision)
     explicit = {
         "chunked_prefill_size": s.flag("--chunked-prefill-size"),
         "cuda_graph_max_bs": next(filter(None, (s.flag(f) for f in reversed(graph_flags))), None),
@@ -383,6 +437,8 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         value = {k: None for k in value}
     notes = [memory_arithmetic(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
                                speculative, max_running)]  # fmt: skip
+    if post_capture:
+        notes = [post_capture_text]
     if explicit["mem_fraction_static"]:
         notes.append(f"--mem-fraction-static {explicit['mem_fraction_static']} replaces the estimate")
     if s.intent.dp_attention and s.intent.dp_size > 1:

@@ -128,7 +128,18 @@ def is_multimodal(model, release: str) -> bool:
                                      and model.vision is not None)  # fmt: skip
 
 
+# SGLang's own config class for these model types (configs/minimax_vl.py MiniMaxM3VLConfig, registered from v0.5.16)
+# comes out of get_config with vision_config still a plain dict (checked with v0.5.23's get_config and its pinned
+# transformers 5.19), so adjust_mem_fraction_for_vlm's getattr reads its 24-layer, 1024-wide defaults (the named
+# grid's v0.5.16-v0.5.23 goldens: x 0.95).
+DICT_VISION_CONFIG_MODEL_TYPES, DICT_VISION_CONFIG_FROM = frozenset({"minimax_m3_vl"}), "0.5.16"
+
+
 def multimodal_vision(model, release: str) -> tuple[int | None, int | None] | None:
     """The vision tower adjust_mem_fraction_for_vlm scales the static fraction by: the config's vision_config when the
     release treats the model as multimodal, else None."""
-    return model.vision if model is not None and is_multimodal(model, release) else None
+    if model is None or not is_multimodal(model, release):
+        return None
+    if model.model_type in DICT_VISION_CONFIG_MODEL_TYPES and within(release, DICT_VISION_CONFIG_FROM, None):
+        return (None, None)
+    return model.vision

@@ -38,6 +38,9 @@ class AttentionStep:
 INLINE = "server_args.py:ServerArgs._handle_model_specific_adjustments"
 
 
+# MiniMax M3's own step (first in v0.5.16), which also sets page_size 128 and the MoE runner (attention.py page_size,
+# moe_runner.py minimax_m3_runner)
+MINIMAX_M3_STEP, MINIMAX_M3_FROM = "arg_groups/model_overrides/minimax_m3.py:_minimax_m3_overrides", "0.5.16"
 _ALL_GPUS = (("any", "triton"),)
 # fmt: off
 ATTENTION_STEPS: tuple[AttentionStep, ...] = (
@@ -74,6 +77,15 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
     AttentionStep(frozenset({"Step3p5ForCausalLM", "Step3p7ForConditionalGeneration"}), "0.5.7", None,
                   (("sm100", "fa4"), ("sm120", "fa4"), ("sm90", "fa3")), "arg_groups/overrides.py:_step3p_overrides",
                   before=(INLINE,)),
+    # MiniMax M3 (both names; v0.5.16-v0.5.18 arg_groups/overrides.py, v0.5.19+ model_overrides/minimax_m3.py
+    # _minimax_m3_overrides): fa4 on SM10x, fa3 on Hopper, the default path elsewhere. From v0.5.19 an fp8_e4m3 KV
+    # cache on SM10x takes trtllm_mha instead (not modelled: the step table has no KV dtype).
+    AttentionStep(frozenset({"MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration"}), "0.5.16", None,
+                  (("sm100", "fa4"), ("sm90", "fa3")), MINIMAX_M3_STEP),
+    # Granite 4.0 hybrid (v0.5.15-v0.5.18 arg_groups/overrides.py, v0.5.19+ model_overrides/granitemoehybrid.py
+    # _granite_moe_hybrid_overrides): flashinfer on SM10x when a layer of the config is "mamba" (has_mamba_layers)
+    AttentionStep(frozenset({"GraniteMoeHybridForCausalLM"}), "0.5.15", None, (("sm100", "flashinfer"),),
+                  "arg_groups/model_overrides/granitemoehybrid.py:_granite_moe_hybrid_overrides", needs="mamba_layers"),
     # Qwen4-Exp restates Qwen3.5's SM10x default (arg_groups/model_overrides/qwen4_exp.py)
     AttentionStep(frozenset({"Qwen4ExpForConditionalGeneration"}), "0.5.19", None, (("sm100", "triton"),),
                   "arg_groups/model_overrides/qwen4_exp.py:_qwen4_exp_overrides"),
@@ -127,10 +139,42 @@ def override_step(architecture: str, release: str) -> AttentionStep | None:
     return next((step for step in ATTENTION_STEPS if registers(step) and within(release, step.first, step.last)), None)
 
 
+def registers_minimax_m3(architecture: str | None, release: str) -> bool:
+    """Whether ``release`` runs MiniMax M3's step for this architecture (architectures.json places it there)."""
+    from advisor.rules.sglang.architectures import named
+
+    places = (named(release) or {}).get(architecture or "", ())
+    return within(release, MINIMAX_M3_FROM, None) and any(same_function(p, MINIMAX_M3_STEP) for p in places)
+
+
+# SGLang's own GraniteMoeHybridConfig (configs/granitemoehybrid.py) renames transformers >= 5.15's "linear_attention"
+# layers to "mamba" from v0.5.19 (_to_sglang_layer_types), so a config written by a newer transformers counts as Mamba
+# there; v0.5.15-v0.5.18 read the names as written (the named grid's v0.5.18 golden keeps the default path).
+MAMBA_LAYER_ALIAS_FROM = "0.5.19"
+
+
+def has_mamba_layers(model, release: str) -> bool:
+    """The Granite step's has_mamba: a "mamba" entry in the config's layer_types as SGLang's config class reads it."""
+    types = getattr(model, "layer_types", ()) or ()
+    return "mamba" in types or ("linear_attention" in types and within(release, MAMBA_LAYER_ALIAS_FROM, None))
+
+
+# step.needs names a ModelSpec flag, or one of these release-aware tests of the config
+RELEASE_NEEDS = {"mamba_layers": has_mamba_layers}
+
+
+def _needs_met(step: AttentionStep, model, release: str) -> bool:
+    if step.needs is None:
+        return True
+    if step.needs in RELEASE_NEEDS:
+        return model is not None and RELEASE_NEEDS[step.needs](model, release)
+    return bool(getattr(model, step.needs, False))
+
+
 def step_attention(s: Scenario, architecture: str, release: str) -> str | None:
     """The backend the architecture's own step sets on this GPU, or None where it leaves the default path."""
     step = override_step(architecture, release)
-    if step is None or (step.needs is not None and not getattr(s.model, step.needs, False)):
+    if step is None or not _needs_met(step, s.model, release):
         return None
     kinds = gpu_kinds(s)
     return next((backend for kind, backend in step.backends if kind in kinds), None)

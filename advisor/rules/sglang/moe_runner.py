@@ -22,6 +22,7 @@ from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture, named
 from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
 from advisor.rules.sglang.fusion import _c_a2a_none
+from advisor.rules.sglang.model_overrides import registers_minimax_m3
 from advisor.rules.sglang.releases import rules_release
 
 _DEEPSEEK_FAMILY = frozenset({
@@ -147,6 +148,8 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
     entry = moe_runner_row(arch, version, gpu_kind, model.quantization) if model is not None else None
     if model is not None and model.architecture in NEMOTRON_H:
         return _nemotron_h_decision(s, release)
+    if model is not None and model.quantization is None and registers_minimax_m3(arch, release):
+        return _minimax_m3_decision(s, release)
 
     def is_moe(s: Scenario):
         if model is not None and not model.is_moe and entry is not None:
@@ -236,6 +239,35 @@ def _nemotron_h_decision(s: Scenario, release: str) -> Decision:
     source = Source(f"sglang v{release}", _nemotron_h_file(release), "Nemotron-H defaults")
     ep, ep_why = ep_size(s, release)
     notes.append(f"ep_size {ep}: {ep_why}")
+    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=final, notes=notes,
+                   settings=(Setting("ep_size", ep),))  # fmt: skip
+
+
+MINIMAX_M3_FILE = "python/sglang/srt/arg_groups/model_overrides/minimax_m3.py"
+
+
+def _minimax_m3_decision(s: Scenario, release: str) -> Decision:
+    """MiniMax M3's step (overrides.py / model_overrides/minimax_m3.py _minimax_m3_overrides, v0.5.16+): an unquantized
+    checkpoint whose runner is auto or deep_gemm ("produces corrupted output on bf16 full weights") takes triton, on
+    every GPU. Quantized checkpoints take the general path here (their SM10x/ROCm rows are not modelled)."""
+    chosen = s.flag(MOE_RUNNER_BACKEND)
+
+    def family(s: Scenario):
+        return True, f"{s.model.architecture}, unquantized", "MiniMax M3 with bf16 weights"
+
+    conditions = (
+        Condition("model_family", "MiniMax M3 sets its own MoE runner", family,
+                  "MiniMax M3's override step sets triton for bf16 weights whether or not a runner is auto",
+                  f"pass {MOE_RUNNER_BACKEND} NAME (deep_gemm is turned back into triton)"),
+    )  # fmt: skip
+    results = evaluate(conditions, s)
+    forced = bool(chosen and chosen not in ("auto", "deep_gemm"))
+    state = state_of(results, forced_on=forced)
+    final = chosen if state == FORCED_ON else "triton"
+    where = OVERRIDES if parse_release(release) < (0, 5, 19) else MINIMAX_M3_FILE
+    source = Source(f"sglang v{release}", where, "_minimax_m3_overrides")
+    ep, ep_why = ep_size(s, release)
+    notes = ["unquantized MiniMax M3: triton", f"ep_size {ep}: {ep_why}"]
     return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=final, notes=notes,
                    settings=(Setting("ep_size", ep),))  # fmt: skip
 
