@@ -68,15 +68,16 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
     if seqs is not None and tokens is not None and not given["max_num_seqs"]:
         seqs = min(seqs, tokens)
     seqs = model_max_num_seqs(s.model, release, seqs)
+    kv_dtype = kv_cache_dtype(s, release)  # the block size of a hybrid model depends on it too
+    block = mla_block_size(s, release, _number(given["block_size"], block_size, 16))
     return {
         "gpu_memory_utilization": _number(
             given["gpu_memory_utilization"], utilization, at(GPU_MEMORY_UTILIZATION, release)
         ),
         "max_num_seqs": seqs,
         "max_num_batched_tokens": tokens,
-        "kv_cache_dtype": kv_cache_dtype(s, release),
-        "block_size": hybrid_block_size(s, release, mla_block_size(s, release, _number(given["block_size"], block_size, 16)),
-                                        kv_cache_dtype(s, release)),
+        "kv_cache_dtype": kv_dtype,
+        "block_size": hybrid_block_size(s, release, block, kv_dtype),
         # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
         "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
     }
