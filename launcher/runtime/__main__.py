@@ -29,4 +29,10 @@ def entry() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(entry())
+    code = entry()
+    # Leave without Python's finalisation: by now the process group is destroyed and every file is closed, but
+    # torch's distributed objects can still hold a joinable C++ thread when the interpreter tears them down, and
+    # that aborts the process ("terminate called without an active exception") after a clean SIGTERM shutdown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 0)
