@@ -50,8 +50,12 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
     AttentionStep(frozenset({"Exaone4ForCausalLM", "ExaoneMoEForCausalLM", "ExaoneMoeForCausalLM"}), "0.5.19", None,
                   (("sm100", "trtllm_mha"), ("sm80+", "fa3"), ("any", "triton")),
                   "arg_groups/model_overrides/exaone.py:_exaone_overrides", needs="sliding_window_pattern"),
+    # Gemma 4's first step (v0.5.11-v0.5.12 server_args.py _handle_model_specific_adjustments, the
+    # ForConditionalGeneration name only) set triton on every GPU; v0.5.13 gave SM10x trtllm_mha
+    AttentionStep(frozenset({"Gemma4ForConditionalGeneration"}), "0.5.11", "0.5.12", _ALL_GPUS, INLINE,
+                  before=(INLINE,)),
     AttentionStep(frozenset({"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM",
-                             "Gemma4UnifiedForConditionalGeneration"}), "0.5.7", None,
+                             "Gemma4UnifiedForConditionalGeneration"}), "0.5.13", None,
                   (("sm100", "trtllm_mha"), ("any", "triton")), "arg_groups/model_overrides/gemma4.py:_gemma4_overrides",
                   before=(INLINE,)),
     AttentionStep(frozenset({"DiffusionGemmaForBlockDiffusion"}), "0.5.21", None, _ALL_GPUS,

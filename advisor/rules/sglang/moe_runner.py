@@ -60,9 +60,11 @@ _COHERE2_MOE = frozenset({"Cohere2VisionForConditionalGeneration", "Cohere2MoeFo
 # fmt: off
 MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     # DeepSeek family: fp8/modelopt checkpoints; an unquantized DeepSeek V3 is defaulted to fp8 first ("Quantization not
-    # specified, default to fp8 for DeepSeek on sm100"). From v0.5.12 unquantized checkpoints of the whole family too
-    # ("or self.quantization is None"), which brings GLM-5 and an unquantized Kimi K2.5 in.
-    MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_V3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    # specified, default to fp8 for DeepSeek on sm100") up to v0.5.10; v0.5.11 keeps it bf16 unless the safetensors hold
+    # FP8 experts (server_args.py _handle_model_specific_adjustments, has_fp8_weights_in_checkpoint; a config without
+    # quantization_config reads as bf16 here), so its runner stays auto. From v0.5.12 unquantized checkpoints of the
+    # whole family too ("or self.quantization is None"), which brings GLM-5 and an unquantized Kimi K2.5 in.
+    MoeRunnerRow("0.5.7", "0.5.10", _DEEPSEEK_V3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_FAMILY, _QUANT_TRTLLM, "flashinfer_trtllm"),
     MoeRunnerRow("0.5.12", None, _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     # The rest of arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS, which _deepseek_moe_quant_resolution reads
