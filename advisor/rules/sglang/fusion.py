@@ -77,7 +77,9 @@ def _c_no_dp_attention(s: Scenario):
 # v0.5.7 server_args.py _handle_model_specific_adjustments turns DP attention on for a DeepSeek sparse-attention model
 # ("DP attention is enabled for DeepSeek NSA": is_deepseek_nsa, architectures[0] one of these) before the fusion step
 # reads enable_dp_attention; v0.5.8 dropped that. DeepSeek V3.2 is loaded as V3 there (architectures.py).
-NSA_DP_ATTENTION_ARCHS = frozenset({"DeepseekV3ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"})
+NSA_DP_ATTENTION_ARCHS = frozenset(
+    {"DeepseekV3ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"}
+)
 
 
 def _c_not_nsa_dp_attention(s: Scenario):
