@@ -78,7 +78,9 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
     AttentionStep(frozenset({"Olmo2ForCausalLM"}), "0.5.7", None,
                   (("sm100", "trtllm_mha"), ("sm80+", "fa3"), ("any", "triton")),
                   "arg_groups/model_overrides/olmo2.py:_olmo2_overrides", before=(INLINE,)),
-    AttentionStep(frozenset({"Step3p5ForCausalLM", "Step3p7ForConditionalGeneration"}), "0.5.7", None,
+    # Step 3.5's inline branch of v0.5.9-v0.5.12 sets only speculative / hierarchical-cache options; the fa4 / fa3
+    # choice (with Step 3.7) came in v0.5.13 (server_args.py _handle_model_specific_adjustments)
+    AttentionStep(frozenset({"Step3p5ForCausalLM", "Step3p7ForConditionalGeneration"}), "0.5.13", None,
                   (("sm100", "fa4"), ("sm120", "fa4"), ("sm90", "fa3")), "arg_groups/overrides.py:_step3p_overrides",
                   before=(INLINE,)),
     # MiniMax M3 (both names; v0.5.16-v0.5.18 arg_groups/overrides.py, v0.5.19+ model_overrides/minimax_m3.py
