@@ -117,12 +117,28 @@ TRTLLM_MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGen
 QWEN3_5_TRITON = frozenset({"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
 # The DeepSeek family's own step (_deepseek_family_overrides: arg_groups/overrides.py from v0.5.16, v0.5.19+
 # model_overrides/deepseek_v2.py) sets trtllm_mla on SM10x for every architecture it registers that is not DSA
-# (LongCat-Flash, Mistral Large 3, ...): the names architectures.json places in that function (checked from v0.5.16).
-FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.16"
+# (LongCat-Flash, Mistral Large 3, ...): the names architectures.json places in that function (v0.5.15 has it in
+# arg_groups/overrides.py already).
+FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.15"
+
+
+# Before that step existed (v0.5.7-v0.5.14) the same choice was inline in server_args.py
+# _handle_model_specific_adjustments, for the names its DeepSeek branch listed (a non-DSA model on SM10x):
+INLINE_TRTLLM_MLA: tuple[tuple[str, str, frozenset[str]], ...] = (
+    ("0.5.7", "0.5.8", frozenset({"DeepseekV3ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"})),
+    ("0.5.9", "0.5.11", frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration", "MistralLarge3ForCausalLM",
+                                    "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM"})),
+    ("0.5.12", "0.5.14", frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
+                                     "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration",
+                                     "GlmMoeDsaForCausalLM"})),
+)  # fmt: skip
 
 
 def _trtllm_mla(model, release: str) -> bool:
     arch = loaded_architecture(model, release)
+    inline = next((names for first, last, names in INLINE_TRTLLM_MLA if within(release, first, last)), None)
+    if inline is not None:
+        return arch in inline
     if arch in TRTLLM_MLA_ARCHS:
         return True
     if not within(release, FAMILY_STEP_FROM, None):
