@@ -20,7 +20,13 @@ from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
-from advisor.rules.sglang.model_overrides import is_hrm_text, registers_minimax_m3, same_function, step_attention
+from advisor.rules.sglang.model_overrides import (
+    deepseek_branch,
+    is_hrm_text,
+    registers_minimax_m3,
+    same_function,
+    step_attention,
+)
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
 SINK_ARCHS = frozenset({"GptOssForCausalLM"})
@@ -122,21 +128,9 @@ QWEN3_5_TRITON = frozenset({"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCon
 FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.15"
 
 
-# Before that step existed (v0.5.7-v0.5.14) the same choice was inline in server_args.py
-# _handle_model_specific_adjustments, for the names its DeepSeek branch listed (a non-DSA model on SM10x):
-INLINE_TRTLLM_MLA: tuple[tuple[str, str, frozenset[str]], ...] = (
-    ("0.5.7", "0.5.8", frozenset({"DeepseekV3ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"})),
-    ("0.5.9", "0.5.11", frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration", "MistralLarge3ForCausalLM",
-                                    "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM"})),
-    ("0.5.12", "0.5.14", frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
-                                     "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration",
-                                     "GlmMoeDsaForCausalLM"})),
-)  # fmt: skip
-
-
 def _trtllm_mla(model, release: str) -> bool:
     arch = loaded_architecture(model, release)
-    inline = next((names for first, last, names in INLINE_TRTLLM_MLA if within(release, first, last)), None)
+    inline = deepseek_branch(release)  # v0.5.7-v0.5.14: the inline branch's names (model_overrides.py)
     if inline is not None:
         return arch in inline
     if arch in TRTLLM_MLA_ARCHS:

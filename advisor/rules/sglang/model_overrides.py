@@ -145,6 +145,24 @@ def override_step(architecture: str, release: str) -> AttentionStep | None:
     return next((step for step in ATTENTION_STEPS if registers(step) and within(release, step.first, step.last)), None)
 
 
+# The DeepSeek branch of server_args.py _handle_model_specific_adjustments, v0.5.7-v0.5.14 (v0.5.15 moved it to
+# arg_groups/overrides.py: _deepseek_family_overrides, _DEEPSEEK_FAMILY_ARCHS, read from architectures.json there): the
+# names it listed inline. For them SGLang sets trtllm_mla on SM10x (not DSA) and picks the MoE runner from the
+# quantization (attention.py, moe_runner.py).
+_DEEPSEEK_V057 = frozenset({"DeepseekV3ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"})
+_DEEPSEEK_V059 = _DEEPSEEK_V057 | {"KimiK25ForConditionalGeneration", "GlmMoeDsaForCausalLM"}
+DEEPSEEK_BRANCH: tuple[tuple[str, str, frozenset[str]], ...] = (
+    ("0.5.7", "0.5.8", _DEEPSEEK_V057),
+    ("0.5.9", "0.5.11", _DEEPSEEK_V059),
+    ("0.5.12", "0.5.14", _DEEPSEEK_V059 | {"DeepseekV32ForCausalLM"}),
+)
+
+
+def deepseek_branch(release: str) -> frozenset[str] | None:
+    """The names the inline DeepSeek branch of ``release`` lists; None from v0.5.15 (the family step's own list)."""
+    return next((names for first, last, names in DEEPSEEK_BRANCH if within(release, first, last)), None)
+
+
 def registers_minimax_m3(architecture: str | None, release: str) -> bool:
     """Whether ``release`` runs MiniMax M3's step for this architecture (architectures.json places it there)."""
     from advisor.rules.sglang.architectures import named

@@ -22,7 +22,7 @@ from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture, named
 from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
 from advisor.rules.sglang.fusion import _c_a2a_none
-from advisor.rules.sglang.model_overrides import registers_minimax_m3
+from advisor.rules.sglang.model_overrides import DEEPSEEK_BRANCH, registers_minimax_m3
 from advisor.rules.sglang.releases import rules_release
 
 _DEEPSEEK_FAMILY = frozenset({
@@ -65,8 +65,12 @@ MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     # quantization_config reads as bf16 here), so its runner stays auto. From v0.5.12 unquantized checkpoints of the
     # whole family too ("or self.quantization is None"), which brings GLM-5 and an unquantized Kimi K2.5 in.
     MoeRunnerRow("0.5.7", "0.5.10", _DEEPSEEK_V3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_FAMILY, _QUANT_TRTLLM, "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.12", None, _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    # Up to v0.5.14 the family is what the inline DeepSeek branch lists (model_overrides.DEEPSEEK_BRANCH: Mistral
+    # Large 3's Pixtral wrapper from v0.5.7, Kimi K2.5 and GLM-5 from v0.5.9); DeepSeek V4 (v0.5.12+) has a branch of
+    # its own there that sets no MoE runner.
+    *(MoeRunnerRow(first, last, names, _QUANT_TRTLLM | ({None} if within(first, "0.5.12", None) else set()),
+                   "flashinfer_trtllm") for first, last, names in DEEPSEEK_BRANCH),
+    MoeRunnerRow("0.5.15", None, _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     # The rest of arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS, which _deepseek_moe_quant_resolution reads
     # (architectures.json; issue 31): Mistral Large 3's Pixtral wrapper from v0.5.15; LongCat-Flash in v0.5.16 only
     # (from v0.5.17 "not model_arch.startswith('LongcatFlash')": its top-k spans zero-expert logits; the named grid's
