@@ -31,7 +31,9 @@ def test_gemma4_takes_triton_everywhere_in_v0_5_11_and_v0_5_12(profile):
               "num_attention_heads": 8, "num_key_value_heads": 4, "num_hidden_layers": 34}  # fmt: skip
     for release in ("0.5.11", "0.5.12"):
         assert plan(profile, gemma4, release).decision("attention_backend").value == "triton", release
-    assert (plan(profile, gemma4, "0.5.13").decision("attention_backend").value == "trtllm_mha") is (profile == "b200-8")
+    assert (plan(profile, gemma4, "0.5.13").decision("attention_backend").value == "trtllm_mha") is (
+        profile == "b200-8"
+    )
 
 
 def test_step3p5_sets_its_backend_from_v0_5_13_only():
@@ -64,4 +66,6 @@ def test_v0_5_7_keeps_the_fusion_off_for_deepseek_sparse_attention():
     decision = plan("h100-sxm-8", v32, "0.5.7").decision("flashinfer_allreduce_fusion")
     failed = {c.id for c in decision.conditions if c.ok is False}
     assert failed == {"not_nsa_dp_attention"} and not decision.enabled
-    assert plan("h100-sxm-8", deepseek("DeepseekV3ForCausalLM"), "0.5.7").decision("flashinfer_allreduce_fusion").enabled
+    assert (
+        plan("h100-sxm-8", deepseek("DeepseekV3ForCausalLM"), "0.5.7").decision("flashinfer_allreduce_fusion").enabled
+    )
