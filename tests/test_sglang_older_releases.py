@@ -69,3 +69,22 @@ def test_v0_5_7_keeps_the_fusion_off_for_deepseek_sparse_attention():
     assert (
         plan("h100-sxm-8", deepseek("DeepseekV3ForCausalLM"), "0.5.7").decision("flashinfer_allreduce_fusion").enabled
     )
+
+
+def test_granite_hybrid_sm100_default_follows_the_release():
+    granite = {"architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid", "hidden_size": 1536,
+               "num_attention_heads": 12, "num_key_value_heads": 4, "num_hidden_layers": 4,
+               "layer_types": ["mamba", "mamba", "mamba", "attention"]}  # fmt: skip
+    backend = {r: plan("b200-8", granite, r).decision("attention_backend").value for r in ("0.5.8", "0.5.9", "0.5.13")}
+    assert backend == {"0.5.8": "trtllm_mha", "0.5.9": "triton", "0.5.13": "flashinfer"}
+
+
+def test_interns2_preview_takes_the_qwen3_5_hybrid_steps_from_v0_5_12():
+    interns2 = {"architectures": ["InternS2PreviewForConditionalGeneration"], "model_type": "interns2",
+                "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+                "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768}  # fmt: skip
+    for release, backend, runner in (("0.5.11", "trtllm_mha", "auto"), ("0.5.12", "triton", "flashinfer_trtllm"),
+                                     ("0.5.15", "triton", "flashinfer_trtllm")):  # fmt: skip
+        p = plan("b200-8", interns2, release)
+        assert p.decision("attention_backend").value == backend, release
+        assert p.decision("moe_runner_backend").value == runner, release

@@ -90,6 +90,12 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
                   (("sm100", "fa4"), ("sm90", "fa3")), MINIMAX_M3_STEP),
     # Granite 4.0 hybrid (v0.5.15-v0.5.18 arg_groups/overrides.py, v0.5.19+ model_overrides/granitemoehybrid.py
     # _granite_moe_hybrid_overrides): flashinfer on SM10x when a layer of the config is "mamba" (has_mamba_layers)
+    # Before, inline in server_args.py _handle_model_specific_adjustments through _handle_mamba_radix_cache's SM10x
+    # default: triton in v0.5.9-v0.5.12, flashinfer in v0.5.13-v0.5.14 (also only with a "mamba" layer)
+    AttentionStep(frozenset({"GraniteMoeHybridForCausalLM"}), "0.5.9", "0.5.12", (("sm100", "triton"),), INLINE,
+                  needs="mamba_layers", before=(INLINE,)),
+    AttentionStep(frozenset({"GraniteMoeHybridForCausalLM"}), "0.5.13", "0.5.14", (("sm100", "flashinfer"),), INLINE,
+                  needs="mamba_layers", before=(INLINE,)),
     AttentionStep(frozenset({"GraniteMoeHybridForCausalLM"}), "0.5.15", None, (("sm100", "flashinfer"),),
                   "arg_groups/model_overrides/granitemoehybrid.py:_granite_moe_hybrid_overrides", needs="mamba_layers"),
     # Qwen4-Exp restates Qwen3.5's SM10x default (arg_groups/model_overrides/qwen4_exp.py)
