@@ -155,7 +155,9 @@ def test_deepseek_v41_is_seen_as_v4_from_0_5_21():
     assert seen_architecture("DeepseekV41ForCausalLM", "0.5.20") == "DeepseekV41ForCausalLM"
     assert seen_architecture("DeepseekV41ForCausalLM", "0.5.21") == "DeepseekV4ForCausalLM"
     assert seen_architecture("DeepseekV41ForCausalLM", "0.5.23") == "DeepseekV4ForCausalLM"
-    assert seen_architecture("DeepseekV32ForCausalLM", "0.5.11") == "DeepseekV32ForCausalLM"
+    # v0.5.7-v0.5.11 load DeepSeek V3.2 as V3 (the configs grid's v0.5.11 golden), v0.5.12 has its own config class
+    assert seen_architecture("DeepseekV32ForCausalLM", "0.5.11") == "DeepseekV3ForCausalLM"
+    assert seen_architecture("DeepseekV32ForCausalLM", "0.5.12") == "DeepseekV32ForCausalLM"
 
 
 def model(arch: str, **kw) -> ModelSpec:
@@ -247,13 +249,15 @@ def moe(arch: str) -> ModelSpec:
 )
 def test_the_release_deepseek_family_gets_flashinfer_trtllm_on_sm100(arch, first, last):
     """arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS, as architectures.json holds it, read by
-    _deepseek_moe_quant_resolution (LongCat-Flash is excluded by name from v0.5.17)."""
+    _deepseek_moe_quant_resolution (LongCat-Flash is excluded by name from v0.5.17); before v0.5.15 the names the inline
+    DeepSeek branch lists (Pixtral from v0.5.7; model_overrides.DEEPSEEK_BRANCH)."""
+    from advisor.rules.sglang.model_overrides import deepseek_branch
     from advisor.rules.sglang.moe_runner import moe_runner_decision
 
     family = "arg_groups/overrides.py:_DEEPSEEK_FAMILY_ARCHS"
     for release in RELEASES:
         in_family = arch in STORED[release] and family in STORED[release][arch]
-        expected = in_family and within(release, first, last)
+        expected = (in_family and within(release, first, last)) or arch in (deepseek_branch(release) or ())
         value = moe_runner_decision(scenario("b200-8", moe(arch)), release).value
         assert (value == "flashinfer_trtllm") is expected, (release, value)
 

@@ -91,11 +91,14 @@ def test_multimodal_by_list_subconfig_and_the_disabled_list():
     assert not model_config.is_multimodal(gemma3, "0.5.23")
 
 
-def test_deepseek_v32_model_type_loads_as_v3_in_v0_5_8_to_v0_5_10():
+def test_deepseek_v32_model_type_loads_as_v3_in_v0_5_7_to_v0_5_11():
+    """The configs grid's v0.5.11 golden: synthetic-x-dsa (model_type deepseek_v32) resolves as DeepSeek V3 with DSA;
+    v0.5.12 registers its own deepseek_v32 config class and keeps the name."""
     model = spec({**DEEPSEEK, "architectures": ["MyDsaForCausalLM"], "model_type": "deepseek_v32", "index_topk": 2048})
-    assert model_config.loaded_architecture(model, "0.5.9") == "DeepseekV3ForCausalLM"
-    assert model_config.loaded_architecture(model, "0.5.11") == "MyDsaForCausalLM"
-    assert attention_kind(model, "0.5.9") == "mla" and attention_kind(model, "0.5.11") == "standard"
+    for release in ("0.5.7", "0.5.9", "0.5.11"):
+        assert model_config.loaded_architecture(model, release) == "DeepseekV3ForCausalLM", release
+    assert model_config.loaded_architecture(model, "0.5.12") == "MyDsaForCausalLM"
+    assert attention_kind(model, "0.5.11") == "mla" and attention_kind(model, "0.5.12") == "standard"
 
 
 def test_the_reader_takes_the_mla_branches_and_their_keys():

@@ -21,14 +21,14 @@ ARCHITECTURES_FILE = Path(__file__).with_name("architectures.json")
 NOT_NAMED = ARCHITECTURE_NOT_NAMED
 
 # architectures[0] -> (the name SGLang replaces it with, first release, last release or None while it holds).
-# v0.5.8 to v0.5.10 load a config.json whose model_type their transformers does not know ("deepseek_v32") as DeepSeek V3:
+# v0.5.7 to v0.5.11 load a config.json whose model_type their transformers does not know ("deepseek_v32") as DeepSeek V3:
 # hf_transformers_utils._load_deepseek_v32_model rewrites architectures to ["DeepseekV3ForCausalLM"], so every later
 # step (the fusion list included) sees that name (the goldens' log: "... for DeepseekV3ForCausalLM").
 # From v0.5.21 DeepSeek V4.1's config class (configs/deepseek_v41.py, normalize_deepseek_v41_config, called from
 # DeepseekV41Config.__init__ and get_config) replaces architectures ["DeepseekV41ForCausalLM"] with
 # ["DeepseekV4ForCausalLM"], so V4.1 takes every V4 step (fusion list, MoE runner, page size, memory).
 ARCH_SEEN_AS: dict[str, tuple[str, str, str | None]] = {
-    "DeepseekV32ForCausalLM": ("DeepseekV3ForCausalLM", "0.5.8", "0.5.10"),
+    "DeepseekV32ForCausalLM": ("DeepseekV3ForCausalLM", "0.5.7", "0.5.11"),
     "DeepseekV41ForCausalLM": ("DeepseekV4ForCausalLM", "0.5.21", None),
 }
 
@@ -41,14 +41,14 @@ def seen_architecture(architecture: str, release: str) -> str:
     return architecture
 
 
-# v0.5.8 to v0.5.10 load a config whose model_type is deepseek_v32 (unknown to their transformers) as DeepSeek V3,
+# v0.5.7 to v0.5.11 load a config whose model_type is deepseek_v32 (unknown to their transformers) as DeepSeek V3,
 # whatever its architectures say (utils/hf_transformers_utils.py _load_deepseek_v32_model rewrites both).
-DEEPSEEK_V32_LOADED_AS = ("deepseek_v32", "DeepseekV3ForCausalLM", "0.5.8", "0.5.10")
+DEEPSEEK_V32_LOADED_AS = ("deepseek_v32", "DeepseekV3ForCausalLM", "0.5.7", "0.5.11")
 
 
 def loaded_architecture(model, release: str) -> str:
     """architectures[0] as ``release`` holds it after loading the config: the name renames of architectures.py, and the
-    model_type-keyed DeepSeek V3.2 load of v0.5.8 to v0.5.10."""
+    model_type-keyed DeepSeek V3.2 load of v0.5.7 to v0.5.11."""
     model_type, loaded, first, last = DEEPSEEK_V32_LOADED_AS
     if model.model_type == model_type and within(release, first, last):
         return loaded

@@ -20,7 +20,13 @@ from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
-from advisor.rules.sglang.model_overrides import is_hrm_text, registers_minimax_m3, same_function, step_attention
+from advisor.rules.sglang.model_overrides import (
+    deepseek_branch,
+    is_hrm_text,
+    registers_minimax_m3,
+    same_function,
+    step_attention,
+)
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
 SINK_ARCHS = frozenset({"GptOssForCausalLM"})
@@ -115,14 +121,33 @@ TRTLLM_MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGen
 # Qwen3.5's SM10x triton default is its step's (arg_groups/model_overrides/qwen3_5.py registers the two
 # ForConditionalGeneration names), not every name starting with Qwen3_5 (Qwen3_5ForCausalLM takes trtllm_mha).
 QWEN3_5_TRITON = frozenset({"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+# InternS2-Preview joins that list in v0.5.12 (inline in _handle_model_specific_adjustments up to v0.5.14); from v0.5.15
+# the step is arg_groups/overrides.py _qwen3_5_hybrid_overrides (v0.5.19+ model_overrides/qwen3_5.py), and the names
+# architectures.json places there take it.
+INTERN_S2, INTERN_S2_FROM = "InternS2PreviewForConditionalGeneration", "0.5.12"
+QWEN3_5_STEP, QWEN3_5_STEP_FROM = "arg_groups/model_overrides/qwen3_5.py:_qwen3_5_hybrid_overrides", "0.5.15"
+
+
+def _qwen3_5_hybrid(architecture: str, release: str) -> bool:
+    """Whether the Qwen3.5 hybrid step (triton on SM10x, trtllm_mha with speculative decoding) handles this name."""
+    if architecture in QWEN3_5_TRITON:
+        return True
+    if architecture == INTERN_S2 and within(release, INTERN_S2_FROM, None):
+        return True
+    places = (named(release) or {}).get(architecture, ())
+    return within(release, QWEN3_5_STEP_FROM, None) and any(same_function(p, QWEN3_5_STEP) for p in places)
 # The DeepSeek family's own step (_deepseek_family_overrides: arg_groups/overrides.py from v0.5.16, v0.5.19+
 # model_overrides/deepseek_v2.py) sets trtllm_mla on SM10x for every architecture it registers that is not DSA
-# (LongCat-Flash, Mistral Large 3, ...): the names architectures.json places in that function (checked from v0.5.16).
-FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.16"
+# (LongCat-Flash, Mistral Large 3, ...): the names architectures.json places in that function (v0.5.15 has it in
+# arg_groups/overrides.py already).
+FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.15"
 
 
 def _trtllm_mla(model, release: str) -> bool:
     arch = loaded_architecture(model, release)
+    inline = deepseek_branch(release)  # v0.5.7-v0.5.14: the inline branch's names (model_overrides.py)
+    if inline is not None:
+        return arch in inline
     if arch in TRTLLM_MLA_ARCHS:
         return True
     if not within(release, FAMILY_STEP_FROM, None):
@@ -166,7 +191,7 @@ def _default_attention(
         return "trtllm_mha"
     if sm100 and model.architecture in SM100_MODEL_ATTENTION:
         return SM100_MODEL_ATTENTION[model.architecture]
-    if sm100 and any_arch_fa3 and model.architecture in QWEN3_5_TRITON:
+    if sm100 and any_arch_fa3 and _qwen3_5_hybrid(model.architecture, rules):
         return "triton"
     topk_ok = s is None or _no_spec_or_topk_one(s)
     fa3_arch = any_arch_fa3 or model.architecture in FA3_DEFAULT_ARCHS
@@ -307,7 +332,10 @@ QWEN_HYBRID_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditional
 
 
 def _speculative_qwen_hybrid_trtllm(architecture: str, s: Scenario | None, release: tuple[int, ...]) -> bool:
-    if s is None or architecture not in QWEN_HYBRID_ARCHS or release < parse_release(QWEN_HYBRID_SPEC_TRTLLM_FROM):
+    if s is None or release < parse_release(QWEN_HYBRID_SPEC_TRTLLM_FROM):
+        return False
+    text = ".".join(map(str, release))
+    if architecture not in QWEN_HYBRID_ARCHS and not _qwen3_5_hybrid(architecture, text):
         return False
     return bool(s.flag("--speculative-algorithm")) and _no_spec_or_topk_one(s) and s.flag(EAGLE_TOPK) is not None
 

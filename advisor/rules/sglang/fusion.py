@@ -24,7 +24,7 @@ from advisor.rules.engine import (
     release_outcome,
     state_of,
 )
-from advisor.rules.sglang.architectures import loaded_architecture
+from advisor.rules.sglang.architectures import loaded_architecture, uses_dsa
 from advisor.rules.sglang.common import (
     ATTN_CP,
     BACKEND_FLAG,
@@ -72,6 +72,22 @@ def _c_no_dp_attention(s: Scenario):
     if s.intent.dp_size == 1:
         observed += " (SGLang resets DP attention for dp size 1 only later, so it still blocks)"
     return False, observed, "DP attention off"
+
+
+# v0.5.7 server_args.py _handle_model_specific_adjustments turns DP attention on for a DeepSeek sparse-attention model
+# ("DP attention is enabled for DeepSeek NSA": is_deepseek_nsa, architectures[0] one of these) before the fusion step
+# reads enable_dp_attention; v0.5.8 dropped that. DeepSeek V3.2 is loaded as V3 there (architectures.py).
+NSA_DP_ATTENTION_ARCHS = frozenset(
+    {"DeepseekV3ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"}
+)
+
+
+def _c_not_nsa_dp_attention(s: Scenario):
+    if s.model is None:
+        return None, "model unknown", "not a DeepSeek sparse-attention model"
+    nsa = uses_dsa(s.model, "0.5.7") and loaded_architecture(s.model, "0.5.7") in NSA_DP_ATTENTION_ARCHS
+    observed = "DeepSeek sparse attention (index_topk): SGLang turns DP attention on" if nsa else "no sparse attention"
+    return not nsa, observed, "not a DeepSeek sparse-attention model"
 
 
 def _c_no_attn_dp(s: Scenario):
@@ -152,6 +168,12 @@ FUSION_CONDITIONS: dict[str, Condition] = {
             "with DP attention the attention allreduce is replaced by gathers; the fused path assumes plain TP."
             " --enable-dp-attention with --dp-size 1 still blocks: the reset to plain TP happens after this check",
             "drop --enable-dp-attention (or pass the fusion flag explicitly)",
+        ),
+        Condition(
+            "not_nsa_dp_attention", "not DeepSeek sparse attention (v0.5.7 turns DP attention on for it)",
+            _c_not_nsa_dp_attention,
+            "v0.5.7 enables DP attention for DeepSeek sparse-attention models before it checks DP attention here",
+            "use v0.5.8 or newer, or pass the fusion flag explicitly",
         ),
         Condition(
             "no_attn_dp", "attention DP size 1", _c_no_attn_dp,

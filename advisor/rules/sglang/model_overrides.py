@@ -50,8 +50,12 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
     AttentionStep(frozenset({"Exaone4ForCausalLM", "ExaoneMoEForCausalLM", "ExaoneMoeForCausalLM"}), "0.5.19", None,
                   (("sm100", "trtllm_mha"), ("sm80+", "fa3"), ("any", "triton")),
                   "arg_groups/model_overrides/exaone.py:_exaone_overrides", needs="sliding_window_pattern"),
+    # Gemma 4's first step (v0.5.11-v0.5.12 server_args.py _handle_model_specific_adjustments, the
+    # ForConditionalGeneration name only) set triton on every GPU; v0.5.13 gave SM10x trtllm_mha
+    AttentionStep(frozenset({"Gemma4ForConditionalGeneration"}), "0.5.11", "0.5.12", _ALL_GPUS, INLINE,
+                  before=(INLINE,)),
     AttentionStep(frozenset({"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM",
-                             "Gemma4UnifiedForConditionalGeneration"}), "0.5.7", None,
+                             "Gemma4UnifiedForConditionalGeneration"}), "0.5.13", None,
                   (("sm100", "trtllm_mha"), ("any", "triton")), "arg_groups/model_overrides/gemma4.py:_gemma4_overrides",
                   before=(INLINE,)),
     AttentionStep(frozenset({"DiffusionGemmaForBlockDiffusion"}), "0.5.21", None, _ALL_GPUS,
@@ -74,7 +78,9 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
     AttentionStep(frozenset({"Olmo2ForCausalLM"}), "0.5.7", None,
                   (("sm100", "trtllm_mha"), ("sm80+", "fa3"), ("any", "triton")),
                   "arg_groups/model_overrides/olmo2.py:_olmo2_overrides", before=(INLINE,)),
-    AttentionStep(frozenset({"Step3p5ForCausalLM", "Step3p7ForConditionalGeneration"}), "0.5.7", None,
+    # Step 3.5's inline branch of v0.5.9-v0.5.12 sets only speculative / hierarchical-cache options; the fa4 / fa3
+    # choice (with Step 3.7) came in v0.5.13 (server_args.py _handle_model_specific_adjustments)
+    AttentionStep(frozenset({"Step3p5ForCausalLM", "Step3p7ForConditionalGeneration"}), "0.5.13", None,
                   (("sm100", "fa4"), ("sm120", "fa4"), ("sm90", "fa3")), "arg_groups/overrides.py:_step3p_overrides",
                   before=(INLINE,)),
     # MiniMax M3 (both names; v0.5.16-v0.5.18 arg_groups/overrides.py, v0.5.19+ model_overrides/minimax_m3.py
@@ -84,6 +90,12 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
                   (("sm100", "fa4"), ("sm90", "fa3")), MINIMAX_M3_STEP),
     # Granite 4.0 hybrid (v0.5.15-v0.5.18 arg_groups/overrides.py, v0.5.19+ model_overrides/granitemoehybrid.py
     # _granite_moe_hybrid_overrides): flashinfer on SM10x when a layer of the config is "mamba" (has_mamba_layers)
+    # Before, inline in server_args.py _handle_model_specific_adjustments through _handle_mamba_radix_cache's SM10x
+    # default: triton in v0.5.9-v0.5.12, flashinfer in v0.5.13-v0.5.14 (also only with a "mamba" layer)
+    AttentionStep(frozenset({"GraniteMoeHybridForCausalLM"}), "0.5.9", "0.5.12", (("sm100", "triton"),), INLINE,
+                  needs="mamba_layers", before=(INLINE,)),
+    AttentionStep(frozenset({"GraniteMoeHybridForCausalLM"}), "0.5.13", "0.5.14", (("sm100", "flashinfer"),), INLINE,
+                  needs="mamba_layers", before=(INLINE,)),
     AttentionStep(frozenset({"GraniteMoeHybridForCausalLM"}), "0.5.15", None, (("sm100", "flashinfer"),),
                   "arg_groups/model_overrides/granitemoehybrid.py:_granite_moe_hybrid_overrides", needs="mamba_layers"),
     # Qwen4-Exp restates Qwen3.5's SM10x default (arg_groups/model_overrides/qwen4_exp.py)
@@ -137,6 +149,24 @@ def override_step(architecture: str, release: str) -> AttentionStep | None:
         )
 
     return next((step for step in ATTENTION_STEPS if registers(step) and within(release, step.first, step.last)), None)
+
+
+# The DeepSeek branch of server_args.py _handle_model_specific_adjustments, v0.5.7-v0.5.14 (v0.5.15 moved it to
+# arg_groups/overrides.py: _deepseek_family_overrides, _DEEPSEEK_FAMILY_ARCHS, read from architectures.json there): the
+# names it listed inline. For them SGLang sets trtllm_mla on SM10x (not DSA) and picks the MoE runner from the
+# quantization (attention.py, moe_runner.py).
+_DEEPSEEK_V057 = frozenset({"DeepseekV3ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"})
+_DEEPSEEK_V059 = _DEEPSEEK_V057 | {"KimiK25ForConditionalGeneration", "GlmMoeDsaForCausalLM"}
+DEEPSEEK_BRANCH: tuple[tuple[str, str, frozenset[str]], ...] = (
+    ("0.5.7", "0.5.8", _DEEPSEEK_V057),
+    ("0.5.9", "0.5.11", _DEEPSEEK_V059),
+    ("0.5.12", "0.5.14", _DEEPSEEK_V059 | {"DeepseekV32ForCausalLM"}),
+)
+
+
+def deepseek_branch(release: str) -> frozenset[str] | None:
+    """The names the inline DeepSeek branch of ``release`` lists; None from v0.5.15 (the family step's own list)."""
+    return next((names for first, last, names in DEEPSEEK_BRANCH if within(release, first, last)), None)
 
 
 def registers_minimax_m3(architecture: str | None, release: str) -> bool:

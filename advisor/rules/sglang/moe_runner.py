@@ -22,7 +22,7 @@ from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture, named
 from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
 from advisor.rules.sglang.fusion import _c_a2a_none
-from advisor.rules.sglang.model_overrides import registers_minimax_m3
+from advisor.rules.sglang.model_overrides import DEEPSEEK_BRANCH, registers_minimax_m3, same_function
 from advisor.rules.sglang.releases import rules_release
 
 _DEEPSEEK_FAMILY = frozenset({
@@ -60,11 +60,17 @@ _COHERE2_MOE = frozenset({"Cohere2VisionForConditionalGeneration", "Cohere2MoeFo
 # fmt: off
 MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     # DeepSeek family: fp8/modelopt checkpoints; an unquantized DeepSeek V3 is defaulted to fp8 first ("Quantization not
-    # specified, default to fp8 for DeepSeek on sm100"). From v0.5.12 unquantized checkpoints of the whole family too
-    # ("or self.quantization is None"), which brings GLM-5 and an unquantized Kimi K2.5 in.
-    MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_V3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.7", "0.5.11", _DEEPSEEK_FAMILY, _QUANT_TRTLLM, "flashinfer_trtllm"),
-    MoeRunnerRow("0.5.12", None, _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    # specified, default to fp8 for DeepSeek on sm100") up to v0.5.10; v0.5.11 keeps it bf16 unless the safetensors hold
+    # FP8 experts (server_args.py _handle_model_specific_adjustments, has_fp8_weights_in_checkpoint; a config without
+    # quantization_config reads as bf16 here), so its runner stays auto. From v0.5.12 unquantized checkpoints of the
+    # whole family too ("or self.quantization is None"), which brings GLM-5 and an unquantized Kimi K2.5 in.
+    MoeRunnerRow("0.5.7", "0.5.10", _DEEPSEEK_V3, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
+    # Up to v0.5.14 the family is what the inline DeepSeek branch lists (model_overrides.DEEPSEEK_BRANCH: Mistral
+    # Large 3's Pixtral wrapper from v0.5.7, Kimi K2.5 and GLM-5 from v0.5.9); DeepSeek V4 (v0.5.12+) has a branch of
+    # its own there that sets no MoE runner.
+    *(MoeRunnerRow(first, last, names, _QUANT_TRTLLM | ({None} if within(first, "0.5.12", None) else set()),
+                   "flashinfer_trtllm") for first, last, names in DEEPSEEK_BRANCH),
+    MoeRunnerRow("0.5.15", None, _DEEPSEEK_FAMILY, _QUANT_TRTLLM | {None}, "flashinfer_trtllm"),
     # The rest of arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS, which _deepseek_moe_quant_resolution reads
     # (architectures.json; issue 31): Mistral Large 3's Pixtral wrapper from v0.5.15; LongCat-Flash in v0.5.16 only
     # (from v0.5.17 "not model_arch.startswith('LongcatFlash')": its top-k spans zero-expert logits; the named grid's
@@ -99,17 +105,23 @@ NEMOTRON_H = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
 MOE_RUNNER_TITLE = "MoE runner backend (--moe-runner-backend auto)"
 
 
-# From v0.5.19 the Qwen family is whatever arg_groups/model_overrides/qwen3_moe.py registers (architectures.json):
-# InternS2-Preview and Qwen4-Exp join the names above.
-QWEN_FAMILY_STEP, QWEN_FAMILY_STEP_FROM = "arg_groups/model_overrides/qwen3_moe.py:_qwen3_moe_family_overrides", "0.5.19"
+# From v0.5.15 the Qwen family is whatever _qwen3_moe_family_overrides registers (arg_groups/overrides.py, v0.5.19+
+# arg_groups/model_overrides/qwen3_moe.py; architectures.json): InternS2-Preview and Qwen4-Exp join the names above.
+# InternS2-Preview was already on the inline list of v0.5.12-v0.5.14 (server_args.py _handle_model_specific_adjustments).
+QWEN_FAMILY_STEP, QWEN_FAMILY_STEP_FROM = "arg_groups/model_overrides/qwen3_moe.py:_qwen3_moe_family_overrides", "0.5.15"
+QWEN_INLINE_INTERN_S2 = ("InternS2PreviewForConditionalGeneration", "0.5.12", "0.5.14")
 
 
 def _in_family(row: MoeRunnerRow, architecture: str, release: str) -> bool:
     if architecture in row.families:
         return True
-    if row.families is not _QWEN_FAMILY or not within(release, QWEN_FAMILY_STEP_FROM, None):
+    if row.families is not _QWEN_FAMILY:
         return False
-    return QWEN_FAMILY_STEP in (named(release) or {}).get(architecture, ())
+    name, first, last = QWEN_INLINE_INTERN_S2
+    if architecture == name and within(release, first, last):
+        return True
+    places = (named(release) or {}).get(architecture, ())
+    return within(release, QWEN_FAMILY_STEP_FROM, None) and any(same_function(p, QWEN_FAMILY_STEP) for p in places)
 
 
 def moe_runner_row(architecture: str, version: str, gpu: str = "sm100", quantization: str | None = "?") -> MoeRunnerRow | None:

@@ -28,7 +28,7 @@ MIMO_ARCHS_ORDERED = ("MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM")
 MIMO_ARCHS = frozenset(MIMO_ARCHS_ORDERED)
 MIMO_TP_SIZES = (2, 4, 8, 16)
 
-V057 = ("sm90_or_blackwell", "no_dp_attention", "single_node", "not_h20", "a2a_none")
+V057 = ("sm90_or_blackwell", "no_dp_attention", "not_nsa_dp_attention", "single_node", "not_h20", "a2a_none")
 V058 = ("sm90_or_sm100", "no_dp_attention", "single_node", "not_h20", "a2a_none")
 V0510 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "attn_cp_size", "single_node", "not_h20", "a2a_none")
 V0511 = ("sm90_or_sm100", "tp_gt_1", "no_dp_attention", "single_node", "not_h20", "a2a_none")
