@@ -196,6 +196,17 @@ def _first(config: Mapping[str, Any], *keys: str) -> Any:
     return None
 
 
+def _name(config: Mapping[str, Any], where: str, key: str) -> str | None:
+    """A name-valued key (model_type) as written: a string, or None when absent. Anything else is refused: transformers'
+    AutoConfig looks it up in its model table and stops (a list is unhashable, a number is no model type)."""
+    value = config.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    shown = json.dumps(value, allow_nan=True, default=str)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    raise ModelError(f'{where}: {key} is {shown}, not a name; write it as a string, e.g. "{key}": "llama"')
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -306,7 +317,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
     fields = dict(
         id=model_id,
         architecture=archs[0],
-        model_type=_first(config, "model_type"),
+        model_type=_name(config, where, "model_type"),
         hidden_size=hidden,
         num_layers=size("num_hidden_layers"),
         num_heads=heads,
@@ -324,7 +335,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         path=path,
         origin=origin,
         kv_lora_rank=size("kv_lora_rank"),
-        text_model_type=_first(text, "model_type") or _first(config, "model_type"),
+        text_model_type=_name(text, f"{where} text_config", "model_type") or _name(config, where, "model_type"),
         compress_ratios=bool(merged.get("compress_ratios")),
         state_config=tuple((k, merged[k]) for k in STATE_KEYS if isinstance(merged.get(k), (int, str))),
         max_position_embeddings=size("max_position_embeddings"),

@@ -1,0 +1,79 @@
+"""Fourth hostile round (issue 31): config.json files an attacker or a careless user would give the advisor, through
+every face that reads a model (`check --json`, `layouts`, `explain`, `launch --dry-run`, `launch --on slurm -o`).
+One test (hypothesis where inputs vary) per defect class the sweep found:
+
+1. a model_type that is not a string (a list, an object) crashed vLLM's MLA check with a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from advisor.cli import main
+from advisor.models import ModelError, spec_from_config
+
+# A dense model no release names: every rule takes its default path, so only what the config says decides.
+BASE = {"architectures": ["HostileForCausalLM"], "model_type": "hostile", "hidden_size": 4096,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32, "intermediate_size": 11008,
+        "vocab_size": 32000, "torch_dtype": "bfloat16", "max_position_embeddings": 32768}  # fmt: skip
+ENGINES = ("sglang", "vllm")
+# Every face that reads the model; explain takes a decision each engine has.
+FACES = (["check", "--json"], ["layouts", "--json"], ["explain", "memory_defaults", "--json"], ["launch", "--dry-run"])
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+FIXTURE_OK = [HealthCheck.function_scoped_fixture]
+
+
+def spec(config: dict):
+    return spec_from_config(config, model_id="hostile", path=None, origin="directory", where="config.json")
+
+
+def model_dir(root: Path, config: dict) -> str:
+    """A model directory under ``root`` holding ``config`` (NaN and Infinity written as Python's json writes them)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps(config, allow_nan=True))
+    return str(root)
+
+
+def run_face(model: str, engine: str, face: list[str]):
+    result = CliRunner().invoke(main, ["--profile", "h100-sxm-8", "--model", model, "--engine", engine, *face])
+    assert result.exception is None or isinstance(result.exception, SystemExit), (face, result.exception)
+    return result
+
+
+def assert_refused_in_one_line(model: str, needle: str) -> None:
+    """Every face of every engine refuses the model with one `error:` line holding ``needle``, exit 1."""
+    for engine in ENGINES:
+        for face in FACES:
+            result = run_face(model, engine, face)
+            assert result.exit_code == 1, (engine, face, result.output)
+            lines = result.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], (engine, face, lines)
+
+
+# -- 1. a model_type that is not a string -----------------------------------------------------------------------------
+
+NOT_A_NAME = JSON_VALUES.filter(lambda v: v is not None and not isinstance(v, str))
+
+
+@given(value=NOT_A_NAME, nested=st.booleans())
+def test_a_model_type_that_is_no_string_is_refused_by_name(value, nested):
+    config = {**BASE, "text_config": {"model_type": value}} if nested else {**BASE, "model_type": value}
+    with pytest.raises(ModelError, match="model_type is .*not a name"):
+        spec(config)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(value=st.sampled_from([["deepseek_v3"], {"a": 1}, 5, True]))
+def test_every_face_refuses_a_model_type_that_is_no_string(value, tmp_path_factory):
+    assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "model_type": value}), "model_type")
