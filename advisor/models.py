@@ -14,6 +14,7 @@ top level is what SGLang compares against its lists.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -262,10 +263,36 @@ ZERO_MEANS_NONE = frozenset({"num_experts", "num_local_experts", "n_routed_exper
                              "experts_per_token", "moe_topk", "sliding_window"})  # fmt: skip
 
 
+# A size written as a string, a boolean or a float (NaN and Infinity included, which Python's json reads) is no size:
+# transformers keeps it as written and the engine's shape arithmetic stops on it (hidden_size // num_attention_heads),
+# so such a config is refused rather than planned without the figure. Lists and objects are left to the rules: real
+# configs write some sizes per layer (Gemma 3n's intermediate_size, ERNIE's moe_intermediate_size). Context lengths are
+# read through int() by both engines (SGLang's get_context_length, vLLM's _get_and_verify_max_len), so a whole float
+# there is that integer.
+WHOLE_FLOAT_READ = frozenset({"max_position_embeddings"})
+
+
+def _whole(key: str, value: Any, where: str) -> Any:
+    """``value`` as _size reads it: an int, a whole float where the engines take one, or None for False in a key where
+    zero means none; a ModelError for any other string, boolean or float."""
+    if isinstance(value, float) and key in WHOLE_FLOAT_READ and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if value is False and key in ZERO_MEANS_NONE:
+        return None
+    if isinstance(value, (str, bool, float)):
+        shown = json.dumps(value, allow_nan=True)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise ModelError(
+            f"{where}: {key} is {shown}, not a whole number; write it as one (e.g. \"{key}\": 128) or re-download"
+            " config.json"
+        )
+    return value
+
+
 def _size(config: Mapping[str, Any], where: str, *keys: str) -> int | None:
     """The first of ``keys`` that ``config`` sets to an integer, checked as a size (see MAX_MODEL_SIZE)."""
     for key in keys:
-        value = _int(config.get(key))
+        value = _int(_whole(key, config.get(key), where))
         if value is None:
             continue
         if value == 0 and key in ZERO_MEANS_NONE:

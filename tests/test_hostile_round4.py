@@ -2,7 +2,9 @@
 every face that reads a model (`check --json`, `layouts`, `explain`, `launch --dry-run`, `launch --on slurm -o`).
 One test (hypothesis where inputs vary) per defect class the sweep found:
 
-1. a model_type that is not a string (a list, an object) crashed vLLM's MLA check with a traceback.
+1. a model_type that is not a string (a list, an object) crashed vLLM's MLA check with a traceback;
+2. a size written as a string, a boolean or a float (NaN and Infinity included) was dropped without a word, so the plan
+   said "go" for a config whose shape arithmetic stops the engine (and a float context length crashed `explain`);
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.cli import main
-from advisor.models import ModelError, spec_from_config
+from advisor.models import MAX_MODEL_SIZE, ZERO_MEANS_NONE, ModelError, spec_from_config
 
 # A dense model no release names: every rule takes its default path, so only what the config says decides.
 BASE = {"architectures": ["HostileForCausalLM"], "model_type": "hostile", "hidden_size": 4096,
@@ -77,3 +79,42 @@ def test_a_model_type_that_is_no_string_is_refused_by_name(value, nested):
 @given(value=st.sampled_from([["deepseek_v3"], {"a": 1}, 5, True]))
 def test_every_face_refuses_a_model_type_that_is_no_string(value, tmp_path_factory):
     assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "model_type": value}), "model_type")
+
+
+# -- 2. a size that is not a whole number -------------------------------------------------------------------------------
+
+SIZE_KEYS = ("hidden_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers", "intermediate_size",
+             "vocab_size", "head_dim", "num_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+             "kv_lora_rank", "qk_rope_head_dim", "sliding_window", "full_attention_interval", "index_topk",
+             "max_position_embeddings")  # fmt: skip
+NOT_WHOLE = st.one_of(st.text(max_size=6), st.just(True), st.floats(allow_nan=True, allow_infinity=True))
+
+
+def _tolerated(key: str, value) -> bool:
+    """What _size reads without refusing: False where zero means none; a whole float context length."""
+    if value is False and key in ZERO_MEANS_NONE:
+        return True
+    return (key == "max_position_embeddings" and isinstance(value, float) and math.isfinite(value)
+            and value.is_integer() and 1 <= value <= MAX_MODEL_SIZE)  # fmt: skip
+
+
+@given(key=st.sampled_from(SIZE_KEYS), value=NOT_WHOLE, where=st.sampled_from(["top", "text_config"]))
+def test_a_size_that_is_no_whole_number_is_refused_by_name(key, value, where):
+    config = {**BASE, key: value} if where == "top" else {**BASE, "text_config": {key: value}}
+    if _tolerated(key, value):
+        spec(config)
+        return
+    with pytest.raises(ModelError, match=f"{key} is .*not a (whole number|size a model can have)"):
+        spec(config)
+
+
+def test_a_whole_float_context_length_is_that_integer_as_the_engines_read_it():
+    assert spec({**BASE, "max_position_embeddings": 4096.0}).max_position_embeddings == 4096
+    assert spec({**BASE, "sliding_window": False}).sliding_window is None  # a disabled window, as zero
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(key=st.sampled_from(["hidden_size", "num_hidden_layers", "max_position_embeddings", "num_experts"]),
+       value=st.sampled_from(["4096", True, math.nan, math.inf, 2.5, 1e308]))  # fmt: skip
+def test_every_face_refuses_a_size_that_is_no_whole_number(key, value, tmp_path_factory):
+    assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, key: value}), key)
