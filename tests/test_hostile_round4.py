@@ -5,6 +5,8 @@ One test (hypothesis where inputs vary) per defect class the sweep found:
 1. a model_type that is not a string (a list, an object) crashed vLLM's MLA check with a traceback;
 2. a size written as a string, a boolean or a float (NaN and Infinity included) was dropped without a word, so the plan
    said "go" for a config whose shape arithmetic stops the engine (and a float context length crashed `explain`);
+3. an architecture SGLang's release lists as MLA whose config has no kv_lora_rank (null, a list) crashed the KV-cache
+   arithmetic with a traceback (None + int);
 """
 
 from __future__ import annotations
@@ -118,3 +120,20 @@ def test_a_whole_float_context_length_is_that_integer_as_the_engines_read_it():
        value=st.sampled_from(["4096", True, math.nan, math.inf, 2.5, 1e308]))  # fmt: skip
 def test_every_face_refuses_a_size_that_is_no_whole_number(key, value, tmp_path_factory):
     assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, key: value}), key)
+
+
+# -- 3. an MLA architecture without its latent width ------------------------------------------------------------------
+
+DEEPSEEK = {**BASE, "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "num_key_value_heads": 32,
+            "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "n_routed_experts": 64,
+            "num_experts_per_tok": 6, "moe_intermediate_size": 1408}  # fmt: skip
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(rank=st.sampled_from([None, [512], {"rank": 512}]))
+def test_an_mla_architecture_without_kv_lora_rank_gets_a_verdict_not_a_traceback(rank, tmp_path_factory):
+    model = model_dir(tmp_path_factory.mktemp("m"), {**DEEPSEEK, "kv_lora_rank": rank})
+    for engine in ENGINES:
+        for face in [*FACES, ["explain", "attention_backend"]]:
+            result = run_face(model, engine, face)
+            assert result.exit_code in (0, 1) and "Traceback" not in result.output, (engine, face, result.output)
