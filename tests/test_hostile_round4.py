@@ -7,6 +7,9 @@ One test (hypothesis where inputs vary) per defect class the sweep found:
    said "go" for a config whose shape arithmetic stops the engine (and a float context length crashed `explain`);
 3. an architecture SGLang's release lists as MLA whose config has no kv_lora_rank (null, a list) crashed the KV-cache
    arithmetic with a traceback (None + int);
+4. a config with no max_position_embeddings: SGLang's start-up arithmetic ran with a context of 1 token (a false
+   kv_cache_too_small error where SGLang uses its default 2048), and `explain memory_defaults` crashed formatting the
+   missing length.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from hypothesis import strategies as st
 
 from advisor.cli import main
 from advisor.models import MAX_MODEL_SIZE, ZERO_MEANS_NONE, ModelError, spec_from_config
+from advisor.report.startup_text import startup_lines
+from advisor.rules.startup import Startup
 
 # A dense model no release names: every rule takes its default path, so only what the config says decides.
 BASE = {"architectures": ["HostileForCausalLM"], "model_type": "hostile", "hidden_size": 4096,
@@ -137,3 +142,30 @@ def test_an_mla_architecture_without_kv_lora_rank_gets_a_verdict_not_a_traceback
         for face in [*FACES, ["explain", "attention_backend"]]:
             result = run_face(model, engine, face)
             assert result.exit_code in (0, 1) and "Traceback" not in result.output, (engine, face, result.output)
+
+
+# -- 4. no context length in config.json --------------------------------------------------------------------------------
+
+
+@given(kv_tokens=st.integers(0, 10**9), sequences=st.one_of(st.none(), st.integers(0, 100)))
+def test_the_start_up_text_needs_no_context_length(kv_tokens, sequences):
+    startup = Startup(None, "unknown", starts=bool(sequences), kv_tokens=kv_tokens, sequences=sequences)
+    lines = startup_lines(startup, "sglang")
+    assert any(line.startswith("KV pool: ") for line in lines)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(tp=st.sampled_from([1, 2, 8]), layers=st.sampled_from([2, 32, 400]))
+def test_sglang_takes_its_default_context_when_the_config_names_none(tp, layers, tmp_path_factory):
+    config = {**BASE, "num_hidden_layers": layers}
+    del config["max_position_embeddings"]
+    model = model_dir(tmp_path_factory.mktemp("m"), config)
+    for face in FACES:
+        result = run_face(model, "sglang", [*face, "--tp", str(tp)] if face[0] != "launch" else face)
+        assert result.exit_code in (0, 1) and "Traceback" not in result.output, (face, result.output)
+    plan = json.loads(run_face(model, "sglang", ["check", "--json", "--tp", str(tp)]).stdout)
+    assert plan["startup"]["context_len"] == 2048
+    # 2048 tokens fit whatever the tp: the pool never comes out too small for one request
+    assert plan["startup"]["starts"] or plan["startup"]["error"]["id"] != "kv_cache_too_small"
+    if layers == 2:
+        assert plan["startup"]["starts"] is True

@@ -163,13 +163,22 @@ def error_source(release: str, error: str) -> str:
 # -- the scenario's inputs -------------------------------------------------------------------------------------------
 
 
+# get_context_length (utils/hf_transformers_utils.py, utils/hf_transformers/common.py from v0.5.11; every modelled
+# release): 2048 when the config names no context length.
+DEFAULT_CONTEXT = 2048
+
+
 def context_length(s: Scenario) -> tuple[int | None, str]:
-    """--context-length, else the model's max_position_embeddings (ModelConfig's derived context_len)."""
+    """--context-length, else the model's max_position_embeddings (ModelConfig's derived context_len), else SGLang's
+    default."""
     given = s.int_flag(CONTEXT_FLAG)
     if given is not None and given > 0:
         return given, CONTEXT_FLAG
-    length = s.model.max_position_embeddings if s.model is not None else None
-    return length, "the model's max_position_embeddings"
+    if s.model is None:
+        return None, "no model"
+    if s.model.max_position_embeddings is None:
+        return DEFAULT_CONTEXT, "SGLang's default where config.json names no context length, get_context_length"
+    return s.model.max_position_embeddings, "the model's max_position_embeddings"
 
 
 def weights_dtype(s: Scenario) -> str | None:
