@@ -203,9 +203,13 @@ def _name(config: Mapping[str, Any], where: str, key: str) -> str | None:
     value = config.get(key)
     if value is None or isinstance(value, str):
         return value
+    raise ModelError(f'{where}: {key} is {_shown(value)}, not a name; write it as a string, e.g. "{key}": "llama"')
+
+
+def _shown(value: Any) -> str:
+    """A config value as JSON writes it, cut to 40 characters, for an error message."""
     shown = json.dumps(value, allow_nan=True, default=str)
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    raise ModelError(f'{where}: {key} is {shown}, not a name; write it as a string, e.g. "{key}": "llama"')
+    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def _int(value: Any) -> int | None:
@@ -224,6 +228,20 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
         algo = str(qc.get("quant_algo") or "").upper()
         return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if "FP8" in algo else "modelopt"
     return method
+
+
+def _check_quantization(config: Mapping[str, Any], where: str) -> None:
+    """Refuse a quantization_config neither engine can read: not an object (SGLang's _parse_quant_hf_config calls
+    .to_dict() on it, vLLM indexes it by "quant_method"), or a quant_method that is not a name (both lower() it)."""
+    qc = config.get("quantization_config")
+    if qc is None:
+        return
+    if not isinstance(qc, Mapping):
+        raise ModelError(f"{where}: quantization_config is {_shown(qc)}, not an object; write it as"
+                         ' {"quant_method": "fp8", ...} or remove it for an unquantized checkpoint')  # fmt: skip
+    if "quant_method" in qc and not isinstance(qc["quant_method"], str):
+        raise ModelError(f"{where}: quantization_config.quant_method is {_shown(qc['quant_method'])}, not a name;"
+                         ' write it as a string, e.g. "quant_method": "fp8"')  # fmt: skip
 
 
 SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text_config
@@ -280,10 +298,8 @@ def _whole(key: str, value: Any, where: str) -> Any:
     if value is False and key in ZERO_MEANS_NONE:
         return None
     if isinstance(value, (str, bool, float)):
-        shown = json.dumps(value, allow_nan=True)
-        shown = shown if len(shown) <= 40 else shown[:37] + "..."
         raise ModelError(
-            f"{where}: {key} is {shown}, not a whole number; write it as one (e.g. \"{key}\": 128) or re-download"
+            f"{where}: {key} is {_shown(value)}, not a whole number; write it as one (e.g. \"{key}\": 128) or re-download"
             " config.json"
         )
     return value
@@ -323,6 +339,8 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         )
     text = config.get("text_config")
     text = text if isinstance(text, Mapping) else {}
+    _check_quantization(config, where)
+    _check_quantization(text, f"{where} text_config")
     # Text settings win when nested (VL models); top-level ones fill what text_config lacks.
     merged: dict[str, Any] = {**config, **text}
 

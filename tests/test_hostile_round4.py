@@ -9,7 +9,9 @@ One test (hypothesis where inputs vary) per defect class the sweep found:
    arithmetic with a traceback (None + int);
 4. a config with no max_position_embeddings: SGLang's start-up arithmetic ran with a context of 1 token (a false
    kv_cache_too_small error where SGLang uses its default 2048), and `explain memory_defaults` crashed formatting the
-   missing length.
+   missing length;
+5. a quantization_config that is not an object, or whose quant_method is not a string, was taken for an unquantized
+   checkpoint (the plan said go) where both engines stop reading it (SGLang .to_dict() / .lower(), vLLM ["quant_method"]).
 """
 
 from __future__ import annotations
@@ -169,3 +171,31 @@ def test_sglang_takes_its_default_context_when_the_config_names_none(tp, layers,
     assert plan["startup"]["starts"] or plan["startup"]["error"]["id"] != "kv_cache_too_small"
     if layers == 2:
         assert plan["startup"]["starts"] is True
+
+
+# -- 5. a quantization_config neither engine can read -------------------------------------------------------------------
+
+
+@given(qc=JSON_VALUES.filter(lambda v: v is not None and not isinstance(v, dict)), nested=st.booleans())
+def test_a_quantization_config_that_is_no_object_is_refused(qc, nested):
+    config = {**BASE, "text_config": {"quantization_config": qc}} if nested else {**BASE, "quantization_config": qc}
+    with pytest.raises(ModelError, match="quantization_config is .*not an object"):
+        spec(config)
+
+
+@given(method=JSON_VALUES.filter(lambda v: not isinstance(v, str)))
+def test_a_quant_method_that_is_no_name_is_refused(method):
+    with pytest.raises(ModelError, match="quant_method is .*not a name"):
+        spec({**BASE, "quantization_config": {"quant_method": method, "bits": 4}})
+
+
+def test_a_readable_quantization_config_is_kept():
+    assert spec({**BASE, "quantization_config": {"quant_method": "FP8"}}).quantization == "fp8"
+    assert spec({**BASE, "quantization_config": {"bits": 4}}).quantization is None  # SGLang's modelopt probe reads it
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(qc=st.sampled_from(["fp8", [1], {"quant_method": 5}, {"quant_method": ["fp8"]}]))
+def test_every_face_refuses_an_unreadable_quantization_config(qc, tmp_path_factory):
+    assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "quantization_config": qc}),
+                               "quant")  # fmt: skip
