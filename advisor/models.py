@@ -337,6 +337,12 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         raise ModelError(
             f"{where}: config.json has no `architectures` list; add e.g. \"architectures\": [\"Qwen3MoeForCausalLM\"]"
         )
+    for key in ("text_config", "vision_config", *SUB_CONFIGS):
+        # transformers builds a sub-config from an object; SGLang's and vLLM's get_hf_text_config then read its sizes
+        # as attributes, which a list or a string does not have
+        if config.get(key) is not None and not isinstance(config[key], Mapping):
+            raise ModelError(f"{where}: {key} is {_shown(config[key])}, not an object; write the sub-config as"
+                             " {...} or remove it")  # fmt: skip
     text = config.get("text_config")
     text = text if isinstance(text, Mapping) else {}
     _check_quantization(config, where)

@@ -11,7 +11,9 @@ One test (hypothesis where inputs vary) per defect class the sweep found:
    kv_cache_too_small error where SGLang uses its default 2048), and `explain memory_defaults` crashed formatting the
    missing length;
 5. a quantization_config that is not an object, or whose quant_method is not a string, was taken for an unquantized
-   checkpoint (the plan said go) where both engines stop reading it (SGLang .to_dict() / .lower(), vLLM ["quant_method"]).
+   checkpoint (the plan said go) where both engines stop reading it (SGLang .to_dict() / .lower(), vLLM ["quant_method"]);
+6. a text_config / vision_config / llm_config that is a list, a string or a number was ignored, so a VL model's sizes
+   were unknown and the plan still said go where the engines cannot read the sub-config's sizes.
 """
 
 from __future__ import annotations
@@ -199,3 +201,24 @@ def test_a_readable_quantization_config_is_kept():
 def test_every_face_refuses_an_unreadable_quantization_config(qc, tmp_path_factory):
     assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "quantization_config": qc}),
                                "quant")  # fmt: skip
+
+
+# -- 6. a sub-config that is no object ------------------------------------------------------------------------------
+
+
+@given(key=st.sampled_from(["text_config", "vision_config", "llm_config", "language_config", "thinker_config"]),
+       value=JSON_VALUES.filter(lambda v: v is not None and not isinstance(v, dict)))  # fmt: skip
+def test_a_sub_config_that_is_no_object_is_refused_by_name(key, value):
+    with pytest.raises(ModelError, match=f"{key} is .*not an object"):
+        spec({**BASE, key: value})
+
+
+def test_a_null_sub_config_is_an_absent_one():
+    assert spec({**BASE, "vision_config": None, "text_config": None}).hidden_size == 4096
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(value=st.sampled_from([[{"hidden_size": 4096}], "gemma3_text", 5]))
+def test_every_face_refuses_a_text_config_that_is_no_object(value, tmp_path_factory):
+    config = {"architectures": ["HostileVLForConditionalGeneration"], "model_type": "hostile_vl", "text_config": value}
+    assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), config), "text_config")
