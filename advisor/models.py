@@ -245,6 +245,7 @@ def _check_quantization(config: Mapping[str, Any], where: str) -> None:
 
 
 SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text_config
+MAX_ARCHITECTURE_NAME = 200  # the longest class names in the engines' registries are under 60 characters
 
 
 def _kda_attention(config: Mapping[str, Any]) -> bool:
@@ -337,6 +338,11 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         raise ModelError(
             f"{where}: config.json has no `architectures` list; add e.g. \"architectures\": [\"Qwen3MoeForCausalLM\"]"
         )
+    if not archs[0].isidentifier() or len(archs[0]) > MAX_ARCHITECTURE_NAME:
+        # SGLang and vLLM look the name up as a model class (their registries, then transformers' attribute of that
+        # name): an empty name, one with spaces or control characters, or a page of text is no class, and both stop
+        raise ModelError(f"{where}: architectures[0] is {_shown(archs[0])}, not a model class name; write the class,"
+                         ' e.g. "architectures": ["Qwen3MoeForCausalLM"]')  # fmt: skip
     for key in ("text_config", "vision_config", *SUB_CONFIGS):
         # transformers builds a sub-config from an object; SGLang's and vLLM's get_hf_text_config then read its sizes
         # as attributes, which a list or a string does not have

@@ -13,7 +13,9 @@ One test (hypothesis where inputs vary) per defect class the sweep found:
 5. a quantization_config that is not an object, or whose quant_method is not a string, was taken for an unquantized
    checkpoint (the plan said go) where both engines stop reading it (SGLang .to_dict() / .lower(), vLLM ["quant_method"]);
 6. a text_config / vision_config / llm_config that is a list, a string or a number was ignored, so a VL model's sizes
-   were unknown and the plan still said go where the engines cannot read the sub-config's sizes.
+   were unknown and the plan still said go where the engines cannot read the sub-config's sizes;
+7. an architectures[0] that can name no class ("", spaces, control characters, 100,000 characters) got a plan ("go"
+   for SGLang, the output flooded or carrying the control characters) where both engines refuse the model.
 """
 
 from __future__ import annotations
@@ -222,3 +224,28 @@ def test_a_null_sub_config_is_an_absent_one():
 def test_every_face_refuses_a_text_config_that_is_no_object(value, tmp_path_factory):
     config = {"architectures": ["HostileVLForConditionalGeneration"], "model_type": "hostile_vl", "text_config": value}
     assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), config), "text_config")
+
+
+# -- 7. an architectures entry that is no class name ---------------------------------------------------------------
+
+NOT_A_CLASS = st.one_of(st.sampled_from(["", " ", "Llama ForCausalLM", "A\x00B", "A\nB\x1b[31m", "X" * 201, "\u202eLlama",
+                                         "Qwen2.5ForCausalLM", "9Llama"]),
+                        st.text(max_size=12).filter(lambda t: not t.isidentifier()))  # fmt: skip
+
+
+@given(name=NOT_A_CLASS, more=st.lists(st.just("LlamaForCausalLM"), max_size=2))
+def test_an_architecture_that_is_no_class_name_is_refused(name, more):
+    with pytest.raises(ModelError, match=r"architectures\[0\] is .*not a model class name"):
+        spec({**BASE, "architectures": [name, *more]})
+
+
+@given(name=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,60}", fullmatch=True))
+def test_any_class_name_is_taken(name):
+    assert spec({**BASE, "architectures": [name]}).architecture == name
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(name=st.sampled_from(["", "A\nB\x1b[31m", "X" * 5000]))
+def test_every_face_refuses_an_architecture_that_is_no_class_name(name, tmp_path_factory):
+    assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "architectures": [name]}),
+                               "architectures[0]")  # fmt: skip
