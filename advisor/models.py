@@ -370,6 +370,12 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
     kv_heads = size("num_key_value_heads")
     if kv_heads is None:
         kv_heads = heads  # no GQA declared: one kv head per attention head
+    if heads and kv_heads and heads % kv_heads and size("kv_lora_rank") is None:
+        # each KV head serves a whole group of query heads: vLLM's Attention asserts num_heads % num_kv_heads == 0
+        # (model_executor/layers/attention/attention.py) and the FlashInfer / FlashAttention kernels SGLang runs
+        # need the same grouping; MLA models cache one latent instead and are not grouped
+        raise ModelError(f"{where}: num_key_value_heads {kv_heads} does not divide num_attention_heads {heads}; each"
+                         " KV head serves a whole group of query heads: fix or re-download config.json")  # fmt: skip
     dtype = _first(text, "dtype", "torch_dtype") or _first(config, "dtype", "torch_dtype")
     fields = dict(
         id=model_id,

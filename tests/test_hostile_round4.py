@@ -15,7 +15,9 @@ One test (hypothesis where inputs vary) per defect class the sweep found:
 6. a text_config / vision_config / llm_config that is a list, a string or a number was ignored, so a VL model's sizes
    were unknown and the plan still said go where the engines cannot read the sub-config's sizes;
 7. an architectures[0] that can name no class ("", spaces, control characters, 100,000 characters) got a plan ("go"
-   for SGLang, the output flooded or carrying the control characters) where both engines refuse the model.
+   for SGLang, the output flooded or carrying the control characters) where both engines refuse the model;
+8. num_key_value_heads that does not divide num_attention_heads (64 KV heads for 32 query heads) got "go", where
+   vLLM's Attention asserts the grouping at start-up and SGLang's attention kernels need it.
 """
 
 from __future__ import annotations
@@ -249,3 +251,25 @@ def test_any_class_name_is_taken(name):
 def test_every_face_refuses_an_architecture_that_is_no_class_name(name, tmp_path_factory):
     assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "architectures": [name]}),
                                "architectures[0]")  # fmt: skip
+
+
+# -- 8. KV heads that do not group the query heads ----------------------------------------------------------------
+
+
+@given(heads=st.integers(1, 256), kv=st.integers(1, 256), mla=st.booleans())
+def test_kv_heads_must_divide_the_query_heads_unless_mla(heads, kv, mla):
+    config = {**BASE, "num_attention_heads": heads, "num_key_value_heads": kv, "head_dim": 128}
+    if mla:
+        config.update(kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128)
+    if heads % kv and not mla:
+        with pytest.raises(ModelError, match="does not divide num_attention_heads"):
+            spec(config)
+    else:
+        assert spec(config).num_kv_heads == kv
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(kv=st.sampled_from([64, 12]))
+def test_every_face_refuses_kv_heads_that_do_not_group_the_query_heads(kv, tmp_path_factory):
+    assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "num_key_value_heads": kv}),
+                               "num_key_value_heads")  # fmt: skip
