@@ -244,6 +244,24 @@ def _check_quantization(config: Mapping[str, Any], where: str) -> None:
                          ' write it as a string, e.g. "quant_method": "fp8"')  # fmt: skip
 
 
+def _check_rope_scaling(config: Mapping[str, Any], where: str) -> None:
+    """Refuse a rope_scaling neither engine can read: not an object (SGLang's get_context_length calls .get on it), or
+    a factor that is not a positive finite number (both multiply the context length by it and take int(): NaN,
+    Infinity or a string stop them)."""
+    for key in ("rope_scaling", "rope_parameters"):
+        rope = config.get(key)
+        if rope is None:
+            continue
+        if not isinstance(rope, Mapping):
+            raise ModelError(f"{where}: {key} is {_shown(rope)}, not an object; write it as"
+                             ' {"rope_type": "yarn", "factor": 4.0, ...} or remove it')  # fmt: skip
+        factor = rope.get("factor")
+        number = isinstance(factor, (int, float)) and not isinstance(factor, bool)
+        if factor is not None and not (number and math.isfinite(factor) and factor > 0):
+            raise ModelError(f"{where}: {key}.factor is {_shown(factor)}, not a positive number; write the scaling"
+                             ' factor, e.g. "factor": 4.0')  # fmt: skip
+
+
 SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text_config
 MAX_ARCHITECTURE_NAME = 200  # the longest class names in the engines' registries are under 60 characters
 
@@ -353,6 +371,8 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
     text = text if isinstance(text, Mapping) else {}
     _check_quantization(config, where)
     _check_quantization(text, f"{where} text_config")
+    _check_rope_scaling(config, where)
+    _check_rope_scaling(text, f"{where} text_config")
     # Text settings win when nested (VL models); top-level ones fill what text_config lacks.
     merged: dict[str, Any] = {**config, **text}
 

@@ -17,7 +17,9 @@ One test (hypothesis where inputs vary) per defect class the sweep found:
 7. an architectures[0] that can name no class ("", spaces, control characters, 100,000 characters) got a plan ("go"
    for SGLang, the output flooded or carrying the control characters) where both engines refuse the model;
 8. num_key_value_heads that does not divide num_attention_heads (64 KV heads for 32 query heads) got "go", where
-   vLLM's Attention asserts the grouping at start-up and SGLang's attention kernels need it.
+   vLLM's Attention asserts the grouping at start-up and SGLang's attention kernels need it;
+9. a rope_scaling that is not an object, or whose factor is NaN, Infinity, a string or not positive, got "go" where
+   both engines multiply the context length by it and stop (SGLang's get_context_length, vLLM's _get_and_verify_max_len).
 """
 
 from __future__ import annotations
@@ -273,3 +275,33 @@ def test_kv_heads_must_divide_the_query_heads_unless_mla(heads, kv, mla):
 def test_every_face_refuses_kv_heads_that_do_not_group_the_query_heads(kv, tmp_path_factory):
     assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "num_key_value_heads": kv}),
                                "num_key_value_heads")  # fmt: skip
+
+
+# -- 9. a rope_scaling neither engine can read --------------------------------------------------------------------------
+
+BAD_FACTOR = st.one_of(st.sampled_from([math.nan, math.inf, -math.inf, 0, -2.0, "4", True, [4], {"f": 4}]),
+                       st.floats(max_value=0) | st.text(max_size=4))  # fmt: skip
+
+
+@given(factor=BAD_FACTOR, key=st.sampled_from(["rope_scaling", "rope_parameters"]), nested=st.booleans())
+def test_a_rope_factor_that_is_no_positive_number_is_refused(factor, key, nested):
+    rope = {key: {"rope_type": "yarn", "factor": factor}}
+    with pytest.raises(ModelError, match=f"{key}.factor is .*not a positive number"):
+        spec({**BASE, "text_config": rope} if nested else {**BASE, **rope})
+
+
+@given(rope=JSON_VALUES.filter(lambda v: v is not None and not isinstance(v, dict)))
+def test_a_rope_scaling_that_is_no_object_is_refused(rope):
+    with pytest.raises(ModelError, match="rope_scaling is .*not an object"):
+        spec({**BASE, "rope_scaling": rope})
+
+
+@given(factor=st.one_of(st.none(), st.floats(min_value=0.01, max_value=1e6), st.integers(1, 64)))
+def test_a_readable_rope_scaling_is_taken(factor):
+    spec({**BASE, "rope_scaling": {"rope_type": "yarn", "factor": factor, "original_max_position_embeddings": 4096}})
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(rope=st.sampled_from([{"type": "yarn", "factor": math.nan}, {"type": "linear", "factor": "2"}, [1]]))
+def test_every_face_refuses_an_unreadable_rope_scaling(rope, tmp_path_factory):
+    assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "rope_scaling": rope}), "rope_scaling")
