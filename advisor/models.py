@@ -386,7 +386,12 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
     if head_dim is None and nope is not None and rope is not None:
         head_dim = nope + rope  # MLA: the query/key head width
     if head_dim is None and hidden and heads:
-        head_dim = hidden // heads or None  # fewer dims than heads: no head width to derive
+        if hidden < heads:
+            # the engines derive head_dim = hidden_size // num_attention_heads (0 here), and no attention backend of
+            # either takes a head of width 0
+            raise ModelError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads} and no"
+                             " head_dim is given, so a head has no width; set head_dim or fix the sizes")  # fmt: skip
+        head_dim = hidden // heads
     kv_heads = size("num_key_value_heads")
     if kv_heads is None:
         kv_heads = heads  # no GQA declared: one kv head per attention head

@@ -19,7 +19,9 @@ One test (hypothesis where inputs vary) per defect class the sweep found:
 8. num_key_value_heads that does not divide num_attention_heads (64 KV heads for 32 query heads) got "go", where
    vLLM's Attention asserts the grouping at start-up and SGLang's attention kernels need it;
 9. a rope_scaling that is not an object, or whose factor is NaN, Infinity, a string or not positive, got "go" where
-   both engines multiply the context length by it and stop (SGLang's get_context_length, vLLM's _get_and_verify_max_len).
+   both engines multiply the context length by it and stop (SGLang's get_context_length, vLLM's _get_and_verify_max_len);
+10. hidden_size smaller than num_attention_heads without a head_dim (a head of width 0) got "go" with the KV cache
+    unknown, where no attention backend of either engine takes a head of width 0.
 """
 
 from __future__ import annotations
@@ -305,3 +307,23 @@ def test_a_readable_rope_scaling_is_taken(factor):
 @given(rope=st.sampled_from([{"type": "yarn", "factor": math.nan}, {"type": "linear", "factor": "2"}, [1]]))
 def test_every_face_refuses_an_unreadable_rope_scaling(rope, tmp_path_factory):
     assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "rope_scaling": rope}), "rope_scaling")
+
+
+# -- 10. a head with no width ---------------------------------------------------------------------------------------------
+
+
+@given(hidden=st.integers(1, 512), heads=st.integers(1, 512), head_dim=st.one_of(st.none(), st.integers(1, 256)))
+def test_a_head_width_of_zero_is_refused_unless_head_dim_is_given(hidden, heads, head_dim):
+    config = {**BASE, "hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": 1,
+              "head_dim": head_dim}  # fmt: skip
+    if head_dim is None and hidden < heads:
+        with pytest.raises(ModelError, match="smaller than num_attention_heads"):
+            spec(config)
+    else:
+        assert spec(config).head_dim == (head_dim or hidden // heads) > 0
+
+
+@settings(max_examples=1, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(hidden=st.just(16))
+def test_every_face_refuses_a_head_with_no_width(hidden, tmp_path_factory):
+    assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "hidden_size": hidden}), "head_dim")
