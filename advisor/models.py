@@ -347,6 +347,20 @@ STATE_KEYS = ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size",
               "linear_conv_kernel_dim")  # fmt: skip
 
 
+STATE_DTYPE_KEY = "mamba_ssm_cache_dtype"  # the one state key that names a dtype; every other one is a size
+
+
+def _state_config(merged: Mapping[str, Any], where: str) -> tuple[tuple[str, int | str], ...]:
+    """The state keys the config sets: the sizes checked as every size is (_size: vLLM multiplies them into the state's
+    bytes and the attention block size), the SSM cache dtype when it is a name."""
+    found: list[tuple[str, int | str]] = []
+    for key in STATE_KEYS:
+        value = merged.get(key) if key == STATE_DTYPE_KEY else _size(merged, where, key)
+        if isinstance(value, (int, str)) and not isinstance(value, bool):
+            found.append((key, value))
+    return tuple(found)
+
+
 def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:
     """Build a ModelSpec from a parsed config.json. ``where`` names the file in error messages."""
     if not isinstance(config, Mapping):
@@ -425,7 +439,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         kv_lora_rank=size("kv_lora_rank"),
         text_model_type=_name(text, f"{where} text_config", "model_type") or _name(config, where, "model_type"),
         compress_ratios=bool(merged.get("compress_ratios")),
-        state_config=tuple((k, merged[k]) for k in STATE_KEYS if isinstance(merged.get(k), (int, str))),
+        state_config=_state_config(merged, where),
         max_position_embeddings=size("max_position_embeddings"),
         qk_rope_head_dim=rope,
         v_head_dim=size("v_head_dim"),

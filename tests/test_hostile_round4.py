@@ -21,7 +21,9 @@ One test (hypothesis where inputs vary) per defect class the sweep found:
 9. a rope_scaling that is not an object, or whose factor is NaN, Infinity, a string or not positive, got "go" where
    both engines multiply the context length by it and stop (SGLang's get_context_length, vLLM's _get_and_verify_max_len);
 10. hidden_size smaller than num_attention_heads without a head_dim (a head of width 0) got "go" with the KV cache
-    unknown, where no attention backend of either engine takes a head of width 0.
+    unknown, where no attention backend of either engine takes a head of width 0;
+11. the Mamba2 / gated-delta-net state sizes were kept as written: a string crashed vLLM's hybrid block size (up to
+    v0.19.x) with a traceback, a negative one gave a block size from a negative state.
 """
 
 from __future__ import annotations
@@ -327,3 +329,35 @@ def test_a_head_width_of_zero_is_refused_unless_head_dim_is_given(hidden, heads,
 @given(hidden=st.just(16))
 def test_every_face_refuses_a_head_with_no_width(hidden, tmp_path_factory):
     assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, "hidden_size": hidden}), "head_dim")
+
+
+# -- 11. Mamba / gated-delta-net state sizes ------------------------------------------------------------------------------
+
+QWEN3_NEXT = {**BASE, "architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "head_dim": 256,
+              "full_attention_interval": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+              "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4}  # fmt: skip
+STATE_SIZES = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+               "linear_conv_kernel_dim", "mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size",
+               "conv_kernel")  # fmt: skip
+
+
+@given(key=st.sampled_from(STATE_SIZES),
+       value=st.one_of(NOT_WHOLE, st.integers(max_value=0), st.integers(min_value=MAX_MODEL_SIZE + 1)))  # fmt: skip
+def test_a_state_size_is_checked_as_every_size(key, value):
+    with pytest.raises(ModelError, match=f"{key} is .*not a (whole number|size a model can have)"):
+        spec({**QWEN3_NEXT, key: value})
+
+
+def test_the_state_sizes_and_the_ssm_dtype_are_kept():
+    state = dict(spec({**QWEN3_NEXT, "mamba_ssm_cache_dtype": "float32"}).state_config)
+    assert state["linear_conv_kernel_dim"] == 4 and state["mamba_ssm_cache_dtype"] == "float32"
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(value=st.sampled_from(["4", -3]))
+def test_vllms_hybrid_block_size_never_sees_a_state_size_that_is_no_size(value, tmp_path_factory):
+    model = model_dir(tmp_path_factory.mktemp("m"), {**QWEN3_NEXT, "linear_conv_kernel_dim": value})
+    result = CliRunner().invoke(main, ["--profile", "h100-sxm-8", "--model", model, "--engine", "vllm",
+                                       "--engine-version", "0.17.1", "check", "--json"])  # fmt: skip
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 1 and "linear_conv_kernel_dim" in result.stderr
