@@ -23,7 +23,10 @@ One test (hypothesis where inputs vary) per defect class the sweep found:
 10. hidden_size smaller than num_attention_heads without a head_dim (a head of width 0) got "go" with the KV cache
     unknown, where no attention backend of either engine takes a head of width 0;
 11. the Mamba2 / gated-delta-net state sizes were kept as written: a string crashed vLLM's hybrid block size (up to
-    v0.19.x) with a traceback, a negative one gave a block size from a negative state.
+    v0.19.x) with a traceback, a negative one gave a block size from a negative state;
+12. a config without a dtype SGLang knows (none, "int4", "float8_e4m3fn") left SGLang's start-up verdict unknown
+    ("weights unknown"), and a float32 one was sized at 4 bytes a parameter: SGLang reads both as float32 and loads
+    them in float16 (bfloat16 for Gemma) under --dtype auto.
 """
 
 from __future__ import annotations
@@ -361,3 +364,18 @@ def test_vllms_hybrid_block_size_never_sees_a_state_size_that_is_no_size(value, 
                                        "--engine-version", "0.17.1", "check", "--json"])  # fmt: skip
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code == 1 and "linear_conv_kernel_dim" in result.stderr
+
+
+# -- 12. SGLang's weights dtype for a config that names none it knows ----------------------------------------------------
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(dtype=st.sampled_from([None, "int4", "float8_e4m3fn", "float32", "float"]), gemma=st.booleans())
+def test_sglang_loads_a_config_without_a_dtype_it_knows_in_half_precision(dtype, gemma, tmp_path_factory):
+    config = {**BASE, "model_type": "gemma_hostile" if gemma else "hostile", "torch_dtype": dtype}
+    plan = json.loads(run_face(model_dir(tmp_path_factory.mktemp("m"), config), "sglang", ["check", "--json"]).stdout)
+    startup = plan["startup"]
+    assert startup["starts"] is True and startup["unknown"] is None  # a verdict, not "weights unknown"
+    # _get_and_verify_dtype: float32 for a dtype it does not know, then auto loads float32 in 16 bits
+    params = plan["model"]["num_params"]
+    assert startup["weights_bytes"] == pytest.approx(params * 2 / plan["intent"]["tp"], rel=0.05)

@@ -181,8 +181,20 @@ def context_length(s: Scenario) -> tuple[int | None, str]:
     return s.model.max_position_embeddings, "the model's max_position_embeddings"
 
 
+# configs/model_config.py _get_and_verify_dtype (every modelled release): the config's dtype when it names one of these,
+# else float32; under --dtype auto a float32 model is loaded in float16 (bfloat16 for Gemma's model types).
+CONFIG_DTYPES = ("half", "float16", "float", "float32", "bfloat16")
+
+
 def weights_dtype(s: Scenario) -> str | None:
-    return s.intent.dtype if s.intent.dtype not in (None, "auto") else (s.model.dtype if s.model else None)
+    if s.intent.dtype not in (None, "auto"):
+        return s.intent.dtype
+    if s.model is None:
+        return None
+    dtype = s.model.dtype if s.model.dtype in CONFIG_DTYPES else "float32"
+    if dtype_bytes(dtype) == 4:
+        return "bfloat16" if (s.model.model_type or "").startswith("gemma") else "float16"
+    return dtype
 
 
 def kv_element_bytes(s: Scenario) -> int:
