@@ -193,7 +193,8 @@ def weights_dtype(s: Scenario) -> str | None:
         return None
     dtype = s.model.dtype if s.model.dtype in CONFIG_DTYPES else "float32"
     if dtype_bytes(dtype) == 4:
-        return "bfloat16" if (s.model.model_type or "").startswith("gemma") else "float16"
+        model_type = s.model.text_model_type or s.model.model_type or ""  # it reads the text config's
+        return "bfloat16" if model_type.startswith("gemma") else "float16"
     return dtype
 
 
