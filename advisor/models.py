@@ -14,6 +14,7 @@ top level is what SGLang compares against its lists.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -196,6 +197,21 @@ def _first(config: Mapping[str, Any], *keys: str) -> Any:
     return None
 
 
+def _name(config: Mapping[str, Any], where: str, key: str) -> str | None:
+    """A name-valued key (model_type) as written: a string, or None when absent. Anything else is refused: transformers'
+    AutoConfig looks it up in its model table and stops (a list is unhashable, a number is no model type)."""
+    value = config.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise ModelError(f'{where}: {key} is {_shown(value)}, not a name; write it as a string, e.g. "{key}": "llama"')
+
+
+def _shown(value: Any) -> str:
+    """A config value as JSON writes it, cut to 40 characters, for an error message."""
+    shown = json.dumps(value, allow_nan=True, default=str)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -214,7 +230,40 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
     return method
 
 
+def _check_quantization(config: Mapping[str, Any], where: str) -> None:
+    """Refuse a quantization_config neither engine can read: not an object (SGLang's _parse_quant_hf_config calls
+    .to_dict() on it, vLLM indexes it by "quant_method"), or a quant_method that is not a name (both lower() it)."""
+    qc = config.get("quantization_config")
+    if qc is None:
+        return
+    if not isinstance(qc, Mapping):
+        raise ModelError(f"{where}: quantization_config is {_shown(qc)}, not an object; write it as"
+                         ' {"quant_method": "fp8", ...} or remove it for an unquantized checkpoint')  # fmt: skip
+    if "quant_method" in qc and not isinstance(qc["quant_method"], str):
+        raise ModelError(f"{where}: quantization_config.quant_method is {_shown(qc['quant_method'])}, not a name;"
+                         ' write it as a string, e.g. "quant_method": "fp8"')  # fmt: skip
+
+
+def _check_rope_scaling(config: Mapping[str, Any], where: str) -> None:
+    """Refuse a rope_scaling neither engine can read: not an object (SGLang's get_context_length calls .get on it), or
+    a factor that is not a positive finite number (both multiply the context length by it and take int(): NaN,
+    Infinity or a string stop them)."""
+    for key in ("rope_scaling", "rope_parameters"):
+        rope = config.get(key)
+        if rope is None:
+            continue
+        if not isinstance(rope, Mapping):
+            raise ModelError(f"{where}: {key} is {_shown(rope)}, not an object; write it as"
+                             ' {"rope_type": "yarn", "factor": 4.0, ...} or remove it')  # fmt: skip
+        factor = rope.get("factor")
+        number = isinstance(factor, (int, float)) and not isinstance(factor, bool)
+        if factor is not None and not (number and math.isfinite(factor) and factor > 0):
+            raise ModelError(f"{where}: {key}.factor is {_shown(factor)}, not a positive number; write the scaling"
+                             ' factor, e.g. "factor": 4.0')  # fmt: skip
+
+
 SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text_config
+MAX_ARCHITECTURE_NAME = 200  # the longest class names in the engines' registries are under 60 characters
 
 
 def _kda_attention(config: Mapping[str, Any]) -> bool:
@@ -251,10 +300,34 @@ ZERO_MEANS_NONE = frozenset({"num_experts", "num_local_experts", "n_routed_exper
                              "experts_per_token", "moe_topk", "sliding_window"})  # fmt: skip
 
 
+# A size written as a string, a boolean or a float (NaN and Infinity included, which Python's json reads) is no size:
+# transformers keeps it as written and the engine's shape arithmetic stops on it (hidden_size // num_attention_heads),
+# so such a config is refused rather than planned without the figure. Lists and objects are left to the rules: real
+# configs write some sizes per layer (Gemma 3n's intermediate_size, ERNIE's moe_intermediate_size). Context lengths are
+# read through int() by both engines (SGLang's get_context_length, vLLM's _get_and_verify_max_len), so a whole float
+# there is that integer.
+WHOLE_FLOAT_READ = frozenset({"max_position_embeddings"})
+
+
+def _whole(key: str, value: Any, where: str) -> Any:
+    """``value`` as _size reads it: an int, a whole float where the engines take one, or None for False in a key where
+    zero means none; a ModelError for any other string, boolean or float."""
+    if isinstance(value, float) and key in WHOLE_FLOAT_READ and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if value is False and key in ZERO_MEANS_NONE:
+        return None
+    if isinstance(value, (str, bool, float)):
+        raise ModelError(
+            f"{where}: {key} is {_shown(value)}, not a whole number; write it as one (e.g. \"{key}\": 128) or re-download"
+            " config.json"
+        )
+    return value
+
+
 def _size(config: Mapping[str, Any], where: str, *keys: str) -> int | None:
     """The first of ``keys`` that ``config`` sets to an integer, checked as a size (see MAX_MODEL_SIZE)."""
     for key in keys:
-        value = _int(config.get(key))
+        value = _int(_whole(key, config.get(key), where))
         if value is None:
             continue
         if value == 0 and key in ZERO_MEANS_NONE:
@@ -274,6 +347,20 @@ STATE_KEYS = ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size",
               "linear_conv_kernel_dim")  # fmt: skip
 
 
+STATE_DTYPE_KEY = "mamba_ssm_cache_dtype"  # the one state key that names a dtype; every other one is a size
+
+
+def _state_config(merged: Mapping[str, Any], where: str) -> tuple[tuple[str, int | str], ...]:
+    """The state keys the config sets: the sizes checked as every size is (_size: vLLM multiplies them into the state's
+    bytes and the attention block size), the SSM cache dtype when it is a name."""
+    found: list[tuple[str, int | str]] = []
+    for key in STATE_KEYS:
+        value = merged.get(key) if key == STATE_DTYPE_KEY else _size(merged, where, key)
+        if isinstance(value, (int, str)) and not isinstance(value, bool):
+            found.append((key, value))
+    return tuple(found)
+
+
 def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:
     """Build a ModelSpec from a parsed config.json. ``where`` names the file in error messages."""
     if not isinstance(config, Mapping):
@@ -283,8 +370,23 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         raise ModelError(
             f"{where}: config.json has no `architectures` list; add e.g. \"architectures\": [\"Qwen3MoeForCausalLM\"]"
         )
+    if not archs[0].isidentifier() or len(archs[0]) > MAX_ARCHITECTURE_NAME:
+        # SGLang and vLLM look the name up as a model class (their registries, then transformers' attribute of that
+        # name): an empty name, one with spaces or control characters, or a page of text is no class, and both stop
+        raise ModelError(f"{where}: architectures[0] is {_shown(archs[0])}, not a model class name; write the class,"
+                         ' e.g. "architectures": ["Qwen3MoeForCausalLM"]')  # fmt: skip
+    for key in ("text_config", "vision_config", *SUB_CONFIGS):
+        # transformers builds a sub-config from an object; SGLang's and vLLM's get_hf_text_config then read its sizes
+        # as attributes, which a list or a string does not have
+        if config.get(key) is not None and not isinstance(config[key], Mapping):
+            raise ModelError(f"{where}: {key} is {_shown(config[key])}, not an object; write the sub-config as"
+                             " {...} or remove it")  # fmt: skip
     text = config.get("text_config")
     text = text if isinstance(text, Mapping) else {}
+    _check_quantization(config, where)
+    _check_quantization(text, f"{where} text_config")
+    _check_rope_scaling(config, where)
+    _check_rope_scaling(text, f"{where} text_config")
     # Text settings win when nested (VL models); top-level ones fill what text_config lacks.
     merged: dict[str, Any] = {**config, **text}
 
@@ -298,15 +400,26 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
     if head_dim is None and nope is not None and rope is not None:
         head_dim = nope + rope  # MLA: the query/key head width
     if head_dim is None and hidden and heads:
-        head_dim = hidden // heads or None  # fewer dims than heads: no head width to derive
+        if hidden < heads:
+            # the engines derive head_dim = hidden_size // num_attention_heads (0 here), and no attention backend of
+            # either takes a head of width 0
+            raise ModelError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads} and no"
+                             " head_dim is given, so a head has no width; set head_dim or fix the sizes")  # fmt: skip
+        head_dim = hidden // heads
     kv_heads = size("num_key_value_heads")
     if kv_heads is None:
         kv_heads = heads  # no GQA declared: one kv head per attention head
+    if heads and kv_heads and heads % kv_heads and size("kv_lora_rank") is None:
+        # each KV head serves a whole group of query heads: vLLM's Attention asserts num_heads % num_kv_heads == 0
+        # (model_executor/layers/attention/attention.py) and the FlashInfer / FlashAttention kernels SGLang runs
+        # need the same grouping; MLA models cache one latent instead and are not grouped
+        raise ModelError(f"{where}: num_key_value_heads {kv_heads} does not divide num_attention_heads {heads}; each"
+                         " KV head serves a whole group of query heads: fix or re-download config.json")  # fmt: skip
     dtype = _first(text, "dtype", "torch_dtype") or _first(config, "dtype", "torch_dtype")
     fields = dict(
         id=model_id,
         architecture=archs[0],
-        model_type=_first(config, "model_type"),
+        model_type=_name(config, where, "model_type"),
         hidden_size=hidden,
         num_layers=size("num_hidden_layers"),
         num_heads=heads,
@@ -324,9 +437,9 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         path=path,
         origin=origin,
         kv_lora_rank=size("kv_lora_rank"),
-        text_model_type=_first(text, "model_type") or _first(config, "model_type"),
+        text_model_type=_name(text, f"{where} text_config", "model_type") or _name(config, where, "model_type"),
         compress_ratios=bool(merged.get("compress_ratios")),
-        state_config=tuple((k, merged[k]) for k in STATE_KEYS if isinstance(merged.get(k), (int, str))),
+        state_config=_state_config(merged, where),
         max_position_embeddings=size("max_position_embeddings"),
         qk_rope_head_dim=rope,
         v_head_dim=size("v_head_dim"),

@@ -37,7 +37,7 @@ def startup_lines(startup: Startup | None, engine: str, fraction_name: str | Non
         pools = f" x {startup.kv_pools} pools" if startup.kv_pools > 1 else ""
         held = (
             f", {startup.sequences} sequences of {startup.context_len:,} tokens"
-            if startup.sequences is not None
+            if startup.sequences is not None and startup.context_len
             else ""
         )
         lines.append(f"KV pool: {startup.kv_tokens:,} tokens{pools}{held}")

@@ -126,7 +126,7 @@ def kv_shape(model: ModelSpec, attention_tp: int, mla: bool | None = None) -> Kv
     if not layers:
         return None
     if model.uses_mla if mla is None else mla:
-        if model.qk_rope_head_dim is None:
+        if model.qk_rope_head_dim is None or model.kv_lora_rank is None:  # an MLA name whose config lacks the widths
             return None
         return KvShape(layers, 1, model.kv_lora_rank + model.qk_rope_head_dim, 0, True)
     if not model.head_dim or not model.num_kv_heads:

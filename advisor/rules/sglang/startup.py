@@ -163,17 +163,39 @@ def error_source(release: str, error: str) -> str:
 # -- the scenario's inputs -------------------------------------------------------------------------------------------
 
 
+# get_context_length (utils/hf_transformers_utils.py, utils/hf_transformers/common.py from v0.5.11; every modelled
+# release): 2048 when the config names no context length.
+DEFAULT_CONTEXT = 2048
+
+
 def context_length(s: Scenario) -> tuple[int | None, str]:
-    """--context-length, else the model's max_position_embeddings (ModelConfig's derived context_len)."""
+    """--context-length, else the model's max_position_embeddings (ModelConfig's derived context_len), else SGLang's
+    default."""
     given = s.int_flag(CONTEXT_FLAG)
     if given is not None and given > 0:
         return given, CONTEXT_FLAG
-    length = s.model.max_position_embeddings if s.model is not None else None
-    return length, "the model's max_position_embeddings"
+    if s.model is None:
+        return None, "no model"
+    if s.model.max_position_embeddings is None:
+        return DEFAULT_CONTEXT, "SGLang's default where config.json names no context length, get_context_length"
+    return s.model.max_position_embeddings, "the model's max_position_embeddings"
+
+
+# configs/model_config.py _get_and_verify_dtype (every modelled release): the config's dtype when it names one of these,
+# else float32; under --dtype auto a float32 model is loaded in float16 (bfloat16 for Gemma's model types).
+CONFIG_DTYPES = ("half", "float16", "float", "float32", "bfloat16")
 
 
 def weights_dtype(s: Scenario) -> str | None:
-    return s.intent.dtype if s.intent.dtype not in (None, "auto") else (s.model.dtype if s.model else None)
+    if s.intent.dtype not in (None, "auto"):
+        return s.intent.dtype
+    if s.model is None:
+        return None
+    dtype = s.model.dtype if s.model.dtype in CONFIG_DTYPES else "float32"
+    if dtype_bytes(dtype) == 4:
+        model_type = s.model.text_model_type or s.model.model_type or ""  # it reads the text config's
+        return "bfloat16" if model_type.startswith("gemma") else "float16"
+    return dtype
 
 
 def kv_element_bytes(s: Scenario) -> int:
