@@ -160,7 +160,10 @@ def write_named_sources(release: str) -> list[Path]:
         if kind == "transformers":
             written[arch] = _transformers_config(source, keys)
     for arch, config in _sglang_configs(release, {a: s for a, (k, s, _) in SOURCES.items() if k == "sglang"}).items():
-        written[arch] = {**config, **SOURCES[arch][2]}
+        for key, value in SOURCES[arch][2].items():  # a sub-config's keys are set inside it
+            both = isinstance(value, dict) and isinstance(config.get(key), dict)
+            config[key] = {**config[key], **value} if both else value
+        written[arch] = config
     for arch, (kind, fields, where) in SOURCES.items():
         if kind == "published":
             written[arch] = {**fields, "_written_by": f"published fields: {where}"}
@@ -225,6 +228,17 @@ def named_models() -> list[str]:
     return sorted(p.name for p in CONFIGS.glob(NAMED_PREFIX + "*") if (p / "config.json").is_file())
 
 
+def named_moe(model: str) -> bool:
+    """Whether the config declares experts, as the advisor's own model reading decides (ModelSpec.is_moe): MoE
+    configs also get the DP-attention and DeepEP layouts. A config the advisor cannot read gets the plain layouts."""
+    from advisor.models import ModelError, load_config_dir
+
+    try:
+        return load_config_dir(CONFIGS / model, model_id=model).is_moe
+    except ModelError:
+        return False
+
+
 def named_scenarios(limit: int | None = None) -> list[dict]:
     from conformance.sglang.grid import scenario_id
 
@@ -232,6 +246,6 @@ def named_scenarios(limit: int | None = None) -> list[dict]:
         {"id": scenario_id(gpu, model, layout), "gpu": gpu, "model": model, **layout}
         for gpu in NAMED_GPUS
         for model in named_models()
-        for layout in layouts(False)
+        for layout in layouts(named_moe(model))
     ]
     return out if limit is None else out[:limit]

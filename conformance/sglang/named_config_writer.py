@@ -43,6 +43,8 @@ def instantiate(cls) -> dict:
     if not values.get("compress_ratios") and "compress_ratios" in cls.__dataclass_fields__:
         # per layer (and the MTP layer): two uncompressed layers, then 4x and 128x compression alternating
         values["compress_ratios"] = [0, 0] + [4 if i % 2 == 0 else 128 for i in range(layers - 1)]
+    if values.get("rope_scaling") == {}:
+        values["rope_scaling"] = None  # an empty dict is no rope scaling; transformers refuses it as parameters
     return json.loads(json.dumps(values, default=str))
 
 

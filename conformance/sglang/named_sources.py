@@ -23,6 +23,14 @@ def remote(config_class: str) -> dict:
     return {"auto_map": {"AutoConfig": f"configuration.{config_class}"}}
 
 
+QWEN25_15B = {"hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28, "num_attention_heads": 12,
+              "num_key_value_heads": 2, "max_position_embeddings": 32768, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6,
+              "hidden_act": "silu", "vocab_size": 151936}  # fmt: skip
+# DeepSeek's yarn rope scaling in V3's form (factor 16 over V4's 65536 positions: assumed)
+V4_ROPE = {"type": "yarn", "rope_type": "yarn", "factor": 16, "original_max_position_embeddings": 65536,
+           "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}  # fmt: skip
+V4 = {"rope_scaling": V4_ROPE, "sliding_window": 128}  # the window its window_size field gives
+
 SOURCES: dict[str, tuple] = {
     # -- transformers knows the model_type under another class name -------------------------------------------------
     "Qwen2ForCausalLM": ("transformers", "qwen2", {}),
@@ -62,8 +70,9 @@ SOURCES: dict[str, tuple] = {
     "InternS2MobiusForConditionalGeneration": ("sglang", "interns2_mobius:InternS2MobiusConfig", {}),
     "InternS2PreviewForConditionalGeneration": ("sglang", "interns2preview:InternS2PreviewConfig", {}),
     "InternVLChatModel": ("sglang", "internvl:InternVLChatConfig", {}),
-    "JetNemotronForCausalLM": ("sglang", "jet_nemotron:JetNemotronConfig", {}),
-    "JetVLMForConditionalGeneration": ("sglang", "jet_vlm:JetVLMConfig", {}),
+    # the class leaves the sizes unset; Jet-Nemotron-2B is built on Qwen2.5-1.5B, whose sizes these are
+    "JetNemotronForCausalLM": ("sglang", "jet_nemotron:JetNemotronConfig", QWEN25_15B),
+    "JetVLMForConditionalGeneration": ("sglang", "jet_vlm:JetVLMConfig", {"text_config": QWEN25_15B}),
     "KimiK3ForConditionalGeneration": ("sglang", "kimi_k3:KimiK3Config", {}),
     "KimiVLForConditionalGeneration": ("sglang", "kimi_vl:KimiVLConfig", {}),
     "LocateAnythingForConditionalGeneration": ("sglang", "locate_anything:LocateAnythingConfig", {}),
@@ -75,16 +84,19 @@ SOURCES: dict[str, tuple] = {
     "POINTSV15ChatModel": ("sglang", "points_v15_chat:POINTSV15ChatConfig", {}),
     "Step3VLForConditionalGeneration": ("sglang", "step3_vl:Step3VLConfig", {}),
     "StepVLForConditionalGeneration": ("sglang", "step3_vl:Step3VLConfig", {}),
-    "Step3p5ForCausalLM": ("sglang", "step3p5:Step3p5Config", {}),
+    # the class leaves layer_types unset: one full-attention layer in four, a 512-token window (assumed, Step 3.5's form)
+    "Step3p5ForCausalLM": ("sglang", "step3p5:Step3p5Config", {
+        "layer_types": ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(45)],
+        "sliding_window": 512}),
     "UnlimitedOCRForCausalLM": ("sglang", "unlimited_ocr:UnlimitedVLConfig", {}),
     "HYV4ForCausalLMNextN": ("sglang", "hy_v4:HYV4Config", {}),
     "Qwen4ExpForCausalLMMTP": ("sglang", "qwen4_exp:Qwen4ExpConfig", {}),
     "LongcatFlashForCausalLMNextN": ("sglang", "longcat_flash:LongcatFlashConfig", {}),
     "LongcatFlashNgramForCausalLM": ("sglang", "longcat_flash:LongcatFlashConfig", {}),
-    "KimiK3LinearForCausalLM": ("sglang", "kimi_linear:KimiLinearConfig", {}),
-    "DeepseekV41ForCausalLM": ("sglang", "deepseek_v4:DeepSeekV4Config", {"model_type": "deepseek_v41"}),
-    "DeepseekV4ForCausalLMNextN": ("sglang", "deepseek_v4:DeepSeekV4Config", {}),
-    "DeepseekV4ForCausalLMDSpark": ("sglang", "deepseek_v4:DeepSeekV4Config", {}),
+    "KimiK3LinearForCausalLM": ("rename", "named-KimiLinearForCausalLM", {}),
+    "DeepseekV41ForCausalLM": ("sglang", "deepseek_v4:DeepSeekV4Config", {**V4, "model_type": "deepseek_v41"}),
+    "DeepseekV4ForCausalLMNextN": ("sglang", "deepseek_v4:DeepSeekV4Config", V4),
+    "DeepseekV4ForCausalLMDSpark": ("sglang", "deepseek_v4:DeepSeekV4Config", V4),
     "NemotronHPuzzleForCausalLM": ("rename", "nemotron-h-56b", {"model_type": "nemotron_h_puzzle"}),
     # -- draft and variant checkpoints: the base family's config under the variant's name --------------------------
     "BailingMoeForCausalLMNextN": ("rename", "named-BailingMoeForCausalLM", {}),
@@ -92,7 +104,7 @@ SOURCES: dict[str, tuple] = {
     "MistralLarge3ForCausalLM": ("rename", "deepseek-v3", {}),
     "MistralLarge3ForCausalLMEagle": ("rename", "deepseek-v3", {}),
     "SarvamMLAForCausalLM": ("rename", "deepseek-v3", {}),
-    "Eagle3DeepseekV2ForCausalLM": ("rename", "eagle3-llama-3.1-8b", {}),
+    "Eagle3DeepseekV2ForCausalLM": ("rename", "deepseek-v3", {"num_hidden_layers": 1}),  # one MLA layer
     "Ernie4_5_MoeForCausalLMMTP": ("rename", "named-Ernie4_5_MoeForCausalLM", {}),
     "ExaoneMoEForCausalLMMTP": ("rename", "named-ExaoneMoEForCausalLM", {}),
     "GigaChat35ForCausalLMNextN": ("rename", "named-GigaChat35ForCausalLM", {}),
@@ -165,6 +177,9 @@ SOURCES: dict[str, tuple] = {
     "LLaDAModelLM": ("published", {
         "model_type": "llada", "d_model": 4096, "n_heads": 32, "n_kv_heads": 32, "n_layers": 32,
         "mlp_hidden_size": 12288, "include_bias": False, "weight_tying": False, "vocab_size": 126464,
+        # the standard names its config class answers for (properties over the OLMo-style ones)
+        "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 32, "num_hidden_layers": 32,
+        "intermediate_size": 12288, "max_position_embeddings": 4096,
         "embedding_size": 126464, "max_sequence_length": 4096, "rope_theta": 500000.0, **remote("LLaDAConfig"),
     }, "GSAI-ML/LLaDA-8B-Instruct's fields as a public checkpoint validator repeats them"),
 }  # fmt: skip
