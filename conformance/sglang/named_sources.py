@@ -31,6 +31,9 @@ V4_ROPE = {"type": "yarn", "rope_type": "yarn", "factor": 16, "original_max_posi
            "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}  # fmt: skip
 V4 = {"rope_scaling": V4_ROPE, "sliding_window": 128}  # the window its window_size field gives
 
+# the class's default of 0 key/value heads is no checkpoint's: Ling 2.0's attention has 4
+LING_KV = {"num_key_value_heads": 4}
+
 SOURCES: dict[str, tuple] = {
     # -- transformers knows the model_type under another class name -------------------------------------------------
     "Qwen2ForCausalLM": ("transformers", "qwen2", {}),
@@ -50,9 +53,9 @@ SOURCES: dict[str, tuple] = {
     # -- the release's own config classes ---------------------------------------------------------------------------
     "BailingMM2NativeForConditionalGeneration": ("sglang", "bailing_moe_v2:BailingMM2Config", {}),
     "BailingMMNativeForConditionalGeneration": ("sglang", "bailing_moe_v2:BailingMM2Config", {}),
-    "BailingMoeV2ForCausalLM": ("sglang", "bailing_moe_v2:BailingMoeV2Config", {}),
-    "BailingMoeForCausalLM": ("sglang", "bailing_moe_v2:BailingMoeV2Config", {}),
-    "LLaDA2MoeModelLM": ("sglang", "bailing_moe_v2:BailingMoeV2Config", {}),
+    "BailingMoeV2ForCausalLM": ("sglang", "bailing_moe_v2:BailingMoeV2Config", LING_KV),
+    "BailingMoeForCausalLM": ("sglang", "bailing_moe_v2:BailingMoeV2Config", LING_KV),
+    "LLaDA2MoeModelLM": ("sglang", "bailing_moe_v2:BailingMoeV2Config", LING_KV),
     "BailingMoELinearForCausalLM": ("sglang", "bailing_hybrid:BailingHybridConfig", {}),
     "BailingMoeV2_5ForCausalLM": ("sglang", "bailing_hybrid:BailingHybridConfig", {}),
     "BailingMoeV3ForCausalLM": ("sglang", "bailing_hybrid:BailingHybridConfig", {}),
