@@ -18,7 +18,7 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
+from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
 from advisor.rules.sglang.attention import attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
@@ -67,8 +67,15 @@ def memory_tier(mem_mib: int, tp: int, release: str | None) -> tuple[int, int]:
 
 
 def memory_defaults(
-    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None = None,
-    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False, speculative: str | None = None,
+    mem_mib: int | None,
+    tp: int,
+    dp_attention: bool,
+    dp_size: int,
+    vision: tuple[int | None, int | None] | None = None,
+    prefill_graph: str | None = None,
+    release: str | None = None,
+    deepep: bool = False,
+    speculative: str | None = None,
     max_running: int | None = None,
 ) -> dict[str, float | int | None]:
     """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them.
@@ -107,8 +114,15 @@ def prefill_graph_reserve(chunk: int, kind: str | None, deepep: bool = False) ->
 
 
 def reserved_mib(
-    chunk: int, max_bs: int, tp: int, dp_attention: bool, dp_size: int, mem_mib: int, prefill_graph: str | None = None,
-    deepep: bool = False, draft: int = 0,
+    chunk: int,
+    max_bs: int,
+    tp: int,
+    dp_attention: bool,
+    dp_size: int,
+    mem_mib: int,
+    prefill_graph: str | None = None,
+    deepep: bool = False,
+    draft: int = 0,
 ) -> float:
     """Activations and CUDA-graph buffers SGLang keeps outside the static pool (MiB). ``prefill_graph``: None when the
     prefill CUDA graph is off, else the attention kind ("mla" or "standard") that sizes its reserve. ``draft``: the
@@ -128,8 +142,15 @@ def reserved_mib(
 
 
 def memory_arithmetic(
-    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None,
-    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False, speculative: str | None = None,
+    mem_mib: int | None,
+    tp: int,
+    dp_attention: bool,
+    dp_size: int,
+    vision: tuple[int | None, int | None] | None,
+    prefill_graph: str | None = None,
+    release: str | None = None,
+    deepep: bool = False,
+    speculative: str | None = None,
     max_running: int | None = None,
 ) -> str:
     """The mem_fraction_static estimate written out with this scenario's numbers (for `advisor explain`)."""
@@ -190,7 +211,9 @@ PREFILL_GRAPH_FROM = "0.5.10"  # --disable-piecewise-cuda-graph (on by default) 
 # v0.5.10-v0.5.14, the piecewise (torch.compile) prefill graph: off for the hybrid linear-attention models, multimodal
 # models, DP attention and an a2a backend, and up to v0.5.12 for the DeepSeek sparse-attention models
 # (configs/model_config.py: piecewise_cuda_graph_disabled_model_archs, is_deepseek_nsa).
-NO_PREFILL_GRAPH_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+NO_PREFILL_GRAPH_ARCHS = frozenset(
+    {"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"}
+)
 DSA_NO_PREFILL_GRAPH_UNTIL = "0.5.12"
 # From v0.5.15 the prefill graph is the "breakable" backend (cuda_graph_config), which keeps the hybrid models; what turns
 # it off is _disable_breakable_cudagraph_if_incompatible in server_args.py, release by release:
@@ -270,8 +293,8 @@ def prefill_graph_kind(s: Scenario, version: str, capability_steps: bool = True)
         if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and dsa:
             return None
         return kind
-    if arch == "DeepseekV4ForCausalLM":
-        return None
+    if is_deepseek_v4(model, rules_release(version)):
+        return None  # V4 and its drafts (architectures.py is_deepseek_v4)
     if model.kda_attention and arch not in KDA_BREAKABLE_ARCHS and release >= parse_release(KDA_NO_PREFILL_GRAPH_FROM):
         return None  # "Breakable CUDA graph is incompatible with KDA hybrid linear attention"
     if capability_steps and is_hrm_text(model, rules_release(version)):
@@ -445,8 +468,11 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"with DP attention chunked_prefill_size is divided by dp size {s.intent.dp_size}")
     if off is not None:
         notes.append(f"chunked prefill off (-1): {off}")
-    source = Source(f"sglang v{release}", SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
-                    "_handle_gpu_memory_settings, PR #10975")
+    source = Source(
+        f"sglang v{release}",
+        SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
+        "_handle_gpu_memory_settings, PR #10975",
+    )
     graph, graph_note = prefill_graph_settings(s, release, prefill_graph_kind(s, version),
                                                mem and memory_tier(mem, s.tp, release)[0])  # fmt: skip
     return decided("memory_defaults", "GPU-memory-driven defaults", state, results, source, value=value,

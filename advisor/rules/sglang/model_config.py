@@ -15,7 +15,7 @@ from pathlib import Path
 
 from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import has_attention_sinks as named_sinks
-from advisor.rules.sglang.architectures import loaded_architecture
+from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture
 
 CONFIG_KEYS_FILE = Path(__file__).with_name("config_keys.json")
 # Used before config_keys.json existed and for a release it lacks: MLA by the config's kv_lora_rank or these names.
@@ -89,6 +89,9 @@ def has_asymmetric_kv(model, release: str) -> bool:
     sliding layers."""
     if model is None or not within(release, ASYMMETRIC_KV_FROM, None) or is_mla(model, release):
         return False
+    if is_deepseek_v4(model, release):
+        return False  # _derive_model_shapes gives V4 and its drafts v_head_dim = head_dim
+
     head, v_head = kv_head_dims(model)
     swa_head = model.swa_head_dim or head
     swa_v_head = model.swa_v_head_dim or swa_head

@@ -19,8 +19,8 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import loaded_architecture, named
-from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
+from advisor.rules.sglang.architectures import loaded_architecture, named, placed_in
+from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100, is_sm120
 from advisor.rules.sglang.fusion import _c_a2a_none
 from advisor.rules.sglang.model_overrides import registers_minimax_m3
 from advisor.rules.sglang.releases import rules_release
@@ -101,7 +101,10 @@ MOE_RUNNER_TITLE = "MoE runner backend (--moe-runner-backend auto)"
 
 # From v0.5.19 the Qwen family is whatever arg_groups/model_overrides/qwen3_moe.py registers (architectures.json):
 # InternS2-Preview and Qwen4-Exp join the names above.
-QWEN_FAMILY_STEP, QWEN_FAMILY_STEP_FROM = "arg_groups/model_overrides/qwen3_moe.py:_qwen3_moe_family_overrides", "0.5.19"
+QWEN_FAMILY_STEP, QWEN_FAMILY_STEP_FROM = (
+    "arg_groups/model_overrides/qwen3_moe.py:_qwen3_moe_family_overrides",
+    "0.5.19",
+)
 
 
 def _in_family(row: MoeRunnerRow, architecture: str, release: str) -> bool:
@@ -112,7 +115,9 @@ def _in_family(row: MoeRunnerRow, architecture: str, release: str) -> bool:
     return QWEN_FAMILY_STEP in (named(release) or {}).get(architecture, ())
 
 
-def moe_runner_row(architecture: str, version: str, gpu: str = "sm100", quantization: str | None = "?") -> MoeRunnerRow | None:
+def moe_runner_row(
+    architecture: str, version: str, gpu: str = "sm100", quantization: str | None = "?"
+) -> MoeRunnerRow | None:
     """The row for this architecture, release and GPU kind; with ``quantization`` given, the first row allowing it."""
     release = rules_release(version)
     rows = [r for r in MOE_RUNNER_TABLE if _in_family(r, architecture, release) and r.gpu == gpu
@@ -150,13 +155,22 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
         return _nemotron_h_decision(s, release)
     if model is not None and model.quantization is None and registers_minimax_m3(arch, release):
         return _minimax_m3_decision(s, release)
+    if (
+        model is not None
+        and within(release, DEEPSEEK_V4_STEP_FROM, None)
+        and placed_in(arch, release, DEEPSEEK_V4_STEP)
+    ):
+        return _deepseek_v4_decision(s, release)
 
     def is_moe(s: Scenario):
         if model is not None and not model.is_moe and entry is not None:
             # the family steps set the field without asking (a dense Qwen3.5, Command A Vision): unused there
             return True, "dense (SGLang sets the runner for the family anyway; no MoE layer uses it)", "a MoE model"
-        return (None if model is None else model.is_moe), (
-            "model unknown" if model is None else f"{model.num_experts or 0} experts"), "a MoE model"
+        return (
+            (None if model is None else model.is_moe),
+            ("model unknown" if model is None else f"{model.num_experts or 0} experts"),
+            "a MoE model",
+        )
 
     def sm100(s: Scenario):
         if entry is not None and entry.gpu == "sm120":
@@ -169,17 +183,29 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
 
     def a2a(s: Scenario):
         if entry is not None and not entry.a2a_blocks:
-            return True, f"moe_a2a_backend {s.intent.moe_a2a_backend or 'none'}", f"any (not checked for {entry.backend})"
+            return (
+                True,
+                f"moe_a2a_backend {s.intent.moe_a2a_backend or 'none'}",
+                f"any (not checked for {entry.backend})",
+            )
         return _c_a2a_none(s)
 
     def family(s: Scenario):
         if model is None:
             return None, "model unknown", "a family with a FlashInfer MoE path"
-        return entry is not None, model.architecture, "DeepSeek/Kimi/Mistral-Large-3/GLM-5, Qwen3 MoE family, GLM-4.5/4.6, GPT-OSS"
+        return (
+            entry is not None,
+            model.architecture,
+            "DeepSeek/Kimi/Mistral-Large-3/GLM-5, Qwen3 MoE family, GLM-4.5/4.6, GPT-OSS",
+        )
 
     def quant(s: Scenario):
         if model is None or entry is None:
-            return (None if model is None else False), (model.quantization if model else None) or "unquantized", "a supported quantization"
+            return (
+                (None if model is None else False),
+                (model.quantization if model else None) or "unquantized",
+                "a supported quantization",
+            )
         allowed = sorted(q or "unquantized" for q in entry.quantizations)
         return model.quantization in entry.quantizations, model.quantization or "unquantized", ", ".join(allowed)
 
@@ -269,6 +295,40 @@ def _minimax_m3_decision(s: Scenario, release: str) -> Decision:
     ep, ep_why = ep_size(s, release)
     notes = ["unquantized MiniMax M3: triton", f"ep_size {ep}: {ep_why}"]
     return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=final, notes=notes,
+                   settings=(Setting("ep_size", ep),))  # fmt: skip
+
+
+# DeepSeek V4's own step (arg_groups/model_overrides/deepseek_v4.py _deepseek_v4_overrides, v0.5.19+), for the names it
+# registers (V4; V4.1 once renamed to V4): with the runner on auto, no a2a backend and a Hopper, SM10x or SM12x GPU, it
+# takes flashinfer_mxfp4 for routed experts read as MXFP4 (ModelConfig.is_fp4_experts: SGLANG_DSV4_FP4_EXPERTS, on by
+# default, when the checkpoint's header cannot be read). Not modelled: NVFP4 checkpoints (flashinfer_trtllm_routed),
+# a checkpoint whose routed_experts_quant_method says otherwise, and the FP4-dequant environment switch.
+DEEPSEEK_V4_STEP, DEEPSEEK_V4_STEP_FROM = "arg_groups/model_overrides/deepseek_v4.py:_deepseek_v4_overrides", "0.5.19"
+
+
+def _deepseek_v4_decision(s: Scenario, release: str) -> Decision:
+    chosen = s.flag(MOE_RUNNER_BACKEND)
+
+    def gpu(s: Scenario):
+        checks = (is_sm90(s), is_sm100(s), is_sm120(s))
+        if any(ok is None for ok, _ in checks):
+            return None, checks[0][1], "Hopper, SM10x or SM12x"
+        return any(ok for ok, _ in checks), checks[0][1], "Hopper, SM10x or SM12x"
+
+    conditions = (
+        Condition("gpu", "GPU with FlashInfer's MXFP4 MoE kernel", gpu,
+                  "DeepSeek V4's step takes flashinfer_mxfp4 only on Hopper, SM10x and SM12x",
+                  f"pass {MOE_RUNNER_BACKEND} NAME"),
+        Condition("a2a_none", "no MoE all-to-all backend", _c_a2a_none,
+                  "an a2a backend keeps the runner on auto", "use --moe-a2a-backend none"),
+    )  # fmt: skip
+    results = evaluate(conditions, s)
+    state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
+    value = chosen if state == FORCED_ON else ("flashinfer_mxfp4" if state == AUTO_ENABLED else "auto")
+    source = Source(f"sglang v{release}", DEEPSEEK_V4_STEP.split(":")[0], "_deepseek_v4_overrides")
+    ep, ep_why = ep_size(s, release)
+    notes = ["DeepSeek V4's routed experts read as MXFP4 (SGLANG_DSV4_FP4_EXPERTS)", f"ep_size {ep}: {ep_why}"]
+    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=value, notes=notes,
                    settings=(Setting("ep_size", ep),))  # fmt: skip
 
 
