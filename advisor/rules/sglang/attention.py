@@ -137,6 +137,18 @@ QWEN3_5_TRITON = frozenset({"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCon
 FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.16"
 
 
+# From v0.5.19 that step is read from the release: every name arg_groups/model_overrides/qwen3_5.py registers
+# (_qwen3_5_hybrid_overrides: InternS2-Preview and InternS2-Mobius too) takes triton on SM10x, with page_size 1.
+QWEN3_5_STEP, QWEN3_5_STEP_FROM = "arg_groups/model_overrides/qwen3_5.py:_qwen3_5_hybrid_overrides", "0.5.19"
+
+
+def _qwen3_5_step(model, release: str) -> bool:
+    arch = loaded_architecture(model, release)
+    if within(release, QWEN3_5_STEP_FROM, None) and named(release) is not None:
+        return placed_in(arch, release, QWEN3_5_STEP)
+    return arch in QWEN3_5_TRITON
+
+
 def _trtllm_mla(model, release: str) -> bool:
     arch = loaded_architecture(model, release)
     if arch in TRTLLM_MLA_ARCHS:
@@ -200,7 +212,7 @@ def _default_attention(
         return "trtllm_mha"
     if sm100 and model.architecture in SM100_MODEL_ATTENTION:
         return SM100_MODEL_ATTENTION[model.architecture]
-    if sm100 and any_arch_fa3 and model.architecture in QWEN3_5_TRITON:
+    if sm100 and any_arch_fa3 and _qwen3_5_step(model, rules):
         return "triton"
     topk_ok = s is None or _no_spec_or_topk_one(s)
     fa3_arch = any_arch_fa3 or model.architecture in FA3_DEFAULT_ARCHS
@@ -307,7 +319,8 @@ def page_size(
         page, why = DSA_PAGE_SIZE, f"DeepSeek sparse attention sets {DSA_PAGE_SIZE} (sglang v{release}, model step)"
     elif arch == "DeepseekV4ForCausalLM" and r >= parse_release(DEEPSEEK_V4_PAGE_FROM) and not s.no_gpu:
         page, why = DEEPSEEK_V4_PAGE_SIZE, f"DeepSeek V4 sets {DEEPSEEK_V4_PAGE_SIZE} (sglang v{release}, model step)"
-    elif (not chosen and arch in HYBRID_PAGE_ARCHS and r >= parse_release(HYBRID_PAGE_FROM) and backend is not None
+    elif (not chosen and (arch in HYBRID_PAGE_ARCHS or (model is not None and _qwen3_5_step(model, release)))
+          and r >= parse_release(HYBRID_PAGE_FROM) and backend is not None
           and is_sm100(s)[0]):  # fmt: skip
         page = 64 if backend == "trtllm_mha" else 1
         why = f"the hybrid model's SM10x step sets {page} with {backend} (sglang v{release}, model step)"

@@ -107,9 +107,17 @@ QWEN_FAMILY_STEP, QWEN_FAMILY_STEP_FROM = (
 )
 
 
+# From v0.5.19 the DeepSeek family's MoE step (_deepseek_moe_quant_resolution) is read from the release's own
+# arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS (architectures.json), drafts included (HY-V4's NextN), less the names
+# starting with LongcatFlash that it skips ("LongCat top-k spans the zero-expert logits").
+DEEPSEEK_FAMILY_LIST, DEEPSEEK_FAMILY_LIST_FROM = "arg_groups/overrides.py:_DEEPSEEK_FAMILY_ARCHS", "0.5.19"
+
+
 def _in_family(row: MoeRunnerRow, architecture: str, release: str) -> bool:
     if architecture in row.families:
         return True
+    if row.families is _DEEPSEEK_FAMILY and within(release, DEEPSEEK_FAMILY_LIST_FROM, None):
+        return placed_in(architecture, release, DEEPSEEK_FAMILY_LIST) and not architecture.startswith("LongcatFlash")
     if row.families is not _QWEN_FAMILY or not within(release, QWEN_FAMILY_STEP_FROM, None):
         return False
     return QWEN_FAMILY_STEP in (named(release) or {}).get(architecture, ())
@@ -155,6 +163,9 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
         return _nemotron_h_decision(s, release)
     if model is not None and model.quantization is None and registers_minimax_m3(arch, release):
         return _minimax_m3_decision(s, release)
+    fixed = next((backend for place, backend in FIXED_RUNNER_STEPS if placed_in(arch, release, place)), None)
+    if model is not None and fixed is not None:
+        return _fixed_step_decision(s, release, fixed)
     if (
         model is not None
         and within(release, DEEPSEEK_V4_STEP_FROM, None)
@@ -296,6 +307,33 @@ def _minimax_m3_decision(s: Scenario, release: str) -> Decision:
     notes = ["unquantized MiniMax M3: triton", f"ep_size {ep}: {ep_why}"]
     return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=final, notes=notes,
                    settings=(Setting("ep_size", ep),))  # fmt: skip
+
+
+# Model steps that set one MoE runner on every GPU when it is auto, for the names the release registers there:
+# InternS2-Mobius (arg_groups/model_overrides/interns2_mobius.py, "the only MoE runner validated for the 2,560-expert
+# baseline").
+FIXED_RUNNER_STEPS = (
+    ("arg_groups/model_overrides/interns2_mobius.py:_interns2_mobius_baseline_overrides", "triton_kernel"),
+)
+
+
+def _fixed_step_decision(s: Scenario, release: str, backend: str) -> Decision:
+    chosen = s.flag(MOE_RUNNER_BACKEND)
+
+    def family(s: Scenario):
+        return True, s.model.architecture, f"a model whose own step sets {backend}"
+
+    conditions = (
+        Condition("model_family", "the model's step sets its MoE runner", family,
+                  f"its override step sets {backend} whenever the runner is auto", f"pass {MOE_RUNNER_BACKEND} NAME"),
+    )  # fmt: skip
+    results = evaluate(conditions, s)
+    state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
+    value = chosen if state == FORCED_ON else backend
+    source = Source(f"sglang v{release}", "arg_groups/model_overrides", "the model's override step")
+    ep, ep_why = ep_size(s, release)
+    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=value,
+                   notes=[f"ep_size {ep}: {ep_why}"], settings=(Setting("ep_size", ep),))  # fmt: skip
 
 
 # DeepSeek V4's own step (arg_groups/model_overrides/deepseek_v4.py _deepseek_v4_overrides, v0.5.19+), for the names it
