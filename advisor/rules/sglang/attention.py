@@ -158,6 +158,15 @@ def _trtllm_mla(model, release: str) -> bool:
     return any(same_function(place, FAMILY_STEP) for place in (named(release) or {}).get(arch, ()))
 
 
+def _family_step(model, release: str) -> bool:
+    """The DeepSeek family's step registers the name (v0.5.16+, architectures.json) and the model is not DSA: its
+    "DeepSeek V3/R1/V3.1" branch sets trtllm_mla on SM10x when no backend is given."""
+    if not within(release, FAMILY_STEP_FROM, None) or uses_dsa(model, release):
+        return False
+    arch = loaded_architecture(model, release)
+    return any(same_function(place, FAMILY_STEP) for place in (named(release) or {}).get(arch, ()))
+
+
 def _dsa_backend(model, release: str) -> bool:
     """The dsa/nsa backend: a DSA model (is_deepseek_dsa) whose name the DeepSeek family's step registers, where the
     backend is set (v0.5.16+ _deepseek_family_overrides: "if is_deepseek_dsa(hf_config)"). A draft the DSA check names
@@ -198,6 +207,8 @@ def _default_attention(
             return stepped  # the architecture's own override step (model_overrides.py)
     sm90 = is_sm90(s)[0] if s is not None else major == 9
     sm100 = is_sm100(s)[0] if s is not None else major == 10
+    if sm100 and _family_step(model, rules):
+        return "trtllm_mla"  # the family step sets it on SM10x whatever the attention kind (Pixtral without MLA fields)
     if kind == "mla":
         if sm90:
             return "fa3"
