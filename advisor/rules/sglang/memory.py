@@ -25,7 +25,12 @@ from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.model_config import is_multimodal, multimodal_vision
 from advisor.rules.sglang.model_overrides import chunked_prefill_off, is_hrm_text
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
-from advisor.rules.sglang.prefill_graph import deepep_prefill_graph_sizes, prefill_graph_settings, prefill_graph_sizes
+from advisor.rules.sglang.prefill_graph import (
+    deepep_prefill_graph_sizes,
+    full_prefill_graph,
+    prefill_graph_settings,
+    prefill_graph_sizes,
+)
 from advisor.rules.sglang.releases import rules_release
 
 
@@ -77,6 +82,7 @@ def memory_defaults(
     deepep: bool = False,
     speculative: str | None = None,
     max_running: int | None = None,
+    breakable: bool = True,
 ) -> dict[str, float | int | None]:
     """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them.
 
@@ -90,7 +96,7 @@ def memory_defaults(
     fraction = None
     if mem_mib is not None:
         reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep,
-                                speculative_reserve(speculative, release))  # fmt: skip
+                                speculative_reserve(speculative, release), breakable)  # fmt: skip
         fraction = round((mem_mib - reserved) / mem_mib, 3)
         if vision is not None:
             fraction *= vlm_factor(vision)
@@ -105,7 +111,7 @@ DEEPEP_A2A_RESERVE_FROM = "0.5.15"
 
 def prefill_graph_reserve(chunk: int, kind: str | None, deepep: bool = False) -> float:
     """MiB reserved for the prefill CUDA graphs: 8 per captured size (1.5 GiB flat for MLA models); from v0.5.18 with
-    DeepEP 1 GiB more for the breakable graph's capture."""
+    DeepEP 1 GiB more for the breakable graph's capture (``deepep``: DeepEP with the breakable graph)."""
     if kind == "mla":
         graphs = 1.5 * 1024
     else:
@@ -123,6 +129,7 @@ def reserved_mib(
     prefill_graph: str | None = None,
     deepep: bool = False,
     draft: int = 0,
+    breakable: bool = True,
 ) -> float:
     """Activations and CUDA-graph buffers SGLang keeps outside the static pool (MiB). ``prefill_graph``: None when the
     prefill CUDA graph is off, else the attention kind ("mla" or "standard") that sizes its reserve. ``draft``: the
@@ -133,7 +140,7 @@ def reserved_mib(
         if max_bs > 300:
             reserved += max_bs * dp_size * 1.5
     if prefill_graph is not None:
-        reserved += prefill_graph_reserve(chunk, prefill_graph, deepep)
+        reserved += prefill_graph_reserve(chunk, prefill_graph, deepep and breakable)
     if mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if deepep:
@@ -295,6 +302,8 @@ def prefill_graph_kind(s: Scenario, version: str, capability_steps: bool = True)
         return kind
     if is_deepseek_v4(model, rules_release(version)):
         return None  # V4 and its drafts (architectures.py is_deepseek_v4)
+    if full_prefill_graph(model, rules_release(version)):
+        return kind  # its own full-graph prefill capture, set before the breakable graph's checks run
     if model.kda_attention and arch not in KDA_BREAKABLE_ARCHS and release >= parse_release(KDA_NO_PREFILL_GRAPH_FROM):
         return None  # "Breakable CUDA graph is incompatible with KDA hybrid linear attention"
     if capability_steps and is_hrm_text(model, rules_release(version)):
@@ -435,8 +444,9 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     prefill_graph = prefill_graph_kind(s, version, capability_steps=False)
     deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(DEEPEP_A2A_RESERVE_FROM)
     speculative, max_running = speculative_algorithm(s), max_running_requests(s)
+    breakable = not full_prefill_graph(s.model, release)
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
-                            speculative, max_running)  # fmt: skip
+                            speculative, max_running, breakable)  # fmt: skip
     post_capture = mem is not None and post_capture_sizing(s, release, prefill_graph)
     if post_capture:
         value["mem_fraction_static"], post_capture_text = post_capture_fraction(mem, s.tp, vision)
