@@ -84,6 +84,7 @@ SOURCES: dict[str, tuple] = {
     "MuseGlimmerForCausalLM": ("sglang", "muse_glimmer:MuseGlimmerAssistantConfig", {}),
     "NanbeigeForCausalLM": ("sglang", "nanbeige:NanbeigeConfig", {}),
     "NemotronH_Nano_VL_V2": ("sglang", "nano_nemotron_vl:NemotronH_Nano_VL_V2_Config", {}),
+    "NemotronH_Nano_Omni_Reasoning_V3": ("sglang", "nano_nemotron_vl:NemotronH_Nano_Omni_Reasoning_V3_Config", {}),
     "POINTSV15ChatModel": ("sglang", "points_v15_chat:POINTSV15ChatConfig", {}),
     "Step3VLForConditionalGeneration": ("sglang", "step3_vl:Step3VLConfig", {}),
     "StepVLForConditionalGeneration": ("sglang", "step3_vl:Step3VLConfig", {}),
@@ -164,6 +165,8 @@ SOURCES: dict[str, tuple] = {
         "torch_dtype": "bfloat16", **remote("Grok1Config"),
     }, "grok-1's published shape (314B: 64 layers, 48 heads, 8 experts, top 2)"),
     "Gemma4AssistantForCausalLM": ("rename", "named-Gemma4UnifiedAssistantForCausalLM", {}),
+    # an embedding model of the Gemma family (EmbeddingGemma is built on Gemma 3's text model)
+    "EmbeddingGemma2Model": ("rename", "named-Gemma3ForCausalLM", {}),
     "Grok1AForCausalLM": ("rename", "named-Grok1ForCausalLM", {}),
     "Grok1VForCausalLM": ("rename", "named-Grok1ForCausalLM", {}),
     "BaichuanForCausalLM": ("published", {
