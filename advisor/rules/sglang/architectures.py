@@ -34,6 +34,10 @@ ARCH_SEEN_AS: dict[str, tuple[str, str, str | None]] = {
     # olmo3) replaces Olmo3ForCausalLM with Olmo2ForCausalLM: OLMo 3 takes OLMo 2's step (fa3 on SM80+, trtllm_mha on
     # SM10x).
     "Olmo3ForCausalLM": ("Olmo2ForCausalLM", "0.5.7", None),
+    # From v0.5.10 get_config loads a LongCat checkpoint through SGLang's LongcatFlashConfig (v0.5.11+
+    # utils/hf_transformers/config.py _try_load_longcat_config, _LONGCAT_ARCHS), which holds LongcatFlashForCausalLM as
+    # its architectures: the n-gram-embedding variant takes every LongCat-Flash step (MLA, the family step).
+    "LongcatFlashNgramForCausalLM": ("LongcatFlashForCausalLM", "0.5.10", None),
 }
 
 
