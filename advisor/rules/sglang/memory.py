@@ -448,6 +448,12 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
                             speculative, max_running, breakable)  # fmt: skip
     post_capture = mem is not None and post_capture_sizing(s, release, prefill_graph)
+    if post_capture and value["chunked_prefill_size"] is not None:
+        # post_capture_kv_sizing_planned (arg_groups/overrides.py) also needs the prefill graph to capture a whole chunk:
+        # DeepEP's breakable buckets stop at 2048 tokens, below the chunked-prefill size, so that layout sizes as usual
+        settings, _ = prefill_graph_settings(s, release, prefill_graph, memory_tier(mem, s.tp, release)[0])
+        largest = next((x.value for x in settings if x.name == "piecewise_cuda_graph_max_tokens"), None)
+        post_capture = largest is None or largest >= value["chunked_prefill_size"]
     if post_capture:
         value["mem_fraction_static"], post_capture_text = post_capture_fraction(mem, s.tp, vision)
     explicit = {
