@@ -138,6 +138,11 @@ def is_multimodal(model, release: str) -> bool:
 DICT_VISION_CONFIG_MODEL_TYPES, DICT_VISION_CONFIG_FROM = frozenset({"minimax_m3_vl"}), "0.5.16"
 
 
+# get_config replaces Phi-4-multimodal's vision_config with a fixed SigLIP tower of 26 layers x 1152
+# (utils/hf_transformers/config.py from v0.5.11), whatever config.json says (transformers' converted config: 27 layers).
+FIXED_VISION_TOWERS: dict[str, tuple[tuple[int, int], str]] = {"Phi4MMForCausalLM": ((26, 1152), "0.5.11")}
+
+
 def multimodal_vision(model, release: str) -> tuple[int | None, int | None] | None:
     """The vision tower adjust_mem_fraction_for_vlm scales the static fraction by: the config's vision_config when the
     release treats the model as multimodal, else None."""
@@ -145,4 +150,7 @@ def multimodal_vision(model, release: str) -> tuple[int | None, int | None] | No
         return None
     if model.model_type in DICT_VISION_CONFIG_MODEL_TYPES and within(release, DICT_VISION_CONFIG_FROM, None):
         return (None, None)
+    fixed = FIXED_VISION_TOWERS.get(loaded_architecture(model, release))
+    if fixed is not None and within(release, fixed[1], None):
+        return fixed[0]
     return model.vision
