@@ -20,7 +20,13 @@ from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture, named, placed_in, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
-from advisor.rules.sglang.model_overrides import is_hrm_text, registers_minimax_m3, same_function, step_attention
+from advisor.rules.sglang.model_overrides import (
+    is_hrm_text,
+    registered_by,
+    registers_minimax_m3,
+    same_function,
+    step_attention,
+)
 from advisor.rules.sglang.releases import NEWEST, rules_release
 
 SINK_ARCHS = frozenset({"GptOssForCausalLM"})
@@ -137,16 +143,16 @@ QWEN3_5_TRITON = frozenset({"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCon
 FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.16"
 
 
-# From v0.5.19 that step is read from the release: every name arg_groups/model_overrides/qwen3_5.py registers
+# From v0.5.16 that step is read from the release (arg_groups/overrides.py, v0.5.19+ model_overrides/qwen3_5.py): every
+# name it registers
 # (_qwen3_5_hybrid_overrides: InternS2-Preview and InternS2-Mobius too) takes triton on SM10x, with page_size 1.
-QWEN3_5_STEP, QWEN3_5_STEP_FROM = "arg_groups/model_overrides/qwen3_5.py:_qwen3_5_hybrid_overrides", "0.5.19"
+QWEN3_5_STEP, QWEN3_5_STEP_FROM = "arg_groups/model_overrides/qwen3_5.py:_qwen3_5_hybrid_overrides", "0.5.16"
 
 
 def _qwen3_5_step(model, release: str) -> bool:
     arch = loaded_architecture(model, release)
-    if within(release, QWEN3_5_STEP_FROM, None) and named(release) is not None:
-        return placed_in(arch, release, QWEN3_5_STEP)
-    return arch in QWEN3_5_TRITON
+    registered = registered_by(arch, release, QWEN3_5_STEP) if within(release, QWEN3_5_STEP_FROM, None) else None
+    return arch in QWEN3_5_TRITON if registered is None else registered
 
 
 def _trtllm_mla(model, release: str) -> bool:

@@ -19,10 +19,10 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import loaded_architecture, named, placed_in
+from advisor.rules.sglang.architectures import loaded_architecture, placed_in
 from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100, is_sm120
 from advisor.rules.sglang.fusion import _c_a2a_none
-from advisor.rules.sglang.model_overrides import registers_minimax_m3
+from advisor.rules.sglang.model_overrides import registered_by, registers_minimax_m3
 from advisor.rules.sglang.releases import rules_release
 
 _DEEPSEEK_FAMILY = frozenset({
@@ -99,11 +99,12 @@ NEMOTRON_H = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
 MOE_RUNNER_TITLE = "MoE runner backend (--moe-runner-backend auto)"
 
 
-# From v0.5.19 the Qwen family is whatever arg_groups/model_overrides/qwen3_moe.py registers (architectures.json):
+# From v0.5.16 the Qwen family is whatever its step registers (arg_groups/overrides.py, v0.5.19+
+# model_overrides/qwen3_moe.py _qwen3_moe_family_overrides; architectures.json):
 # InternS2-Preview and Qwen4-Exp join the names above.
 QWEN_FAMILY_STEP, QWEN_FAMILY_STEP_FROM = (
     "arg_groups/model_overrides/qwen3_moe.py:_qwen3_moe_family_overrides",
-    "0.5.19",
+    "0.5.16",
 )
 
 
@@ -120,7 +121,7 @@ def _in_family(row: MoeRunnerRow, architecture: str, release: str) -> bool:
         return placed_in(architecture, release, DEEPSEEK_FAMILY_LIST) and not architecture.startswith("LongcatFlash")
     if row.families is not _QWEN_FAMILY or not within(release, QWEN_FAMILY_STEP_FROM, None):
         return False
-    return QWEN_FAMILY_STEP in (named(release) or {}).get(architecture, ())
+    return bool(registered_by(architecture, release, QWEN_FAMILY_STEP))
 
 
 def moe_runner_row(
@@ -163,7 +164,7 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
         return _nemotron_h_decision(s, release)
     if model is not None and model.quantization is None and registers_minimax_m3(arch, release):
         return _minimax_m3_decision(s, release)
-    fixed = next((backend for place, backend in FIXED_RUNNER_STEPS if placed_in(arch, release, place)), None)
+    fixed = next((backend for place, backend in FIXED_RUNNER_STEPS if registered_by(arch, release, place)), None)
     if model is not None and fixed is not None:
         return _fixed_step_decision(s, release, fixed)
     if (
