@@ -28,7 +28,7 @@ def main(argv: list[str]) -> int:
     elif command == "sglang-config-keys":
         from conformance.sglang.config_keys import main as run
     elif command == "sglang-configs":
-        from conformance.sglang.config_grid import main as run
+        from conformance.sglang.config_writer import main as run
     elif command == "vllm-architectures":
         from conformance.vllm.architectures import main as run
     elif command == "sglang-coverage":

@@ -277,3 +277,41 @@ def test_the_release_deepseek_family_gets_flashinfer_trtllm_on_sm100(arch, first
 def test_attention_sinks_the_release_names_keep_flashinfer_away(arch, profile, release, backend):
     tp = 4 if profile == "l40s-4" else 8
     assert attention_decision(scenario(profile, model(arch), tp=tp), release).value == backend
+
+
+def test_the_extractor_reads_a_registration_call_and_a_list_with_a_spread():
+    """A name beside an architecture counts in a call's arguments (_register_for("IQuestQ1ForCausalLM", "IQuestQ1MTP"))
+    and in a list that also spreads another one ([*MIMO_ARCHS, "POINTSV15ChatModel", "Phi4MMForCausalLM"])."""
+    import ast
+
+    call = ast.parse('_register_for("IQuestQ1ForCausalLM", "IQuestQ1MTP")')
+    spread = ast.parse('archs = [*OTHER, "POINTSV15ChatModel", "Phi4MMForCausalLM"]')
+    unrelated = ast.parse('getattr(config, "model_type", "Qwen2Model")')
+    assert extractor._architecture_names(call) == {"IQuestQ1ForCausalLM", "IQuestQ1MTP"}
+    assert extractor._architecture_names(spread) == {"POINTSV15ChatModel", "Phi4MMForCausalLM"}
+    assert extractor._architecture_names(unrelated) == set()
+
+
+@pytest.mark.parametrize("arch, release, seen", [
+    ("DeepseekV41ForCausalLM", "0.5.23", "DeepseekV4ForCausalLM"),
+    ("Olmo3ForCausalLM", "0.5.7", "Olmo2ForCausalLM"),
+    ("LongcatFlashNgramForCausalLM", "0.5.10", "LongcatFlashForCausalLM"),
+    ("LongcatFlashNgramForCausalLM", "0.5.9", "LongcatFlashNgramForCausalLM"),
+])  # fmt: skip
+def test_the_renames_sglang_makes_while_loading_the_config(arch, release, seen):
+    from advisor.rules.sglang.architectures import seen_architecture
+
+    assert seen_architecture(arch, release) == seen
+
+
+def test_deepseek_v4_and_its_drafts_are_read_from_the_release_list():
+    from advisor.rules.sglang.architectures import is_deepseek_v4
+
+    def spec(arch):
+        return ModelSpec(id=arch, architecture=arch, model_type="deepseek_v4")
+
+    for arch in ("DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN", "DeepseekV4ForCausalLMDSpark",
+                 "DeepseekV41ForCausalLM"):  # fmt: skip
+        assert is_deepseek_v4(spec(arch), "0.5.23"), arch
+    assert not is_deepseek_v4(spec("DeepseekV3ForCausalLM"), "0.5.23")
+    assert not is_deepseek_v4(spec("DeepseekV4ForCausalLMNextN"), "0.5.11")  # before the release names it

@@ -25,7 +25,10 @@ from conformance.sglang.grid import GPUS, scenarios
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "tests" / "conformance" / "configs"
 GOLDEN = REPO / "tests" / "conformance" / "golden"
-CACHE = Path(os.environ.get("TP_ADVISOR_CONFORMANCE_CACHE", Path.home() / ".cache" / "tp-advisor" / "conformance")) / "sglang"
+CACHE = (
+    Path(os.environ.get("TP_ADVISOR_CONFORMANCE_CACHE", Path.home() / ".cache" / "tp-advisor" / "conformance"))
+    / "sglang"
+)
 RUNNER = Path(__file__).with_name("runner.py")
 
 TORCH = "torch==2.13.0+cpu"
@@ -158,7 +161,8 @@ def _job(
         speculative = "speculative" in sc
         key = f"{sc['gpu']}/speculative" if speculative else sc["gpu"]
         group = groups.setdefault(key, {"gpu": gpu["fake"], "torch_cuda": gpu["torch_cuda"], "scenarios": [],
-                                        "isolate_env": speculative or grid != "main"})  # fmt: skip
+                                        "isolate_env": speculative or grid != "main",
+                                        "remote_code_stand_in": grid == "named"})  # fmt: skip
         config_dir = str(CONFIGS / sc["model"])
         draft_dir = str(CONFIGS / sc["draft"]) if sc.get("draft") else None
         group["scenarios"].append({"id": sc["id"], "config_dir": config_dir, "draft_dir": draft_dir,
@@ -200,7 +204,9 @@ def generate(release: str, limit: int | None = None, grid: str = "main") -> tupl
                                   stderr=subprocess.STDOUT, cwd=tmp)  # fmt: skip
         results = [json.loads(line) for line in out_file.read_text().splitlines()] if out_file.exists() else []
     if done.returncode != 0 or len(results) != len(by_id):
-        raise HarnessError(f"the sglang {release} runner stopped after {len(results)}/{len(by_id)} scenarios; see {log}")
+        raise HarnessError(
+            f"the sglang {release} runner stopped after {len(results)}/{len(by_id)} scenarios; see {log}"
+        )
     GOLDEN.mkdir(parents=True, exist_ok=True)
     path = golden_path(release, grid)
     rejected = 0
@@ -235,5 +241,8 @@ def main(argv: list[str]) -> int:
             print(f"error: {exc}", file=sys.stderr)  # the next release may still run
             failed += 1
             continue
-        print(f"sglang {release}: {count} scenarios ({rejected} rejected by SGLang) in {seconds:.0f} s -> {path}", flush=True)
+        print(
+            f"sglang {release}: {count} scenarios ({rejected} rejected by SGLang) in {seconds:.0f} s -> {path}",
+            flush=True,
+        )
     return 1 if failed else 0

@@ -210,15 +210,23 @@ def read(
 
 def _architecture_names(node: ast.AST) -> set[str]:
     """The architecture names among the string literals under ``node``: those shaped like one, and every string of a
-    list, set, tuple or dict's keys that holds one (so "NemotronH_Omni_Reasoning_V3" beside "NemotronHForCausalLM")."""
+    list, set, tuple, dict's keys or call's arguments that holds one (so "NemotronH_Omni_Reasoning_V3" beside "NemotronHForCausalLM")."""
     found: set[str] = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and ARCHITECTURE.match(sub.value):
             found.add(sub.value)
-        elements = sub.keys if isinstance(sub, ast.Dict) else getattr(sub, "elts", None)
-        if isinstance(sub, (ast.List, ast.Set, ast.Tuple, ast.Dict)) and elements:
+        elements = (
+            sub.keys
+            if isinstance(sub, ast.Dict)
+            else sub.args
+            if isinstance(sub, ast.Call)
+            else getattr(sub, "elts", None)
+        )
+        # a call's string arguments count as a list: _register_for("IQuestQ1ForCausalLM", "IQuestQ1MTP")
+        if isinstance(sub, (ast.List, ast.Set, ast.Tuple, ast.Dict, ast.Call)) and elements:
             texts = [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-            if len(texts) == len(elements) and any(ARCHITECTURE.match(t) for t in texts):
+            spread = sum(isinstance(e, ast.Starred) for e in elements)  # [*OTHER_ARCHS, "A", "B"]: still a name list
+            if len(texts) + spread == len(elements) and any(ARCHITECTURE.match(t) for t in texts):
                 found.update(t for t in texts if CLASS_NAME.match(t))
     return found
 

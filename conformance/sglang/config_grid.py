@@ -15,7 +15,6 @@ the quantization method and the expert count still apply.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 CONFIGS = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "configs"
@@ -89,19 +88,6 @@ def scenarios(limit: int | None = None) -> list[dict]:
     return out if limit is None else out[:limit]
 
 
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["write-named"] and len(argv) == 2:
-        paths = write_named(argv[1].lstrip("v"))
-    elif argv == ["write"]:
-        paths = write()
-    else:
-        print("usage: python -m conformance sglang-configs write | write-named X.Y.Z", file=sys.stderr)
-        return 2
-    for path in paths:
-        print(path.relative_to(CONFIGS.parents[2]))
-    return 0
-
-
 # -- the named grid: every architecture a release names that transformers has a config class for -------------------
 # Each config.json is transformers' own default for the class's model_type (``AutoConfig.for_model(model_type)``, the
 # reference checkpoint's shape in most classes) with ``architectures`` set to the name; written once by
@@ -152,6 +138,17 @@ def named_models() -> list[str]:
     return sorted(p.name for p in CONFIGS.glob(NAMED_PREFIX + "*") if (p / "config.json").is_file())
 
 
+def named_moe(model: str) -> bool:
+    """Whether the config declares experts, as the advisor's own model reading decides (ModelSpec.is_moe): MoE
+    configs also get the DP-attention and DeepEP layouts. A config the advisor cannot read gets the plain layouts."""
+    from advisor.models import ModelError, load_config_dir
+
+    try:
+        return load_config_dir(CONFIGS / model, model_id=model).is_moe
+    except ModelError:
+        return False
+
+
 def named_scenarios(limit: int | None = None) -> list[dict]:
     from conformance.sglang.grid import scenario_id
 
@@ -159,6 +156,6 @@ def named_scenarios(limit: int | None = None) -> list[dict]:
         {"id": scenario_id(gpu, model, layout), "gpu": gpu, "model": model, **layout}
         for gpu in NAMED_GPUS
         for model in named_models()
-        for layout in layouts(False)
+        for layout in layouts(named_moe(model))
     ]
     return out if limit is None else out[:limit]

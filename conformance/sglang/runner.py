@@ -72,9 +72,16 @@ def fake_gpu(gpu: dict, torch_cuda: str) -> None:
     total = gpu["memory_mib"] * 1024 * 1024
     major, minor = gpu["capability"]
     _GPU["props"] = types.SimpleNamespace(
-        name=gpu["name"], total_memory=total, major=major, minor=minor, multi_processor_count=gpu.get("sms", 132),
-        uuid="GPU-00000000-0000-0000-0000-000000000000", is_integrated=False, L2_cache_size=50 * 1024 * 1024,
-        gcnArchName="", warp_size=32,
+        name=gpu["name"],
+        total_memory=total,
+        major=major,
+        minor=minor,
+        multi_processor_count=gpu.get("sms", 132),
+        uuid="GPU-00000000-0000-0000-0000-000000000000",
+        is_integrated=False,
+        L2_cache_size=50 * 1024 * 1024,
+        gcnArchName="",
+        warp_size=32,
     )
     cuda = torch.cuda
     cuda.is_available = lambda: True
@@ -250,6 +257,27 @@ def capture_logs(collect: Collect) -> None:
     logging.getLogger().setLevel(logging.INFO)
 
 
+def stand_in_remote_config(config_dir: str) -> None:
+    """A checkpoint whose config class is remote code (``auto_map``) needs ``--trust-remote-code`` and that file; the
+    named grid stores only config.json, so a plain config class with the file's keys as attributes (what such a class
+    loads) is registered for a model_type the release's transformers does not know."""
+    try:
+        with open(os.path.join(config_dir, "config.json")) as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or "AutoConfig" not in (config.get("auto_map") or {}):
+        return
+    from transformers import AutoConfig, PretrainedConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if model_type not in CONFIG_MAPPING:
+        AutoConfig.register(
+            model_type, type(f"RemoteCodeConfig_{model_type}", (PretrainedConfig,), {"model_type": model_type})
+        )
+
+
 def run(job: dict, out_path: str) -> None:
     groups = job["groups"]
     fake_gpu(groups[0]["gpu"], groups[0]["torch_cuda"])
@@ -262,6 +290,9 @@ def run(job: dict, out_path: str) -> None:
         for group in groups:
             fake_gpu(group["gpu"], group["torch_cuda"])
             clear_sglang_caches()
+            if group.get("remote_code_stand_in"):
+                for scenario in group["scenarios"]:
+                    stand_in_remote_config(scenario["config_dir"])
             run_group(group["scenarios"], prepare_server_args, collect, out, group.get("isolate_env", False))
 
 

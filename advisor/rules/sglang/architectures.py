@@ -30,6 +30,14 @@ NOT_NAMED = ARCHITECTURE_NOT_NAMED
 ARCH_SEEN_AS: dict[str, tuple[str, str, str | None]] = {
     "DeepseekV32ForCausalLM": ("DeepseekV3ForCausalLM", "0.5.7", "0.5.11"),
     "DeepseekV41ForCausalLM": ("DeepseekV4ForCausalLM", "0.5.21", None),
+    # configs/olmo3.py Olmo3Config.__init__ (every modelled release; the config class SGLang registers for model_type
+    # olmo3) replaces Olmo3ForCausalLM with Olmo2ForCausalLM: OLMo 3 takes OLMo 2's step (fa3 on SM80+, trtllm_mha on
+    # SM10x).
+    "Olmo3ForCausalLM": ("Olmo2ForCausalLM", "0.5.7", None),
+    # From v0.5.10 get_config loads a LongCat checkpoint through SGLang's LongcatFlashConfig (v0.5.11+
+    # utils/hf_transformers/config.py _try_load_longcat_config, _LONGCAT_ARCHS), which holds LongcatFlashForCausalLM as
+    # its architectures: the n-gram-embedding variant takes every LongCat-Flash step (MLA, the family step).
+    "LongcatFlashNgramForCausalLM": ("LongcatFlashForCausalLM", "0.5.10", None),
 }
 
 
@@ -85,6 +93,32 @@ def uses_dsa(model, release: str) -> bool:
     if model is None or model.index_topk is None:
         return False
     return loaded_architecture(model, release) in dsa_architectures(release)
+
+
+def placed_in(architecture: str | None, release: str, *places: str) -> bool:
+    """Whether ``release``'s architectures.json places ``architecture`` in one of ``places`` (file:function or
+    file:CONSTANT): the release itself names it there."""
+    where = (named(release) or {}).get(architecture or "", ())
+    return any(place in where for place in places)
+
+
+# configs/model_config.py is_deepseek_v4 (v0.5.18+): DeepSeek V4 and its NextN / DSpark drafts. The release's
+# _derive_model_shapes reads them as MHA with K and V rows of head_dim, and its breakable-prefill-graph check
+# (server_args.py v0.5.18, arg_groups/cuda_graph_hook.py disable_breakable_cudagraph_if_incompatible from v0.5.19)
+# turns the prefill graph off for them ("heavy capture-pool memory pressure").
+DEEPSEEK_V4_CHECK = "configs/model_config.py:is_deepseek_v4"
+DEEPSEEK_V4 = "DeepseekV4ForCausalLM"
+
+
+def is_deepseek_v4(model, release: str) -> bool:
+    """SGLang's is_deepseek_v4 on the architecture as loaded (V4.1 is renamed V4 first), read from the release's own
+    list; where the release was not read, the V4 name alone."""
+    if model is None:
+        return False
+    arch = loaded_architecture(model, release)
+    if named(release) is None:
+        return arch == DEEPSEEK_V4
+    return placed_in(arch, release, DEEPSEEK_V4_CHECK)
 
 
 # configs/model_config.py ModelConfig._detect_attention_sinks (v0.5.11+; the list SWA_SINK_ARCHS from v0.5.19): the

@@ -17,12 +17,13 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
+from advisor.rules.sglang.architectures import loaded_architecture, named, placed_in, uses_dsa
 from advisor.rules.sglang.common import ATTENTION_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100
 from advisor.rules.sglang.model_config import has_asymmetric_kv, has_attention_sinks, is_mla
 from advisor.rules.sglang.model_overrides import (
     deepseek_branch,
     is_hrm_text,
+    registered_by,
     registers_minimax_m3,
     same_function,
     step_attention,
@@ -33,7 +34,7 @@ SINK_ARCHS = frozenset({"GptOssForCausalLM"})
 
 
 def attention_kind(model, version: str | None = None) -> str | None:
-    """"mla" where SGLang's ModelConfig reads the model as MLA (its per-release list, model_config.is_mla: a config
+    """ "mla" where SGLang's ModelConfig reads the model as MLA (its per-release list, model_config.is_mla: a config
     with kv_lora_rank under another name is MHA there), "sinks" for GPT-OSS, else "standard"."""
     if model is None:
         return None
@@ -55,7 +56,11 @@ def attention_decision(s: Scenario, version: str) -> Decision:
         return (None if major is None else True), f"SM {s.gpu.capability_text}" if s.gpu else "SM ?", "a CUDA GPU"
 
     def attention(s: Scenario):
-        text = {"mla": "MLA (DeepSeek family)", "sinks": "standard with attention sinks", "standard": "standard MHA/GQA"}
+        text = {
+            "mla": "MLA (DeepSeek family)",
+            "sinks": "standard with attention sinks",
+            "standard": "standard MHA/GQA",
+        }
         observed = text.get(kind, "model unknown")
         if kind == "standard" and s.model.uses_mla:  # configs/model_config.py _derive_model_shapes keys MLA on names
             observed = (f"standard MHA/GQA: the config has kv_lora_rank, but sglang v{release} reads MLA only for the"
@@ -74,7 +79,9 @@ def attention_decision(s: Scenario, version: str) -> Decision:
     state = state_of(results, forced_on=bool(chosen))
     if state == NOT_ENABLED:
         value = None
-    notes = [f"log line: Attention backend not specified. Use {value} backend by default."] if value and not chosen else []
+    notes = (
+        [f"log line: Attention backend not specified. Use {value} backend by default."] if value and not chosen else []
+    )
     # HRM-Text forces triton in a pass after page_size is resolved with the default path's backend
     page_backend = value
     if not chosen and value is not None and is_hrm_text(s.model, release):
@@ -111,8 +118,18 @@ SM100_MODEL_ATTENTION = {"Qwen3NextForCausalLM": "triton", "NemotronHForCausalLM
 NEMOTRON_TRTLLM_MHA_FROM = "0.5.19"
 
 
-# IQuest-Q1 (v0.5.21+, named by the release's attention-sink list) sets fa3 itself whenever no backend is given.
+# IQuest-Q1's step (arg_groups/model_overrides/iquest_q1.py _iquest_q1_overrides, v0.5.21+) sets fa3 itself whenever
+# no backend is given, for every name it registers (the model and its MTP draft, IQuestQ1MTP): read from the release's
+# architectures.json; the model's name alone where the release was not read.
 IQUEST_Q1, IQUEST_Q1_FA3_FROM = "IQuestQ1ForCausalLM", "0.5.21"
+IQUEST_Q1_STEP = "arg_groups/model_overrides/iquest_q1.py:_iquest_q1_overrides"
+
+
+def _iquest_q1_step(model, release: str) -> bool:
+    arch = loaded_architecture(model, release)
+    return arch == IQUEST_Q1 if named(release) is None else placed_in(arch, release, IQUEST_Q1_STEP)
+
+
 DSA_NAME_FROM = "0.5.13"  # the sparse-attention backend "nsa" is called "dsa" from v0.5.13
 # From v0.5.8 every standard-attention model gets FA3 on Hopper (no architecture list), and Qwen3.5 (seen from v0.5.14)
 # gets Qwen3-Next's triton default on SM100.
@@ -121,26 +138,31 @@ TRTLLM_MLA_ARCHS = frozenset({"DeepseekV3ForCausalLM", "KimiK25ForConditionalGen
 # Qwen3.5's SM10x triton default is its step's (arg_groups/model_overrides/qwen3_5.py registers the two
 # ForConditionalGeneration names), not every name starting with Qwen3_5 (Qwen3_5ForCausalLM takes trtllm_mha).
 QWEN3_5_TRITON = frozenset({"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
-# InternS2-Preview joins that list in v0.5.12 (inline in _handle_model_specific_adjustments up to v0.5.14); from v0.5.15
-# the step is arg_groups/overrides.py _qwen3_5_hybrid_overrides (v0.5.19+ model_overrides/qwen3_5.py), and the names
-# architectures.json places there take it.
-INTERN_S2, INTERN_S2_FROM = "InternS2PreviewForConditionalGeneration", "0.5.12"
-QWEN3_5_STEP, QWEN3_5_STEP_FROM = "arg_groups/model_overrides/qwen3_5.py:_qwen3_5_hybrid_overrides", "0.5.15"
-
-
-def _qwen3_5_hybrid(architecture: str, release: str) -> bool:
-    """Whether the Qwen3.5 hybrid step (triton on SM10x, trtllm_mha with speculative decoding) handles this name."""
-    if architecture in QWEN3_5_TRITON:
-        return True
-    if architecture == INTERN_S2 and within(release, INTERN_S2_FROM, None):
-        return True
-    places = (named(release) or {}).get(architecture, ())
-    return within(release, QWEN3_5_STEP_FROM, None) and any(same_function(p, QWEN3_5_STEP) for p in places)
 # The DeepSeek family's own step (_deepseek_family_overrides: arg_groups/overrides.py from v0.5.16, v0.5.19+
 # model_overrides/deepseek_v2.py) sets trtllm_mla on SM10x for every architecture it registers that is not DSA
 # (LongCat-Flash, Mistral Large 3, ...): the names architectures.json places in that function (v0.5.15 has it in
 # arg_groups/overrides.py already).
 FAMILY_STEP, FAMILY_STEP_FROM = "arg_groups/model_overrides/deepseek_v2.py:_deepseek_family_overrides", "0.5.15"
+
+
+# InternS2-Preview joins that list in v0.5.12 (inline in _handle_model_specific_adjustments up to v0.5.14). From v0.5.15
+# the step is read from the release (arg_groups/overrides.py _qwen3_5_hybrid_overrides, v0.5.19+
+# model_overrides/qwen3_5.py): every name it registers (InternS2-Preview and InternS2-Mobius too) takes triton on SM10x,
+# with page_size 1.
+INTERN_S2, INTERN_S2_FROM = "InternS2PreviewForConditionalGeneration", "0.5.12"
+QWEN3_5_STEP, QWEN3_5_STEP_FROM = "arg_groups/model_overrides/qwen3_5.py:_qwen3_5_hybrid_overrides", "0.5.15"
+
+
+def _qwen3_5_step(model, release: str) -> bool:
+    return _qwen3_5_hybrid(loaded_architecture(model, release), release)
+
+
+def _qwen3_5_hybrid(arch: str | None, release: str) -> bool:
+    """Whether the Qwen3.5 hybrid step (triton on SM10x, trtllm_mha with speculative decoding) handles this name."""
+    registered = registered_by(arch, release, QWEN3_5_STEP) if within(release, QWEN3_5_STEP_FROM, None) else None
+    if registered is not None:
+        return registered
+    return arch in QWEN3_5_TRITON or (arch == INTERN_S2 and within(release, INTERN_S2_FROM, None))
 
 
 def _trtllm_mla(model, release: str) -> bool:
@@ -155,8 +177,33 @@ def _trtllm_mla(model, release: str) -> bool:
     return any(same_function(place, FAMILY_STEP) for place in (named(release) or {}).get(arch, ()))
 
 
+def _family_step(model, release: str) -> bool:
+    """The DeepSeek family's step registers the name (v0.5.16+, architectures.json) and the model is not DSA: its
+    "DeepSeek V3/R1/V3.1" branch sets trtllm_mla on SM10x when no backend is given."""
+    if not within(release, FAMILY_STEP_FROM, None) or uses_dsa(model, release):
+        return False
+    arch = loaded_architecture(model, release)
+    return any(same_function(place, FAMILY_STEP) for place in (named(release) or {}).get(arch, ()))
+
+
+def _dsa_backend(model, release: str) -> bool:
+    """The dsa/nsa backend: a DSA model (is_deepseek_dsa) whose name the DeepSeek family's step registers, where the
+    backend is set (v0.5.16+ _deepseek_family_overrides: "if is_deepseek_dsa(hf_config)"). A draft the DSA check names
+    but the step does not (GLM-5's and DeepSeek V3's NextN) takes the MLA default. Before v0.5.16, the DSA check alone."""
+    if not uses_dsa(model, release):
+        return False
+    if not within(release, FAMILY_STEP_FROM, None) or named(release) is None:
+        return True
+    arch = loaded_architecture(model, release)
+    return any(same_function(place, FAMILY_STEP) for place in (named(release) or {}).get(arch, ()))
+
+
 def _default_attention(
-    kind: str | None, major: int | None, model, s: Scenario | None = None, version: str | None = None,
+    kind: str | None,
+    major: int | None,
+    model,
+    s: Scenario | None = None,
+    version: str | None = None,
     steps: bool = True,
 ) -> str | None:
     """SGLang's default (v0.5.7 _handle_attention_backend_compatibility and the model-specific steps before it)."""
@@ -164,9 +211,11 @@ def _default_attention(
         return None
     release = parse_release(rules_release(version)) if version else parse_release(NEWEST)
     any_arch_fa3 = release >= parse_release(ANY_ARCH_FA3_FROM)
-    if uses_dsa(model, rules_release(version) if version else NEWEST):  # DeepSeek sparse attention: on every GPU
+    if _dsa_backend(model, rules_release(version) if version else NEWEST):  # DeepSeek sparse attention: every GPU
         return "dsa" if release >= parse_release(DSA_NAME_FROM) else "nsa"
-    if model.architecture == IQUEST_Q1 and release >= parse_release(IQUEST_Q1_FA3_FROM):
+    if release >= parse_release(IQUEST_Q1_FA3_FROM) and _iquest_q1_step(
+        model, rules_release(version) if version else NEWEST
+    ):
         return "fa3"  # on every GPU: arg_groups/model_overrides/iquest_q1.py (its sinks come from the softmax LSE)
     rules = rules_release(version) if version else NEWEST
     if loaded_architecture(model, rules) == "DeepseekV4ForCausalLM" and release >= parse_release(DEEPSEEK_V4_PAGE_FROM):
@@ -177,6 +226,8 @@ def _default_attention(
             return stepped  # the architecture's own override step (model_overrides.py)
     sm90 = is_sm90(s)[0] if s is not None else major == 9
     sm100 = is_sm100(s)[0] if s is not None else major == 10
+    if sm100 and _family_step(model, rules):
+        return "trtllm_mla"  # the family step sets it on SM10x whatever the attention kind (Pixtral without MLA fields)
     if kind == "mla":
         if sm90:
             return "fa3"
@@ -191,7 +242,7 @@ def _default_attention(
         return "trtllm_mha"
     if sm100 and model.architecture in SM100_MODEL_ATTENTION:
         return SM100_MODEL_ATTENTION[model.architecture]
-    if sm100 and any_arch_fa3 and _qwen3_5_hybrid(model.architecture, rules):
+    if sm100 and any_arch_fa3 and _qwen3_5_step(model, rules):
         return "triton"
     topk_ok = s is None or _no_spec_or_topk_one(s)
     fa3_arch = any_arch_fa3 or model.architecture in FA3_DEFAULT_ARCHS
@@ -298,7 +349,8 @@ def page_size(
         page, why = DSA_PAGE_SIZE, f"DeepSeek sparse attention sets {DSA_PAGE_SIZE} (sglang v{release}, model step)"
     elif arch == "DeepseekV4ForCausalLM" and r >= parse_release(DEEPSEEK_V4_PAGE_FROM) and not s.no_gpu:
         page, why = DEEPSEEK_V4_PAGE_SIZE, f"DeepSeek V4 sets {DEEPSEEK_V4_PAGE_SIZE} (sglang v{release}, model step)"
-    elif (not chosen and arch in HYBRID_PAGE_ARCHS and r >= parse_release(HYBRID_PAGE_FROM) and backend is not None
+    elif (not chosen and (arch in HYBRID_PAGE_ARCHS or (model is not None and _qwen3_5_step(model, release)))
+          and r >= parse_release(HYBRID_PAGE_FROM) and backend is not None
           and is_sm100(s)[0]):  # fmt: skip
         page = 64 if backend == "trtllm_mha" else 1
         why = f"the hybrid model's SM10x step sets {page} with {backend} (sglang v{release}, model step)"
@@ -308,7 +360,10 @@ def page_size(
     if (arch in MAMBA_PAGE_ARCHS and within(r, MAMBA_PAGE_FIRST, MAMBA_PAGE_LAST)
             and page not in (None, 1) and not s.has("--disable-radix-cache")
             and s.flag("--mamba-scheduler-strategy") != "extra_buffer"):  # fmt: skip
-        page, why = 1, f"the Mamba radix cache (no_buffer) needs 1 (sglang v{release}, {SERVER_ARGS} _handle_mamba_radix_cache)"
+        page, why = (
+            1,
+            f"the Mamba radix cache (no_buffer) needs 1 (sglang v{release}, {SERVER_ARGS} _handle_mamba_radix_cache)",
+        )
     if backend is None:
         return None, "unknown: the attention backend is unknown, and some backends take only some page sizes"
     rule = page_rule(backend, release)
@@ -317,7 +372,10 @@ def page_size(
     if rule is not None and page not in rule.allowed:
         sizes = ", ".join(map(str, sorted(rule.allowed))) if rule.allowed else str(rule.forced)
         was = "unset" if page is None else str(page)
-        page, why = rule.forced, f"{backend} takes page sizes {sizes}, so {was} becomes {rule.forced} (sglang v{release}, {where})"
+        page, why = (
+            rule.forced,
+            f"{backend} takes page sizes {sizes}, so {was} becomes {rule.forced} (sglang v{release}, {where})",
+        )
     if page is None:
         page, why = DEFAULT_PAGE_SIZE, f"the default (sglang v{release}, {SERVER_ARGS} _handle_page_size)"
     return page, why
@@ -328,7 +386,9 @@ EAGLE_TOPK = "--speculative-eagle-topk"
 # Qwen3-Next and Qwen3.5 take trtllm_mha instead of triton where the general default is trtllm_mha and speculative
 # decoding is on (page size 1 is needed only with the radix cache, no mamba extra buffer and no speculative decoding).
 QWEN_HYBRID_SPEC_TRTLLM_FROM = "0.5.10"
-QWEN_HYBRID_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+QWEN_HYBRID_ARCHS = frozenset(
+    {"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"}
+)
 
 
 def _speculative_qwen_hybrid_trtllm(architecture: str, s: Scenario | None, release: tuple[int, ...]) -> bool:

@@ -18,14 +18,19 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import loaded_architecture, named, uses_dsa
+from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture, named, uses_dsa
 from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
 from advisor.rules.sglang.attention import attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
 from advisor.rules.sglang.model_config import is_multimodal, multimodal_vision
 from advisor.rules.sglang.model_overrides import chunked_prefill_off, is_hrm_text
 from advisor.rules.sglang.moe_runner import NEMOTRON_H as NEMOTRON_H_ARCHS
-from advisor.rules.sglang.prefill_graph import deepep_prefill_graph_sizes, prefill_graph_settings, prefill_graph_sizes
+from advisor.rules.sglang.prefill_graph import (
+    deepep_prefill_graph_sizes,
+    full_prefill_graph,
+    prefill_graph_settings,
+    prefill_graph_sizes,
+)
 from advisor.rules.sglang.releases import rules_release
 
 
@@ -67,9 +72,17 @@ def memory_tier(mem_mib: int, tp: int, release: str | None) -> tuple[int, int]:
 
 
 def memory_defaults(
-    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None = None,
-    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False, speculative: str | None = None,
+    mem_mib: int | None,
+    tp: int,
+    dp_attention: bool,
+    dp_size: int,
+    vision: tuple[int | None, int | None] | None = None,
+    prefill_graph: str | None = None,
+    release: str | None = None,
+    deepep: bool = False,
+    speculative: str | None = None,
     max_running: int | None = None,
+    breakable: bool = True,
 ) -> dict[str, float | int | None]:
     """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them.
 
@@ -83,7 +96,7 @@ def memory_defaults(
     fraction = None
     if mem_mib is not None:
         reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep,
-                                speculative_reserve(speculative, release))  # fmt: skip
+                                speculative_reserve(speculative, release), breakable)  # fmt: skip
         fraction = round((mem_mib - reserved) / mem_mib, 3)
         if vision is not None:
             fraction *= vlm_factor(vision)
@@ -98,7 +111,7 @@ DEEPEP_A2A_RESERVE_FROM = "0.5.15"
 
 def prefill_graph_reserve(chunk: int, kind: str | None, deepep: bool = False) -> float:
     """MiB reserved for the prefill CUDA graphs: 8 per captured size (1.5 GiB flat for MLA models); from v0.5.18 with
-    DeepEP 1 GiB more for the breakable graph's capture."""
+    DeepEP 1 GiB more for the breakable graph's capture (``deepep``: DeepEP with the breakable graph)."""
     if kind == "mla":
         graphs = 1.5 * 1024
     else:
@@ -107,8 +120,16 @@ def prefill_graph_reserve(chunk: int, kind: str | None, deepep: bool = False) ->
 
 
 def reserved_mib(
-    chunk: int, max_bs: int, tp: int, dp_attention: bool, dp_size: int, mem_mib: int, prefill_graph: str | None = None,
-    deepep: bool = False, draft: int = 0,
+    chunk: int,
+    max_bs: int,
+    tp: int,
+    dp_attention: bool,
+    dp_size: int,
+    mem_mib: int,
+    prefill_graph: str | None = None,
+    deepep: bool = False,
+    draft: int = 0,
+    breakable: bool = True,
 ) -> float:
     """Activations and CUDA-graph buffers SGLang keeps outside the static pool (MiB). ``prefill_graph``: None when the
     prefill CUDA graph is off, else the attention kind ("mla" or "standard") that sizes its reserve. ``draft``: the
@@ -119,7 +140,7 @@ def reserved_mib(
         if max_bs > 300:
             reserved += max_bs * dp_size * 1.5
     if prefill_graph is not None:
-        reserved += prefill_graph_reserve(chunk, prefill_graph, deepep)
+        reserved += prefill_graph_reserve(chunk, prefill_graph, deepep and breakable)
     if mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if deepep:
@@ -128,8 +149,15 @@ def reserved_mib(
 
 
 def memory_arithmetic(
-    mem_mib: int | None, tp: int, dp_attention: bool, dp_size: int, vision: tuple[int | None, int | None] | None,
-    prefill_graph: str | None = None, release: str | None = None, deepep: bool = False, speculative: str | None = None,
+    mem_mib: int | None,
+    tp: int,
+    dp_attention: bool,
+    dp_size: int,
+    vision: tuple[int | None, int | None] | None,
+    prefill_graph: str | None = None,
+    release: str | None = None,
+    deepep: bool = False,
+    speculative: str | None = None,
     max_running: int | None = None,
 ) -> str:
     """The mem_fraction_static estimate written out with this scenario's numbers (for `advisor explain`)."""
@@ -190,7 +218,9 @@ PREFILL_GRAPH_FROM = "0.5.10"  # --disable-piecewise-cuda-graph (on by default) 
 # v0.5.10-v0.5.14, the piecewise (torch.compile) prefill graph: off for the hybrid linear-attention models, multimodal
 # models, DP attention and an a2a backend, and up to v0.5.12 for the DeepSeek sparse-attention models
 # (configs/model_config.py: piecewise_cuda_graph_disabled_model_archs, is_deepseek_nsa).
-NO_PREFILL_GRAPH_ARCHS = frozenset({"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"})
+NO_PREFILL_GRAPH_ARCHS = frozenset(
+    {"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"}
+)
 DSA_NO_PREFILL_GRAPH_UNTIL = "0.5.12"
 # From v0.5.15 the prefill graph is the "breakable" backend (cuda_graph_config), which keeps the hybrid models; what turns
 # it off is _disable_breakable_cudagraph_if_incompatible in server_args.py, release by release:
@@ -270,8 +300,10 @@ def prefill_graph_kind(s: Scenario, version: str, capability_steps: bool = True)
         if release <= parse_release(DSA_NO_PREFILL_GRAPH_UNTIL) and dsa:
             return None
         return kind
-    if arch == "DeepseekV4ForCausalLM":
-        return None
+    if is_deepseek_v4(model, rules_release(version)):
+        return None  # V4 and its drafts (architectures.py is_deepseek_v4)
+    if full_prefill_graph(model, rules_release(version)):
+        return kind  # its own full-graph prefill capture, set before the breakable graph's checks run
     if model.kda_attention and arch not in KDA_BREAKABLE_ARCHS and release >= parse_release(KDA_NO_PREFILL_GRAPH_FROM):
         return None  # "Breakable CUDA graph is incompatible with KDA hybrid linear attention"
     if capability_steps and is_hrm_text(model, rules_release(version)):
@@ -412,9 +444,16 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     prefill_graph = prefill_graph_kind(s, version, capability_steps=False)
     deepep = s.intent.moe_a2a_backend == "deepep" and parse_release(release) >= parse_release(DEEPEP_A2A_RESERVE_FROM)
     speculative, max_running = speculative_algorithm(s), max_running_requests(s)
+    breakable = not full_prefill_graph(s.model, release)
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
-                            speculative, max_running)  # fmt: skip
+                            speculative, max_running, breakable)  # fmt: skip
     post_capture = mem is not None and post_capture_sizing(s, release, prefill_graph)
+    if post_capture and value["chunked_prefill_size"] is not None:
+        # post_capture_kv_sizing_planned (arg_groups/overrides.py) also needs the prefill graph to capture a whole chunk:
+        # DeepEP's breakable buckets stop at 2048 tokens, below the chunked-prefill size, so that layout sizes as usual
+        settings, _ = prefill_graph_settings(s, release, prefill_graph, memory_tier(mem, s.tp, release)[0])
+        largest = next((x.value for x in settings if x.name == "piecewise_cuda_graph_max_tokens"), None)
+        post_capture = largest is None or largest >= value["chunked_prefill_size"]
     if post_capture:
         value["mem_fraction_static"], post_capture_text = post_capture_fraction(mem, s.tp, vision)
     explicit = {
@@ -445,8 +484,11 @@ def memory_decision(s: Scenario, version: str) -> Decision:
         notes.append(f"with DP attention chunked_prefill_size is divided by dp size {s.intent.dp_size}")
     if off is not None:
         notes.append(f"chunked prefill off (-1): {off}")
-    source = Source(f"sglang v{release}", SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
-                    "_handle_gpu_memory_settings, PR #10975")
+    source = Source(
+        f"sglang v{release}",
+        SERVER_ARGS if parse_release(release) < (0, 5, 19) else MEMORY_HOOK,
+        "_handle_gpu_memory_settings, PR #10975",
+    )
     graph, graph_note = prefill_graph_settings(s, release, prefill_graph_kind(s, version),
                                                mem and memory_tier(mem, s.tp, release)[0])  # fmt: skip
     return decided("memory_defaults", "GPU-memory-driven defaults", state, results, source, value=value,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import has_attention_sinks as named_sinks
-from advisor.rules.sglang.architectures import loaded_architecture
+from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture
 
 CONFIG_KEYS_FILE = Path(__file__).with_name("config_keys.json")
 # Used before config_keys.json existed and for a release it lacks: MLA by the config's kv_lora_rank or these names.
@@ -89,6 +89,9 @@ def has_asymmetric_kv(model, release: str) -> bool:
     sliding layers."""
     if model is None or not within(release, ASYMMETRIC_KV_FROM, None) or is_mla(model, release):
         return False
+    if is_deepseek_v4(model, release):
+        return False  # _derive_model_shapes gives V4 and its drafts v_head_dim = head_dim
+
     head, v_head = kv_head_dims(model)
     swa_head = model.swa_head_dim or head
     swa_v_head = model.swa_v_head_dim or swa_head
@@ -135,6 +138,11 @@ def is_multimodal(model, release: str) -> bool:
 DICT_VISION_CONFIG_MODEL_TYPES, DICT_VISION_CONFIG_FROM = frozenset({"minimax_m3_vl"}), "0.5.16"
 
 
+# get_config replaces Phi-4-multimodal's vision_config with a fixed SigLIP tower of 26 layers x 1152
+# (utils/hf_transformers/config.py from v0.5.11), whatever config.json says (transformers' converted config: 27 layers).
+FIXED_VISION_TOWERS: dict[str, tuple[tuple[int, int], str]] = {"Phi4MMForCausalLM": ((26, 1152), "0.5.11")}
+
+
 def multimodal_vision(model, release: str) -> tuple[int | None, int | None] | None:
     """The vision tower adjust_mem_fraction_for_vlm scales the static fraction by: the config's vision_config when the
     release treats the model as multimodal, else None."""
@@ -142,4 +150,7 @@ def multimodal_vision(model, release: str) -> tuple[int | None, int | None] | No
         return None
     if model.model_type in DICT_VISION_CONFIG_MODEL_TYPES and within(release, DICT_VISION_CONFIG_FROM, None):
         return (None, None)
+    fixed = FIXED_VISION_TOWERS.get(loaded_architecture(model, release))
+    if fixed is not None and within(release, fixed[1], None):
+        return fixed[0]
     return model.vision

@@ -135,6 +135,18 @@ def same_function(place: str, where: str) -> bool:
     return place.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lstrip("_") == where.rsplit(":", 1)[-1].lstrip("_")
 
 
+def registered_by(architecture: str | None, release: str, where: str) -> bool | None:
+    """Whether ``release`` places the name in the step ``where`` (wherever that release keeps the function: overrides.py
+    up to v0.5.18, model_overrides/<family>.py from v0.5.19); None when the release places no name there at all (it
+    was not read, or has no such step)."""
+    from advisor.rules.sglang.architectures import named
+
+    names = named(release) or {}
+    if not any(same_function(place, where) for places in names.values() for place in places):
+        return None
+    return any(same_function(place, where) for place in names.get(architecture or "", ()))
+
+
 def override_step(architecture: str, release: str) -> AttentionStep | None:
     """The step that sets this architecture's attention backend in ``release``: it registers the name there."""
     from advisor.rules.sglang.architectures import named

@@ -19,10 +19,10 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import loaded_architecture, named
-from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm100, is_sm120
+from advisor.rules.sglang.architectures import loaded_architecture, placed_in
+from advisor.rules.sglang.common import MOE_RUNNER_BACKEND, OVERRIDES, SERVER_ARGS, is_sm90, is_sm100, is_sm120
 from advisor.rules.sglang.fusion import _c_a2a_none
-from advisor.rules.sglang.model_overrides import DEEPSEEK_BRANCH, registers_minimax_m3, same_function
+from advisor.rules.sglang.model_overrides import DEEPSEEK_BRANCH, registered_by, registers_minimax_m3
 from advisor.rules.sglang.releases import rules_release
 
 _DEEPSEEK_FAMILY = frozenset({
@@ -105,26 +105,36 @@ NEMOTRON_H = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
 MOE_RUNNER_TITLE = "MoE runner backend (--moe-runner-backend auto)"
 
 
-# From v0.5.15 the Qwen family is whatever _qwen3_moe_family_overrides registers (arg_groups/overrides.py, v0.5.19+
-# arg_groups/model_overrides/qwen3_moe.py; architectures.json): InternS2-Preview and Qwen4-Exp join the names above.
-# InternS2-Preview was already on the inline list of v0.5.12-v0.5.14 (server_args.py _handle_model_specific_adjustments).
+# From v0.5.15 the Qwen family is whatever its step registers (arg_groups/overrides.py, v0.5.19+
+# model_overrides/qwen3_moe.py _qwen3_moe_family_overrides; architectures.json): InternS2-Preview and Qwen4-Exp join the
+# names above. InternS2-Preview was already on the inline list of v0.5.12-v0.5.14 (server_args.py
+# _handle_model_specific_adjustments).
 QWEN_FAMILY_STEP, QWEN_FAMILY_STEP_FROM = "arg_groups/model_overrides/qwen3_moe.py:_qwen3_moe_family_overrides", "0.5.15"
 QWEN_INLINE_INTERN_S2 = ("InternS2PreviewForConditionalGeneration", "0.5.12", "0.5.14")
+
+
+# From v0.5.19 the DeepSeek family's MoE step (_deepseek_moe_quant_resolution) is read from the release's own
+# arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS (architectures.json), drafts included (HY-V4's NextN), less the names
+# starting with LongcatFlash that it skips ("LongCat top-k spans the zero-expert logits").
+DEEPSEEK_FAMILY_LIST, DEEPSEEK_FAMILY_LIST_FROM = "arg_groups/overrides.py:_DEEPSEEK_FAMILY_ARCHS", "0.5.19"
 
 
 def _in_family(row: MoeRunnerRow, architecture: str, release: str) -> bool:
     if architecture in row.families:
         return True
+    if row.families is _DEEPSEEK_FAMILY and within(release, DEEPSEEK_FAMILY_LIST_FROM, None):
+        return placed_in(architecture, release, DEEPSEEK_FAMILY_LIST) and not architecture.startswith("LongcatFlash")
     if row.families is not _QWEN_FAMILY:
         return False
     name, first, last = QWEN_INLINE_INTERN_S2
     if architecture == name and within(release, first, last):
         return True
-    places = (named(release) or {}).get(architecture, ())
-    return within(release, QWEN_FAMILY_STEP_FROM, None) and any(same_function(p, QWEN_FAMILY_STEP) for p in places)
+    return within(release, QWEN_FAMILY_STEP_FROM, None) and bool(registered_by(architecture, release, QWEN_FAMILY_STEP))
 
 
-def moe_runner_row(architecture: str, version: str, gpu: str = "sm100", quantization: str | None = "?") -> MoeRunnerRow | None:
+def moe_runner_row(
+    architecture: str, version: str, gpu: str = "sm100", quantization: str | None = "?"
+) -> MoeRunnerRow | None:
     """The row for this architecture, release and GPU kind; with ``quantization`` given, the first row allowing it."""
     release = rules_release(version)
     rows = [r for r in MOE_RUNNER_TABLE if _in_family(r, architecture, release) and r.gpu == gpu
@@ -162,13 +172,25 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
         return _nemotron_h_decision(s, release)
     if model is not None and model.quantization is None and registers_minimax_m3(arch, release):
         return _minimax_m3_decision(s, release)
+    fixed = next((backend for place, backend in FIXED_RUNNER_STEPS if registered_by(arch, release, place)), None)
+    if model is not None and fixed is not None:
+        return _fixed_step_decision(s, release, fixed)
+    if (
+        model is not None
+        and within(release, DEEPSEEK_V4_STEP_FROM, None)
+        and placed_in(arch, release, DEEPSEEK_V4_STEP)
+    ):
+        return _deepseek_v4_decision(s, release)
 
     def is_moe(s: Scenario):
         if model is not None and not model.is_moe and entry is not None:
             # the family steps set the field without asking (a dense Qwen3.5, Command A Vision): unused there
             return True, "dense (SGLang sets the runner for the family anyway; no MoE layer uses it)", "a MoE model"
-        return (None if model is None else model.is_moe), (
-            "model unknown" if model is None else f"{model.num_experts or 0} experts"), "a MoE model"
+        return (
+            (None if model is None else model.is_moe),
+            ("model unknown" if model is None else f"{model.num_experts or 0} experts"),
+            "a MoE model",
+        )
 
     def sm100(s: Scenario):
         if entry is not None and entry.gpu == "sm120":
@@ -181,17 +203,29 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
 
     def a2a(s: Scenario):
         if entry is not None and not entry.a2a_blocks:
-            return True, f"moe_a2a_backend {s.intent.moe_a2a_backend or 'none'}", f"any (not checked for {entry.backend})"
+            return (
+                True,
+                f"moe_a2a_backend {s.intent.moe_a2a_backend or 'none'}",
+                f"any (not checked for {entry.backend})",
+            )
         return _c_a2a_none(s)
 
     def family(s: Scenario):
         if model is None:
             return None, "model unknown", "a family with a FlashInfer MoE path"
-        return entry is not None, model.architecture, "DeepSeek/Kimi/Mistral-Large-3/GLM-5, Qwen3 MoE family, GLM-4.5/4.6, GPT-OSS"
+        return (
+            entry is not None,
+            model.architecture,
+            "DeepSeek/Kimi/Mistral-Large-3/GLM-5, Qwen3 MoE family, GLM-4.5/4.6, GPT-OSS",
+        )
 
     def quant(s: Scenario):
         if model is None or entry is None:
-            return (None if model is None else False), (model.quantization if model else None) or "unquantized", "a supported quantization"
+            return (
+                (None if model is None else False),
+                (model.quantization if model else None) or "unquantized",
+                "a supported quantization",
+            )
         allowed = sorted(q or "unquantized" for q in entry.quantizations)
         return model.quantization in entry.quantizations, model.quantization or "unquantized", ", ".join(allowed)
 
@@ -281,6 +315,67 @@ def _minimax_m3_decision(s: Scenario, release: str) -> Decision:
     ep, ep_why = ep_size(s, release)
     notes = ["unquantized MiniMax M3: triton", f"ep_size {ep}: {ep_why}"]
     return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=final, notes=notes,
+                   settings=(Setting("ep_size", ep),))  # fmt: skip
+
+
+# Model steps that set one MoE runner on every GPU when it is auto, for the names the release registers there:
+# InternS2-Mobius (arg_groups/model_overrides/interns2_mobius.py, "the only MoE runner validated for the 2,560-expert
+# baseline").
+FIXED_RUNNER_STEPS = (
+    ("arg_groups/model_overrides/interns2_mobius.py:_interns2_mobius_baseline_overrides", "triton_kernel"),
+)
+
+
+def _fixed_step_decision(s: Scenario, release: str, backend: str) -> Decision:
+    chosen = s.flag(MOE_RUNNER_BACKEND)
+
+    def family(s: Scenario):
+        return True, s.model.architecture, f"a model whose own step sets {backend}"
+
+    conditions = (
+        Condition("model_family", "the model's step sets its MoE runner", family,
+                  f"its override step sets {backend} whenever the runner is auto", f"pass {MOE_RUNNER_BACKEND} NAME"),
+    )  # fmt: skip
+    results = evaluate(conditions, s)
+    state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
+    value = chosen if state == FORCED_ON else backend
+    source = Source(f"sglang v{release}", "arg_groups/model_overrides", "the model's override step")
+    ep, ep_why = ep_size(s, release)
+    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=value,
+                   notes=[f"ep_size {ep}: {ep_why}"], settings=(Setting("ep_size", ep),))  # fmt: skip
+
+
+# DeepSeek V4's own step (arg_groups/model_overrides/deepseek_v4.py _deepseek_v4_overrides, v0.5.19+), for the names it
+# registers (V4; V4.1 once renamed to V4): with the runner on auto, no a2a backend and a Hopper, SM10x or SM12x GPU, it
+# takes flashinfer_mxfp4 for routed experts read as MXFP4 (ModelConfig.is_fp4_experts: SGLANG_DSV4_FP4_EXPERTS, on by
+# default, when the checkpoint's header cannot be read). Not modelled: NVFP4 checkpoints (flashinfer_trtllm_routed),
+# a checkpoint whose routed_experts_quant_method says otherwise, and the FP4-dequant environment switch.
+DEEPSEEK_V4_STEP, DEEPSEEK_V4_STEP_FROM = "arg_groups/model_overrides/deepseek_v4.py:_deepseek_v4_overrides", "0.5.19"
+
+
+def _deepseek_v4_decision(s: Scenario, release: str) -> Decision:
+    chosen = s.flag(MOE_RUNNER_BACKEND)
+
+    def gpu(s: Scenario):
+        checks = (is_sm90(s), is_sm100(s), is_sm120(s))
+        if any(ok is None for ok, _ in checks):
+            return None, checks[0][1], "Hopper, SM10x or SM12x"
+        return any(ok for ok, _ in checks), checks[0][1], "Hopper, SM10x or SM12x"
+
+    conditions = (
+        Condition("gpu", "GPU with FlashInfer's MXFP4 MoE kernel", gpu,
+                  "DeepSeek V4's step takes flashinfer_mxfp4 only on Hopper, SM10x and SM12x",
+                  f"pass {MOE_RUNNER_BACKEND} NAME"),
+        Condition("a2a_none", "no MoE all-to-all backend", _c_a2a_none,
+                  "an a2a backend keeps the runner on auto", "use --moe-a2a-backend none"),
+    )  # fmt: skip
+    results = evaluate(conditions, s)
+    state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
+    value = chosen if state == FORCED_ON else ("flashinfer_mxfp4" if state == AUTO_ENABLED else "auto")
+    source = Source(f"sglang v{release}", DEEPSEEK_V4_STEP.split(":")[0], "_deepseek_v4_overrides")
+    ep, ep_why = ep_size(s, release)
+    notes = ["DeepSeek V4's routed experts read as MXFP4 (SGLANG_DSV4_FP4_EXPERTS)", f"ep_size {ep}: {ep_why}"]
+    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=value, notes=notes,
                    settings=(Setting("ep_size", ep),))  # fmt: skip
 
 

@@ -56,7 +56,26 @@ def prefill_graph_sizes(max_tokens: int) -> list[int]:
     return [n for n in sizes if n <= max_tokens]
 
 
-DEEPEP_PREFILL_MAX_BS = 2048  # v0.5.17 server_args.py _apply_deepep_adjustments: the breakable graph's sizes with DeepEP
+DEEPEP_PREFILL_MAX_BS = (
+    2048  # v0.5.17 server_args.py _apply_deepep_adjustments: the breakable graph's sizes with DeepEP
+)
+
+
+# Inkling opts into the full prefill CUDA graph before the breakable graph's checks (v0.5.18-v0.5.22 server_args.py
+# ServerArgs._apply_inkling_prefill_cuda_graph_default, v0.5.23 arg_groups/cuda_graph_hook.py
+# apply_inkling_prefill_cuda_graph_default), for the names the release lists there (the model and its MTP draft), so
+# neither its multimodal wrapper nor DP attention or an a2a backend turns the prefill graph off.
+FULL_PREFILL_GRAPH_STEPS = (
+    "server_args.py:ServerArgs._apply_inkling_prefill_cuda_graph_default",
+    "arg_groups/cuda_graph_hook.py:apply_inkling_prefill_cuda_graph_default",
+)
+
+
+def full_prefill_graph(model, release: str) -> bool:
+    """The release sets the full prefill graph for this model (FULL_PREFILL_GRAPH_STEPS)."""
+    from advisor.rules.sglang.architectures import loaded_architecture, placed_in
+
+    return model is not None and placed_in(loaded_architecture(model, release), release, *FULL_PREFILL_GRAPH_STEPS)
 
 
 def deepep_prefill_graph_sizes() -> list[int]:
@@ -81,7 +100,7 @@ def prefill_graph_settings(
     r = parse_release(release)
     dp = s.intent.dp_size if s.intent.dp_attention and s.intent.dp_size > 1 else 1
     deepep_sizes = (prefill_graph is not None and r >= parse_release(DEEPEP_MAX_BS_FROM)
-                    and s.intent.moe_a2a_backend == "deepep")  # fmt: skip
+                    and s.intent.moe_a2a_backend == "deepep" and not full_prefill_graph(s.model, release))  # fmt: skip
     if deepep_sizes:  # set before the default, which then stands aside
         max_tokens = deepep_prefill_graph_sizes()[-1]
         why = f"up to {max_tokens} tokens, DeepEP's breakable graph sizes"
