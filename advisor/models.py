@@ -167,6 +167,10 @@ class ModelSpec:
     # Kimi delta attention layers: linear_attn_config.kda_layers, or linear_attention layers with linear_num_heads and
     # linear_head_dim (SGLang's uses_kda_attention, v0.5.20+)
     kda_attention: bool = False
+    # Every context-length key of CONTEXT_LENGTH_KEYS the language model's config sets, as written (text_config's, or
+    # thinker_config.text_config's for an omni model, over the top level's): vLLM derives max_model_len from them.
+    context_lengths: tuple[tuple[str, int], ...] = ()
+    is_encoder_decoder: bool = False  # the config (or its text_config) sets is_encoder_decoder: true (Whisper)
 
     @property
     def is_moe(self) -> bool:
@@ -215,6 +219,17 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
 
 
 SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text_config
+# The keys a config states its context length under (vLLM's ModelArchConfigConvertor.derived_max_model_len_and_key
+# reads these, vllm/transformers_utils/model_arch_config_convertor.py v0.33.0).
+CONTEXT_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                       "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")  # fmt: skip
+
+
+def _context_lengths(config: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    thinker = config.get("thinker_config")
+    inner = thinker.get("text_config") if isinstance(thinker, Mapping) else None
+    part = {**config, **text, **(inner if isinstance(inner, Mapping) else {})}
+    return tuple((k, part[k]) for k in CONTEXT_LENGTH_KEYS if _int(part.get(k)) is not None and part[k] > 0)
 
 
 def _kda_attention(config: Mapping[str, Any]) -> bool:
@@ -245,10 +260,11 @@ def _vision(config: Mapping[str, Any], where: str) -> tuple[int | None, int | No
 # Every size a config.json gives must be a whole number from 1 to MAX_MODEL_SIZE: a zero or negative width, or one past
 # any real model, makes every memory figure meaningless (negative KV tokens that "fit", float overflow), so such a config
 # is refused rather than planned. Zero means "none" in real configs for a few keys (a dense model's expert count, a
-# disabled sliding window).
+# disabled sliding window, a head_dim a config class materializes as 0 where it has none: vLLM's get_head_size then
+# derives it, vllm/transformers_utils/model_arch_config_convertor.py v0.33.0).
 MAX_MODEL_SIZE = 2**40
 ZERO_MEANS_NONE = frozenset({"num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
-                             "experts_per_token", "moe_topk", "sliding_window"})  # fmt: skip
+                             "experts_per_token", "moe_topk", "sliding_window", "head_dim", "qk_rope_head_dim"})  # fmt: skip
 
 
 def _size(config: Mapping[str, Any], where: str, *keys: str) -> int | None:
@@ -345,6 +361,8 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         has_text_config=bool(text) or any(isinstance(config.get(k), Mapping) and config.get(k) for k in SUB_CONFIGS),
         sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
         kda_attention=_kda_attention(config) or _kda_attention(text),
+        context_lengths=_context_lengths(config, text),
+        is_encoder_decoder=merged.get("is_encoder_decoder") is True,
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))

@@ -53,9 +53,36 @@ def wheel(release: str) -> Path:
     return found[0]
 
 
+REGISTRY_MODULE = "vllm/model_executor/models/registry.py"
+
+
+def registry_tables(zf: zipfile.ZipFile) -> dict[str, set[str]]:
+    """Every key of the registry's module-level ``_..._MODELS`` tables -> the tables naming it, keys of a dict spread
+    into a table (``**{...}``, v0.33.0's multimodal embedding models) included: the general reader keeps a dict's keys
+    only when all of them are strings, and a spread's key is None."""
+    out: dict[str, set[str]] = {}
+
+    def keys(node: ast.Dict):
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is None and isinstance(value, ast.Dict):
+                yield from keys(value)
+            elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                yield key.value
+
+    for node in ast.parse(zf.read(REGISTRY_MODULE)).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id.endswith("_MODELS") and isinstance(value, ast.Dict):
+            for name in keys(value):
+                out.setdefault(name, set()).add(f"{REGISTRY}{target.id}")
+    return out
+
+
 def extract(release: str) -> dict[str, list[str]]:
     with zipfile.ZipFile(wheel(release)) as zf:
         reading = read(zf, roots=ROOTS, root_dirs=ROOT_DIRS, prefix="vllm/")
+        for name, places in registry_tables(zf).items():
+            reading.names.setdefault(name, set()).update(places)
     return {name: sorted(places) for name, places in sorted(reading.names.items())}
 
 
@@ -95,9 +122,43 @@ def _base_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
 
 
+# What a pooling model's class declares (vllm/model_executor/models/interfaces_base.py): is_pooling_model, the
+# @default_pooling_type(seq_pooling_type=, tok_pooling_type=) and @attn_type(...) decorators, or the same class
+# attributes; a class inherits them from its bases.
+POOLING_ATTRIBUTES = ("is_pooling_model", "default_seq_pooling_type", "default_tok_pooling_type", "attn_type")
+DECORATOR_ATTRIBUTES = {"seq_pooling_type": "default_seq_pooling_type", "tok_pooling_type": "default_tok_pooling_type"}
+# The pooling types with which ModelConfig.is_chunked_prefill_supported / is_prefix_caching_supported (vllm/config/
+# model.py) turn both off: a whole-sequence pool (CLS, MEAN) or a step pool, and bidirectional attention.
+UNCHUNKED_SEQ, UNCHUNKED_TOK = ("CLS", "MEAN"), ("STEP",)
+
+
+def _declared(node: ast.ClassDef) -> dict[str, object]:
+    """The pooling attributes a class body or its decorators set."""
+    out: dict[str, object] = {}
+    for stmt in node.body:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(stmt, "target", None)
+        value = getattr(stmt, "value", None)
+        if isinstance(target, ast.Name) and target.id in POOLING_ATTRIBUTES and isinstance(value, ast.Constant):
+            out[target.id] = value.value
+    for deco in node.decorator_list:
+        if not isinstance(deco, ast.Call):
+            continue
+        name = _base_name(deco.func)
+        if name == "default_pooling_type":
+            for kw in deco.keywords:
+                if kw.arg in DECORATOR_ATTRIBUTES and isinstance(kw.value, ast.Constant):
+                    out[DECORATOR_ATTRIBUTES[kw.arg]] = kw.value.value
+        elif name == "attn_type" and deco.args and isinstance(deco.args[0], ast.Constant):
+            out["attn_type"] = deco.args[0].value
+    return out
+
+
 def model_kinds(release: str) -> dict[str, list[str]]:
-    """kind -> the registry's architectures whose class derives (through classes of the models package) from it."""
+    """kind -> the registry's architectures whose class derives (through classes of the models package) from it; and
+    pooling (the class is a pooling model) and pooling_unchunked (a pooling model whose pooling or bidirectional
+    attention rules out chunked prefill and prefix caching)."""
     bases: dict[str, set[str]] = {}  # "module.Class" and "Class" -> base class names
+    declared: dict[str, dict[str, object]] = {}  # "module.Class" and "Class" -> the pooling attributes it sets
     registry: dict[str, tuple[str, str]] = {}
     with zipfile.ZipFile(wheel(release)) as zf:
         for name in zf.namelist():
@@ -110,6 +171,8 @@ def model_kinds(release: str) -> dict[str, list[str]]:
                     found = {b for b in map(_base_name, node.bases) if b}
                     bases[f"{module}.{node.name}"] = found
                     bases.setdefault(node.name, set()).update(found)
+                    declared[f"{module}.{node.name}"] = _declared(node)
+                    declared.setdefault(node.name, _declared(node))
                 if module == "registry" and isinstance(node, ast.Dict):
                     for key, value in zip(node.keys, node.values, strict=True):
                         if (
@@ -125,9 +188,32 @@ def model_kinds(release: str) -> dict[str, list[str]]:
         direct = bases.get(cls, set())
         return kind in direct or any(derives(b, kind, seen | {cls}) for b in direct if b not in seen and b != cls)
 
-    return {kind: sorted(arch for arch, (module, cls) in registry.items()
-                         if derives(f"{module}.{cls}", interface) or derives(cls, interface))
-            for kind, interface in KINDS.items()}  # fmt: skip
+    def attribute(cls: str, name: str, seen: frozenset[str] = frozenset()) -> object:
+        """The attribute as the class has it: its own declaration, else its first base's that declares it."""
+        if name in declared.get(cls, {}):
+            return declared[cls][name]
+        for base in sorted(bases.get(cls, set())):
+            if base not in seen and base != cls:
+                found = attribute(base, name, seen | {cls})
+                if found is not None:
+                    return found
+        return None
+
+    def attr(arch: str, name: str) -> object:
+        module, cls = registry[arch]
+        found = attribute(f"{module}.{cls}", name)
+        return found if found is not None else attribute(cls, name)
+
+    kinds = {kind: sorted(arch for arch, (module, cls) in registry.items()
+                          if derives(f"{module}.{cls}", interface) or derives(cls, interface))
+             for kind, interface in KINDS.items()}  # fmt: skip
+    pooling = sorted(arch for arch in registry if attr(arch, "is_pooling_model") is True)
+    kinds["pooling"] = pooling
+    kinds["pooling_unchunked"] = [arch for arch in pooling
+                                  if attr(arch, "default_seq_pooling_type") in UNCHUNKED_SEQ
+                                  or attr(arch, "default_tok_pooling_type") in UNCHUNKED_TOK
+                                  or attr(arch, "attn_type") == "encoder_only"]  # fmt: skip
+    return kinds
 
 
 def write_mla(release: str) -> None:

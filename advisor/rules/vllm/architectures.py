@@ -69,7 +69,9 @@ def served_by_registry(model, version: str) -> bool | None:
     """Whether the release's registry serves ``architectures[0]``; None when unknown (no model, release not read)."""
     if model is None or named(version) is None:
         return None
-    return model.architecture in served(version)
+    from advisor.rules.vllm.runner import registry_architecture  # runner reads this module's tables
+
+    return registry_architecture(model, version) is not None
 
 
 def architecture_problems(s: Scenario, version: str) -> list[Problem]:
@@ -154,7 +156,7 @@ def _kinds(version: str, kind: str) -> frozenset[str]:
     """model_kinds.json's ``kind`` list of the newest release read at or below ``version`` (empty when none)."""
     releases = json.loads(KINDS_FILE.read_text(encoding="utf-8"))["releases"]
     read = [r for r in releases if parse_release(r) <= parse_release(version)]
-    return frozenset(releases[max(read, key=parse_release)][kind]) if read else frozenset()
+    return frozenset(releases[max(read, key=parse_release)].get(kind, ())) if read else frozenset()
 
 
 def mla_model_types(version: str) -> frozenset[str]:

@@ -78,8 +78,7 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
         "max_num_batched_tokens": tokens,
         "kv_cache_dtype": kv_dtype,
         "block_size": hybrid_block_size(s, release, block, kv_dtype),
-        # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
-        "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
+        "max_model_len": _number(given["max_model_len"], int, derived_max_model_len(s.model)),
     }
 
 
@@ -90,6 +89,24 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
 # 64 kept when FLASHINFER_MLA_SPARSE is chosen). v0.19.1 forces nothing (the block size stays 16); the v0.18 releases were not read.
 MLA_BLOCK_RULE: list[tuple[str, str | None]] = [("0.12.0", "0.12"), ("0.15.1", "0.15"), ("0.19.1", None)]
 MLA_NOPE_FOR_FLASHINFER = 128  # FlashInfer MLA's kernel constraint on qk_nope_head_dim (v0.15.1)
+
+
+# What ModelConfig assumes when the config states no context length (vllm/config/model.py _get_and_verify_max_len).
+DEFAULT_MAX_MODEL_LEN = 2048
+
+
+def derived_max_model_len(model) -> int | None:
+    """max_model_len as vLLM derives it from the config (ModelArchConfigConvertor.derived_max_model_len_and_key,
+    vllm/transformers_utils/model_arch_config_convertor.py): the smallest context-length key the language model's
+    config sets, model_max_length over all of them, 2048 when it sets none (Mamba's configs)."""
+    if model is None:
+        return None
+    lengths = dict(model.context_lengths)
+    if "model_max_length" in lengths:
+        return lengths["model_max_length"]
+    if lengths:
+        return min(lengths.values())
+    return model.max_position_embeddings or DEFAULT_MAX_MODEL_LEN
 
 
 def mla_block_size(s: Scenario, version: str, block: int) -> int:
