@@ -81,3 +81,9 @@ def pooling_unchunked(model, version: str) -> bool:
 def encoder_decoder(model, version: str) -> bool:
     """ModelConfig.attn_type "encoder_decoder": the config says is_encoder_decoder, on the generate runner."""
     return model is not None and model.is_encoder_decoder and not is_pooling(model, version)
+
+
+def chunked_prefill_supported(model, version: str) -> bool:
+    """ModelConfig.is_chunked_prefill_supported: not for encoder-decoder models, nor for pooling models that pool the
+    whole sequence or attend both ways."""
+    return not (pooling_unchunked(model, version) or encoder_decoder(model, version))
