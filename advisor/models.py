@@ -226,9 +226,14 @@ CONTEXT_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", 
 
 
 def _context_lengths(config: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
-    thinker = config.get("thinker_config")
-    inner = thinker.get("text_config") if isinstance(thinker, Mapping) else None
-    part = {**config, **text, **(inner if isinstance(inner, Mapping) else {})}
+    # an omni model's thinker_config and a retrieval model's vlm_config hold the language model's config one level down
+    inner: Mapping[str, Any] = {}
+    for outer in ("thinker_config", "vlm_config"):
+        wrapper = config.get(outer)
+        if isinstance(wrapper, Mapping) and isinstance(wrapper.get("text_config"), Mapping):
+            inner = wrapper["text_config"]
+            break
+    part = {**config, **text, **inner}
     return tuple((k, part[k]) for k in CONTEXT_LENGTH_KEYS if _int(part.get(k)) is not None and part[k] > 0)
 
 

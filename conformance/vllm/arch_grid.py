@@ -77,11 +77,19 @@ def config_dirs() -> list[str]:
     return [str((CONFIGS / name).relative_to(REPO)) for name in names]
 
 
+HEAD_KEYS = ("num_attention_heads", "n_head", "encoder_attention_heads")  # GPT-2's and Whisper's spellings too
+
+
 def _heads(config: dict) -> int | None:
-    """The attention head count vLLM checks tp against (the text config's, for a multimodal config)."""
-    for part in (config.get("text_config"), config.get("llm_config"), config.get("language_config"), config):
-        if isinstance(part, dict) and isinstance(part.get("num_attention_heads"), int):
-            return part["num_attention_heads"]
+    """The attention head count vLLM checks tp against: the language model's (text_config, an omni model's
+    thinker_config.text_config, a retrieval model's vlm_config.text_config, ...), else the top level's."""
+    wrappers = [config.get(k) for k in ("thinker_config", "vlm_config")]
+    parts = [config.get("text_config"), *(w.get("text_config") for w in wrappers if isinstance(w, dict)),
+             config.get("llm_config"), config.get("language_config"), config]  # fmt: skip
+    for part in parts:
+        for key in HEAD_KEYS:
+            if isinstance(part, dict) and isinstance(part.get(key), int):
+                return part[key]
     return None
 
 
