@@ -43,15 +43,15 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
     ("named-DeepseekV4ForCausalLM", None, None, "attention_backend", "0.33.0", None):
         "transformers' default DeepseekV4Config has no kv_lora_rank, which vLLM's MLA head size reads: vLLM's selector "
         "fails where the plan names a backend (a released checkpoint's config carries its attention fields)",
-    ("named-Qwen3OmniMoeForConditionalGeneration", None, None, "attention_backend", "0.33.0", None):
+    ("named-Qwen3OmniMoeForConditionalGeneration", None, None, "attention_backend", "0.12.0", None):
         "the language model's head size sits in thinker_config.text_config (73 wide: only Triton takes it), which the "
         "advisor's config reader does not unwrap",
-    ("named-Gemma4ForCausalLM", "a100-sxm-8", None, "attention_backend", "0.33.0", None):
+    ("named-Gemma4ForCausalLM", "a100-sxm-8", None, "attention_backend", "0.20.2", None):
         "Gemma4Config.verify_and_update_config forces TRITON_ATTN where FA4 does not run (SM80) for heterogeneous head "
         "sizes; the 512-wide full-attention heads come from transformers' Gemma4 config defaults the reader does not see",
-    ("named-Gemma4ForConditionalGeneration", "a100-sxm-8", None, "attention_backend", "0.33.0", None):
+    ("named-Gemma4ForConditionalGeneration", "a100-sxm-8", None, "attention_backend", "0.20.2", None):
         "as Gemma4ForCausalLM (Gemma4Config fix-up)",
-    ("named-Gemma4UnifiedForConditionalGeneration", "a100-sxm-8", None, "attention_backend", "0.33.0", None):
+    ("named-Gemma4UnifiedForConditionalGeneration", "a100-sxm-8", None, "attention_backend", "0.20.2", None):
         "as Gemma4ForCausalLM (Gemma4Config fix-up)",
     ("deepseek-v3.2", "b200-8", 8, "attention_backend", "0.33.0", None):
         "the harness lacks quack-kernels (a CUDA-only dependency of the wheel, quack-kernels==0.6.5), so the FA4 sparse "
@@ -169,8 +169,11 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
     "named-MllamaForConditionalGeneration": _PROCESSOR, "named-Gemma4UnifiedAssistantForCausalLM": _PROCESSOR,
     "vllm-Qwen2_5OmniThinkerForConditionalGeneration": _PROCESSOR,
     "vllm-Qwen3OmniMoeThinkerForConditionalGeneration": _PROCESSOR,
-    "named-Dots3NoteForCausalLM": _DEFAULT_CONFIG, "named-MuseSparkForConditionalGeneration": _DEFAULT_CONFIG,
-    "vllm-CohereAsrForConditionalGeneration": _DEFAULT_CONFIG,
+    "named-MiniCPMV4_7ForConditionalGeneration": _PROCESSOR, "vllm-MiniCPMOcrForConditionalGeneration": _PROCESSOR,
+    "vllm-ModernVBertModel": _PROCESSOR,
+    "named-Dots3NoteForCausalLM": _DEFAULT_CONFIG, "vllm-CohereAsrForConditionalGeneration": _DEFAULT_CONFIG,
+    "named-DeepseekV4ForCausalLM": _DEFAULT_CONFIG + " (up to v0.30.0: its layer types fail transformers' validation)",
+    "named-MuseSparkForConditionalGeneration": _DEFAULT_CONFIG + "; v0.30.0 loads its processor first",
 }  # fmt: skip
 
 

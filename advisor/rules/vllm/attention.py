@@ -80,7 +80,25 @@ def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | 
             order = [fi, *order] if head == MLA_HEAD_SIZE_FOR_FLASHINFER_SM90 else [*order, fi]
     else:
         order = ["FLASHMLA_SPARSE"]
-    return next((name for name in order if major in SPARSE_SUPPORT[name]), None)
+    head = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) or None
+    return next((name for name in order if major in SPARSE_SUPPORT[name] and _sparse_head_ok(name, head, version)),
+                None)  # fmt: skip
+
+
+# The MLA head sizes (kv_lora_rank + qk_rope_head_dim) each sparse backend takes (get_supported_head_sizes in
+# vllm/v1/attention/backends/mla/*sparse*.py; an empty list takes any): FlashMLA's sparse kernel 576 (DeepSeek V3.2's
+# 512 + 64), and 512 too in v0.20.2 and from v0.33.0; FlashInfer's 576 from its first release (v0.17.1) up to v0.25.x,
+# any from v0.30.0; FlashInfer's SM90 one 512 and 576.
+SPARSE_HEAD_SIZES: dict[str, list[tuple[str, tuple[int, ...]]]] = {
+    "FLASHMLA_SPARSE": [("0.12.0", (576,)), ("0.20.2", (512, 576)), ("0.25.1", (576,)), ("0.33.0", (512, 576))],
+    "FLASHINFER_MLA_SPARSE": [("0.12.0", (576,)), ("0.30.0", ())],
+    "FLASHINFER_MLA_SPARSE_SM90": [("0.12.0", (512, 576))],
+}
+
+
+def _sparse_head_ok(backend: str, head: int | None, version: str) -> bool:
+    sizes = at(SPARSE_HEAD_SIZES[backend], version) if backend in SPARSE_HEAD_SIZES else ()
+    return head is None or not sizes or head in sizes
 
 
 def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -> str | None:
