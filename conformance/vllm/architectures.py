@@ -78,11 +78,35 @@ def registry_tables(zf: zipfile.ZipFile) -> dict[str, set[str]]:
     return out
 
 
+VLLM_CONFIG_MODULE = "vllm/config/vllm.py"
+BREAKABLE_ENV = "VLLM_USE_BREAKABLE_CUDAGRAPH"
+# v0.25.1 to v0.28.0 list the breakable-CUDA-graph architectures inline in VllmConfig.__post_init__ (v0.29.0 names the
+# constant DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES): the tuple of the ``if`` that tests the environment variable.
+BREAKABLE_INLINE = "config/vllm.py:VllmConfig.__post_init__:breakable_cudagraph"
+
+
+def breakable_inline(zf: zipfile.ZipFile) -> set[str]:
+    """The architectures of the inline breakable-CUDA-graph tuple (empty where the release has none)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(zf.read(VLLM_CONFIG_MODULE))):
+        if not isinstance(node, ast.If):
+            continue
+        strings = {c.value for c in ast.walk(node.test) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+        if BREAKABLE_ENV not in strings:
+            continue
+        for tup in ast.walk(node.test):
+            if isinstance(tup, ast.Tuple) and tup.elts and all(isinstance(e, ast.Constant) for e in tup.elts):
+                out.update(e.value for e in tup.elts if isinstance(e.value, str))
+    return out
+
+
 def extract(release: str) -> dict[str, list[str]]:
     with zipfile.ZipFile(wheel(release)) as zf:
         reading = read(zf, roots=ROOTS, root_dirs=ROOT_DIRS, prefix="vllm/")
         for name, places in registry_tables(zf).items():
             reading.names.setdefault(name, set()).update(places)
+        for name in breakable_inline(zf):
+            reading.names.setdefault(name, set()).add(BREAKABLE_INLINE)
     return {name: sorted(places) for name, places in sorted(reading.names.items())}
 
 

@@ -58,6 +58,9 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
         "MLA backend fails to import and vLLM takes FlashInfer's; a real install has it, as the plan says",
     ("named-DeepseekV32ForCausalLM", "b200-8", 8, "attention_backend", "0.33.0", None): "as deepseek-v3.2 (quack-kernels)",
     ("named-HYV4ForCausalLM", "b200-8", 8, "attention_backend", "0.33.0", None): "as deepseek-v3.2 (quack-kernels)",
+    ("named-HYV4ForCausalLM", None, None, "attention_backend", "0.28.0", "0.28.0"):
+        "the registry does not list HYV4 yet: vLLM runs it through its Transformers backend, which takes the config's MLA "
+        "fields as MLA; the plan keeps an unlisted architecture on the default rules and says so",
 }  # fmt: skip
 
 
@@ -169,6 +172,8 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
     "named-MllamaForConditionalGeneration": _PROCESSOR, "named-Gemma4UnifiedAssistantForCausalLM": _PROCESSOR,
     "vllm-Qwen2_5OmniThinkerForConditionalGeneration": _PROCESSOR,
     "vllm-Qwen3OmniMoeThinkerForConditionalGeneration": _PROCESSOR,
+    "named-Glm5NextForConditionalGeneration": _PROCESSOR, "vllm-CohereCompassForConditionalGeneration": _PROCESSOR,
+    "named-BeamForCausalLM": _DEFAULT_CONFIG,
     "named-MiniCPMV4_7ForConditionalGeneration": _PROCESSOR, "vllm-MiniCPMOcrForConditionalGeneration": _PROCESSOR,
     "vllm-ModernVBertModel": _PROCESSOR,
     "named-Dots3NoteForCausalLM": _DEFAULT_CONFIG, "vllm-CohereAsrForConditionalGeneration": _DEFAULT_CONFIG,

@@ -28,6 +28,8 @@ OUT_OF_TREE = f"{REGISTRY_FILE}:_OOT_SUPPORTED_MODELS"
 # for the architectures of this constant (unless the variable is set), and then compiles nothing
 # (compilation_config.mode = NONE): no inductor pass runs, the allreduce fusion included.
 BREAKABLE_CUDAGRAPH = "config/vllm.py:DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES"
+# v0.25.1 to v0.28.0: the same list written inline in VllmConfig.__post_init__ (the extractor records it under this place).
+BREAKABLE_CUDAGRAPH_INLINE = "config/vllm.py:VllmConfig.__post_init__:breakable_cudagraph"
 
 
 @cache
@@ -61,8 +63,9 @@ def served(version: str) -> frozenset[str]:
 
 
 def breakable_cudagraph(model, version: str) -> bool:
-    """Whether v0.29.0+ turns compilation off for this model (its architecture on the breakable-CUDA-graph list)."""
-    return model is not None and model.architecture in _with(version, BREAKABLE_CUDAGRAPH)
+    """Whether v0.25.1+ turns compilation off for this model (its architecture on the breakable-CUDA-graph list)."""
+    names = _with(version, BREAKABLE_CUDAGRAPH) | _with(version, BREAKABLE_CUDAGRAPH_INLINE)
+    return model is not None and model.architecture in names
 
 
 def served_by_registry(model, version: str) -> bool | None:

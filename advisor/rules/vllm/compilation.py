@@ -50,7 +50,7 @@ def optimization_level_problems(s: Scenario) -> list[Problem]:
 
 def compiles(s: Scenario, version: str = NEWEST) -> bool:
     """Whether vLLM compiles the model (CompilationMode.VLLM_COMPILE): -O1 and above, without --enforce-eager, and (from
-    v0.29.0) an architecture off the breakable-CUDA-graph list, for which VllmConfig compiles nothing, and without a
+    v0.25.1) an architecture off the breakable-CUDA-graph list, for which VllmConfig compiles nothing, and without a
     config fix-up that turns compilation off (LongCat-Flash n-gram, v0.27.1+)."""
     return (optimization_level(s) >= 1 and not s.has(ENFORCE_EAGER) and not breakable_cudagraph(s.model, version)
             and not no_compile_full_graphs(s.model, version))  # fmt: skip
