@@ -100,14 +100,22 @@ def breakable_inline(zf: zipfile.ZipFile) -> set[str]:
     return out
 
 
+def with_registry_keys(names: dict[str, set[str]], zf: zipfile.ZipFile) -> dict[str, list[str]]:
+    """``names`` with the registry's tables as their keys say: the general reader also takes the class names of a
+    table's values (("exaone_moe", "ExaoneMoeForCausalLM") under the key "ExaoneMoEForCausalLM"), which vLLM does not
+    serve by that name."""
+    out = {n: {p for p in places if not (p.startswith(REGISTRY) and p.endswith("_MODELS"))} for n, places in names.items()}
+    for name, places in registry_tables(zf).items():
+        out.setdefault(name, set()).update(places)
+    for name in breakable_inline(zf):
+        out.setdefault(name, set()).add(BREAKABLE_INLINE)
+    return {name: sorted(places) for name, places in sorted(out.items()) if places}
+
+
 def extract(release: str) -> dict[str, list[str]]:
     with zipfile.ZipFile(wheel(release)) as zf:
         reading = read(zf, roots=ROOTS, root_dirs=ROOT_DIRS, prefix="vllm/")
-        for name, places in registry_tables(zf).items():
-            reading.names.setdefault(name, set()).update(places)
-        for name in breakable_inline(zf):
-            reading.names.setdefault(name, set()).add(BREAKABLE_INLINE)
-    return {name: sorted(places) for name, places in sorted(reading.names.items())}
+        return with_registry_keys(reading.names, zf)
 
 
 MLA_OUT = OUT.with_name("model_kinds.json")
@@ -120,6 +128,7 @@ MLA_ABOUT = ("Per vLLM release: mla_model_types, the config model_type values it
              "the registry's inspection). Read from the wheel with ast by `python -m conformance vllm-architectures "
              "X.Y.Z ...`; see docs/architectures.md.")  # fmt: skip
 MODELS_DIR = "vllm/model_executor/models/"
+OTHER_MODELS_DIR = "vllm/models/"
 KINDS = {"hybrid": "IsHybrid", "attention_free": "IsAttentionFree"}
 
 
@@ -186,9 +195,11 @@ def model_kinds(release: str) -> dict[str, list[str]]:
     registry: dict[str, tuple[str, str]] = {}
     with zipfile.ZipFile(wheel(release)) as zf:
         for name in zf.namelist():
-            if not (name.startswith(MODELS_DIR) and name.endswith(".py")):
+            # model classes live in vllm/model_executor/models/ and, from v0.27.1, some in vllm/models/ (the registry
+            # names those by absolute module; the bare class name finds them)
+            if not (name.startswith((MODELS_DIR, OTHER_MODELS_DIR)) and name.endswith(".py")):
                 continue
-            module = name[len(MODELS_DIR) : -3].replace("/", ".")
+            module = name[len(MODELS_DIR) : -3].replace("/", ".") if name.startswith(MODELS_DIR) else name[:-3].replace("/", ".")
             tree = ast.parse(zf.read(name))
             for node in ast.walk(tree):
                 if isinstance(node, ast.ClassDef):

@@ -58,6 +58,9 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
         "MLA backend fails to import and vLLM takes FlashInfer's; a real install has it, as the plan says",
     ("named-DeepseekV32ForCausalLM", "b200-8", 8, "attention_backend", "0.33.0", None): "as deepseek-v3.2 (quack-kernels)",
     ("named-HYV4ForCausalLM", "b200-8", 8, "attention_backend", "0.33.0", None): "as deepseek-v3.2 (quack-kernels)",
+    ("named-Qwen3ASRForConditionalGeneration", None, None, "max_model_len", "0.25.1", "0.25.1"):
+        "v0.25.1 reads Qwen3-ASR's length from its own config class (128000), not the text_config's 65536 the "
+        "advisor reads (v0.27.1 reads the text_config's)",
     ("named-HYV4ForCausalLM", None, None, "attention_backend", "0.28.0", "0.28.0"):
         "the registry does not list HYV4 yet: vLLM runs it through its Transformers backend, which takes the config's MLA "
         "fields as MLA; the plan keeps an unlisted architecture on the default rules and says so",
@@ -174,7 +177,10 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
     "vllm-Qwen3OmniMoeThinkerForConditionalGeneration": _PROCESSOR,
     "named-Glm5NextForConditionalGeneration": _PROCESSOR, "vllm-CohereCompassForConditionalGeneration": _PROCESSOR,
     "named-BeamForCausalLM": _DEFAULT_CONFIG,
-    "named-MiniCPMV4_7ForConditionalGeneration": _PROCESSOR, "vllm-MiniCPMOcrForConditionalGeneration": _PROCESSOR,
+    **dict.fromkeys(("named-Gemma4ForCausalLM", "named-Gemma4ForConditionalGeneration",
+                     "named-Gemma4UnifiedForConditionalGeneration"),
+                    _DEFAULT_CONFIG + " (v0.25.1, v0.27.1: its per-layer head_dim, read as one value)"),
+    "named-MiniCPMV4_7ForConditionalGeneration": _PROCESSOR, "named-MuseGlimmerForConditionalGeneration": _PROCESSOR, "vllm-MiniCPMOcrForConditionalGeneration": _PROCESSOR,
     "vllm-ModernVBertModel": _PROCESSOR,
     "named-Dots3NoteForCausalLM": _DEFAULT_CONFIG, "vllm-CohereAsrForConditionalGeneration": _DEFAULT_CONFIG,
     "named-DeepseekV4ForCausalLM": _DEFAULT_CONFIG + " (up to v0.30.0: its layer types fail transformers' validation)",

@@ -172,9 +172,12 @@ def attention_kind(model, version: str) -> str:
     linear-attention layers beside attention), "attention_free" (IsAttentionFree: Mamba alone) or "decoder"."""
     if model is None:
         return "decoder"
-    if model.architecture in _kinds(version, "hybrid"):
+    from advisor.rules.vllm.runner import registry_architecture  # runner reads this module's tables
+
+    arch = registry_architecture(model, version) or model.architecture  # the class the registry runs
+    if arch in _kinds(version, "hybrid"):
         return "hybrid"
-    return "attention_free" if model.architecture in _kinds(version, "attention_free") else "decoder"
+    return "attention_free" if arch in _kinds(version, "attention_free") else "decoder"
 
 
 def uses_mla(model, version: str) -> bool:

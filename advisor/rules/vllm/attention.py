@@ -159,6 +159,10 @@ def selector_head_size(model) -> int | None:
     where the config's text part is not read here (the size unknown: no backend is ruled out for it)."""
     if model.config_head_dim:
         return model.config_head_dim
+    if model.kv_lora_rank and model.qk_rope_head_dim:
+        # transformers' DeepSeek-style config classes set head_dim to qk_rope_head_dim where config.json has none
+        # (DeepseekV3Config; GLM-5's before vLLM lists it as MLA)
+        return model.qk_rope_head_dim
     if model.hidden_size is None:
         return None
     return model.hidden_size // model.num_heads if model.num_heads else 0

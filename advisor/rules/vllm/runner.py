@@ -31,6 +31,9 @@ SUFFIX_RUNNERS: list[tuple[str, tuple[tuple[str, str], ...]]] = [
                 ("ForVideoClassification", "pooling"), ("ClassificationModel", "pooling"),
                 ("ForRewardModeling", "pooling"), ("RewardModel", "pooling"), ("Model", "pooling"))),
 ]  # fmt: skip
+# v0.27.1 alone: EngineArgs leaves prefix caching off by default for every hybrid class ("and not
+# model_config.is_hybrid", vllm/engine/arg_utils.py), pooling ones included; v0.25.1 and v0.28.0 have no such clause.
+HYBRID_POOLING_PREFIX_OFF: list[tuple[str, bool]] = [("0.12.0", False), ("0.27.1", True), ("0.28.0", False)]
 # VllmConfig.__post_init__ turns async scheduling off by default for a pooling model from v0.20.2 (v0.19.1 has not).
 POOLING_ASYNC_OFF: list[tuple[str, bool]] = [("0.12.0", False), ("0.20.2", True)]
 
@@ -75,7 +78,22 @@ def is_pooling(model, version: str) -> bool:
 def pooling_unchunked(model, version: str) -> bool:
     """A pooling model whose class pools the whole sequence (CLS / MEAN), by step, or attends both ways: vLLM turns
     chunked prefill and prefix caching off. A generative class converted to pooling pools the last token."""
-    return is_pooling(model, version) and model.architecture in _kinds(version, "pooling_unchunked")
+    if not is_pooling(model, version):
+        return False
+    arch = registry_architecture(model, version) or _transformers_pooling_class(model.architecture)
+    return arch in _kinds(version, "pooling_unchunked")
+
+
+# A pooling name the registry cannot serve runs on vLLM's Transformers backend (registry._try_resolve_transformers): a
+# classifier for the classification suffixes, an embedder for the others.
+CLASSIFY_SUFFIXES = ("ForSequenceClassification", "ForTokenClassification", "ForAudioClassification",
+                     "ForImageClassification", "ForVideoClassification", "ClassificationModel")  # fmt: skip
+
+
+def _transformers_pooling_class(architecture: str) -> str:
+    if architecture.endswith(CLASSIFY_SUFFIXES):
+        return "TransformersForSequenceClassification"
+    return "TransformersEmbeddingModel"
 
 
 def encoder_decoder(model, version: str) -> bool:

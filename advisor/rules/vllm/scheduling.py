@@ -7,7 +7,13 @@ from advisor.rules.engine import Decision, Scenario
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import attention_kind, prefix_caching_forced_off
 from advisor.rules.vllm.common import ARG_UTILS_FILE, VLLM_CONFIG_FILE, rules_release
-from advisor.rules.vllm.runner import POOLING_ASYNC_OFF, encoder_decoder, is_pooling, pooling_unchunked
+from advisor.rules.vllm.runner import (
+    HYBRID_POOLING_PREFIX_OFF,
+    POOLING_ASYNC_OFF,
+    encoder_decoder,
+    is_pooling,
+    pooling_unchunked,
+)
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
 # released wheels' code: a version gets the value of the newest entry at or below it. The releases named are the
@@ -50,7 +56,8 @@ HYBRID_PREFIX_CACHING: list[tuple[str, bool]] = [("0.12.0", False), ("0.28.0", T
 def prefix_caching_supported(s: Scenario, version: str) -> tuple[bool, str]:
     """(whether vLLM turns prefix caching on by default for the model, the model's attention kind)."""
     if is_pooling(s.model, version):
-        return not pooling_unchunked(s.model, version), "pooling"
+        hybrid_off = attention_kind(s.model, version) == "hybrid" and at(HYBRID_POOLING_PREFIX_OFF, version)
+        return not pooling_unchunked(s.model, version) and not hybrid_off, "pooling"
     if encoder_decoder(s.model, version):
         return False, "encoder-decoder"
     kind = attention_kind(s.model, version)
