@@ -168,6 +168,10 @@ class ModelSpec:
     # Kimi delta attention layers: linear_attn_config.kda_layers, or linear_attention layers with linear_num_heads and
     # linear_head_dim (SGLang's uses_kda_attention, v0.5.20+)
     kda_attention: bool = False
+    # Every context-length key of CONTEXT_LENGTH_KEYS the language model's config sets, as written (text_config's, or
+    # thinker_config.text_config's for an omni model, over the top level's): vLLM derives max_model_len from them.
+    context_lengths: tuple[tuple[str, int], ...] = ()
+    is_encoder_decoder: bool = False  # the config (or its text_config) sets is_encoder_decoder: true (Whisper)
 
     @property
     def is_moe(self) -> bool:
@@ -264,6 +268,22 @@ def _check_rope_scaling(config: Mapping[str, Any], where: str) -> None:
 
 SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text_config
 MAX_ARCHITECTURE_NAME = 200  # the longest class names in the engines' registries are under 60 characters
+# The keys a config states its context length under (vLLM's ModelArchConfigConvertor.derived_max_model_len_and_key
+# reads these, vllm/transformers_utils/model_arch_config_convertor.py v0.33.0).
+CONTEXT_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                       "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")  # fmt: skip
+
+
+def _context_lengths(config: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    # an omni model's thinker_config and a retrieval model's vlm_config hold the language model's config one level down
+    inner: Mapping[str, Any] = {}
+    for outer in ("thinker_config", "vlm_config"):
+        wrapper = config.get(outer)
+        if isinstance(wrapper, Mapping) and isinstance(wrapper.get("text_config"), Mapping):
+            inner = wrapper["text_config"]
+            break
+    part = {**config, **text, **inner}
+    return tuple((k, part[k]) for k in CONTEXT_LENGTH_KEYS if _int(part.get(k)) is not None and part[k] > 0)
 
 
 def _kda_attention(config: Mapping[str, Any]) -> bool:
@@ -294,10 +314,11 @@ def _vision(config: Mapping[str, Any], where: str) -> tuple[int | None, int | No
 # Every size a config.json gives must be a whole number from 1 to MAX_MODEL_SIZE: a zero or negative width, or one past
 # any real model, makes every memory figure meaningless (negative KV tokens that "fit", float overflow), so such a config
 # is refused rather than planned. Zero means "none" in real configs for a few keys (a dense model's expert count, a
-# disabled sliding window).
+# disabled sliding window, a head_dim a config class materializes as 0 where it has none: vLLM's get_head_size then
+# derives it, vllm/transformers_utils/model_arch_config_convertor.py v0.33.0).
 MAX_MODEL_SIZE = 2**40
 ZERO_MEANS_NONE = frozenset({"num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
-                             "experts_per_token", "moe_topk", "sliding_window"})  # fmt: skip
+                             "experts_per_token", "moe_topk", "sliding_window", "head_dim", "qk_rope_head_dim"})  # fmt: skip
 
 
 # A size written as a string, a boolean or a float (NaN and Infinity included, which Python's json reads) is no size:
@@ -458,6 +479,8 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         has_text_config=bool(text) or any(isinstance(config.get(k), Mapping) and config.get(k) for k in SUB_CONFIGS),
         sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
         kda_attention=_kda_attention(config) or _kda_attention(text),
+        context_lengths=_context_lengths(config, text),
+        is_encoder_decoder=merged.get("is_encoder_decoder") is True,
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))

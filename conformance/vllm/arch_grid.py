@@ -1,7 +1,11 @@
-"""The architectures grid: every config.json under tests/conformance/configs/ (public checkpoints' configs, and the
-synthetic variants this module writes) resolved by each release on one GPU of each kind the rules tell apart.
+"""The architectures grid: every config.json under tests/conformance/configs/ (public checkpoints' configs, the
+synthetic variants this module writes, transformers' default configs of the architectures SGLang names (named-*) and
+of registry architectures SGLang does not name (vllm-*, this module writes them)) resolved by each release on one GPU
+of each kind the rules tell apart at tp 1, and at tp 2 (H100) and tp 8 (B200) where the allreduce fusion, its size
+table and custom allreduce depend on tp and GPU.
 
     python -m conformance.vllm 0.33.0 --grid architectures
+    python -c "from conformance.vllm.arch_grid import write_vllm_configs; write_vllm_configs()"   # the vllm-* configs
 
 A scenario names its model by the config directory (relative to the repository), so the conformance test rebuilds the
 same plan from it (tests/conformance/test_vllm_architectures_conformance.py). The synthetic variants are what a model
@@ -25,6 +29,13 @@ PROFILES = ("h100-sxm-8", "b200-8", "a100-sxm-8")
 # Draft models (EAGLE heads): vLLM loads them only as a speculative config's draft, never as the served model.
 DRAFTS = ("eagle-llama-3.1-8b", "eagle3-llama-3.1-8b")
 SYNTHETIC_PREFIX = "synthetic-"
+VLLM_PREFIX = "vllm-"
+# Beyond tp 1: (profile, tp) per config. tp 2 on SM90 and tp 8 on SM100: the allreduce+RMSNorm fusion's size table and
+# custom allreduce depend on the GPU and the world size; the architecture enters only through whether the model is
+# compiled, so one multi-GPU layout per GPU kind covers it. A tp that does not split the attention heads is replaced
+# by the largest of MULTI_TPS that does (vLLM refuses the other at start-up, which proves no decision).
+MULTI_GPU = (("h100-sxm-8", 2), ("b200-8", 8))
+MULTI_TPS = (8, 4, 2)
 
 
 def _config(name: str) -> dict:
@@ -66,11 +77,43 @@ def config_dirs() -> list[str]:
     return [str((CONFIGS / name).relative_to(REPO)) for name in names]
 
 
+HEAD_KEYS = ("num_attention_heads", "n_head", "encoder_attention_heads")  # GPT-2's and Whisper's spellings too
+
+
+def _heads(config: dict) -> int | None:
+    """The attention head count vLLM checks tp against: the language model's (text_config, an omni model's
+    thinker_config.text_config, a retrieval model's vlm_config.text_config, ...), else the top level's."""
+    wrappers = [config.get(k) for k in ("thinker_config", "vlm_config")]
+    parts = [config.get("text_config"), *(w.get("text_config") for w in wrappers if isinstance(w, dict)),
+             config.get("llm_config"), config.get("language_config"), config]  # fmt: skip
+    for part in parts:
+        for key in HEAD_KEYS:
+            if isinstance(part, dict) and isinstance(part.get(key), int):
+                return part[key]
+    return None
+
+
+def multi_gpu_tp(model: str, tp: int) -> int:
+    """``tp``, or the largest of MULTI_TPS up to it that splits the config's attention heads (``tp`` when none does)."""
+    heads = _heads(json.loads((REPO / model / "config.json").read_text()))
+    if not heads or heads % tp == 0:
+        return tp
+    return next((t for t in MULTI_TPS if t <= tp and heads % t == 0), tp)
+
+
 def scenarios() -> list[dict]:
+    """Each config at tp 1 on every profile, then at MULTI_GPU's layouts (read from the configs at run time)."""
     out = []
+
+    def add(profile: str, model: str, tp: int) -> None:
+        out.append({"id": f"{profile}|{model}|tp{tp}|", "profile": profile, "model": model, "tp": tp, "overrides": []})
+
     for profile in PROFILES:
         for model in config_dirs():
-            out.append({"id": f"{profile}|{model}|tp1|", "profile": profile, "model": model, "tp": 1, "overrides": []})
+            add(profile, model, 1)
+    for profile, tp in MULTI_GPU:
+        for model in config_dirs():
+            add(profile, model, multi_gpu_tp(model, tp))
     return out
 
 
@@ -80,3 +123,78 @@ def resolver_input(root: Path, items: list[dict]) -> list[dict]:
              "argv": ["--model", str(REPO / s["model"]), "--tensor-parallel-size", str(s["tp"]),
                       "--skip-tokenizer-init"]}
             for s in items]  # fmt: skip
+
+
+# -- vllm-<Arch>: registry architectures no other config of the grid has -----------------------------------------------
+# The registry's tables whose models differ to the modelled decisions: multimodal models (their text config decides),
+# pooling models (runner "pooling": chunked prefill and prefix caching follow the pooler).
+MULTIMODAL_TABLE = "model_executor/models/registry.py:_MULTIMODAL_MODELS"
+POOLING_TABLES = tuple(f"model_executor/models/registry.py:{t}" for t in (
+    "_EMBEDDING_MODELS", "_SEQUENCE_CLASSIFICATION_MODELS", "_TOKEN_CLASSIFICATION_MODELS", "_REWARD_MODELS",
+    "_LATE_INTERACTION_MODELS"))  # fmt: skip
+EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+
+
+def _parts(config: dict) -> list[dict]:
+    return [config, *(v for v in config.values() if isinstance(v, dict))]
+
+
+def decision_kinds(arch: str, config: dict, version: str) -> list[str]:
+    """What in a config the modelled decisions read: MLA, sliding window, hybrid / attention-free layers, experts,
+    multimodal, pooling (empty: a plain decoder, which the grid's other configs already cover)."""
+    from advisor.rules.vllm import architectures as registry
+
+    places = (registry.named(version) or {}).get(arch, [])
+    parts = _parts(config)
+    kinds = {
+        "mla": any(p.get("kv_lora_rank") for p in parts),
+        "sliding_window": any(p.get("sliding_window") or "sliding_attention" in (p.get("layer_types") or [])
+                              for p in parts),
+        "hybrid": arch in registry._kinds(version, "hybrid") or arch in registry._kinds(version, "attention_free"),
+        "moe": any(isinstance(p.get(k), int) and p[k] > 1 for p in parts for k in EXPERT_KEYS),
+        "multimodal": MULTIMODAL_TABLE in places,
+        "pooling": any(t in places for t in POOLING_TABLES),
+    }  # fmt: skip
+    return [k for k, v in kinds.items() if v]
+
+
+def vllm_configs(version: str) -> dict[str, dict]:
+    """Directory name -> transformers' default config of each architecture the release's registry serves that no other
+    config of the grid has, SGLang names in no release (the named-* configs are those), and whose config shows
+    something the decisions read (decision_kinds)."""
+    import transformers
+    from transformers import AutoConfig
+
+    from advisor.rules.sglang import architectures as sglang_architectures
+    from advisor.rules.vllm import architectures as registry
+    from conformance.sglang.config_grid import transformers_model_types
+
+    covered = {(json.loads(p.read_text()).get("architectures") or [None])[0]
+               for p in CONFIGS.glob("*/config.json") if not p.parent.name.startswith(VLLM_PREFIX)}  # fmt: skip
+    sglang_names = {n for release in sglang_architectures._releases().values() for n in release}
+    types = transformers_model_types()
+    out = {}
+    for arch in sorted(registry.served(version) - covered - sglang_names):
+        if arch not in types:
+            continue
+        try:
+            config = AutoConfig.for_model(types[arch]).to_dict()
+        except Exception:  # a config class that needs arguments: not in the grid
+            continue
+        if not decision_kinds(arch, config, version):
+            continue
+        config["architectures"] = [arch]
+        config["_written_by"] = f"transformers {transformers.__version__} AutoConfig.for_model({types[arch]!r})"
+        out[VLLM_PREFIX + arch] = config
+    return out
+
+
+def write_vllm_configs(version: str = "0.33.0") -> list[Path]:
+    """(Re)write the vllm-* configs (committed: the grid and CI read them without transformers' help)."""
+    out = []
+    for name, config in vllm_configs(version).items():
+        path = CONFIGS / name / "config.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(config, indent=1, sort_keys=True, default=str) + "\n")
+        out.append(path)
+    return out

@@ -53,10 +53,69 @@ def wheel(release: str) -> Path:
     return found[0]
 
 
+REGISTRY_MODULE = "vllm/model_executor/models/registry.py"
+
+
+def registry_tables(zf: zipfile.ZipFile) -> dict[str, set[str]]:
+    """Every key of the registry's module-level ``_..._MODELS`` tables -> the tables naming it, keys of a dict spread
+    into a table (``**{...}``, v0.33.0's multimodal embedding models) included: the general reader keeps a dict's keys
+    only when all of them are strings, and a spread's key is None."""
+    out: dict[str, set[str]] = {}
+
+    def keys(node: ast.Dict):
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is None and isinstance(value, ast.Dict):
+                yield from keys(value)
+            elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                yield key.value
+
+    for node in ast.parse(zf.read(REGISTRY_MODULE)).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id.endswith("_MODELS") and isinstance(value, ast.Dict):
+            for name in keys(value):
+                out.setdefault(name, set()).add(f"{REGISTRY}{target.id}")
+    return out
+
+
+VLLM_CONFIG_MODULE = "vllm/config/vllm.py"
+BREAKABLE_ENV = "VLLM_USE_BREAKABLE_CUDAGRAPH"
+# v0.25.1 to v0.28.0 list the breakable-CUDA-graph architectures inline in VllmConfig.__post_init__ (v0.29.0 names the
+# constant DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES): the tuple of the ``if`` that tests the environment variable.
+BREAKABLE_INLINE = "config/vllm.py:VllmConfig.__post_init__:breakable_cudagraph"
+
+
+def breakable_inline(zf: zipfile.ZipFile) -> set[str]:
+    """The architectures of the inline breakable-CUDA-graph tuple (empty where the release has none)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(zf.read(VLLM_CONFIG_MODULE))):
+        if not isinstance(node, ast.If):
+            continue
+        strings = {c.value for c in ast.walk(node.test) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+        if BREAKABLE_ENV not in strings:
+            continue
+        for tup in ast.walk(node.test):
+            if isinstance(tup, ast.Tuple) and tup.elts and all(isinstance(e, ast.Constant) for e in tup.elts):
+                out.update(e.value for e in tup.elts if isinstance(e.value, str))
+    return out
+
+
+def with_registry_keys(names: dict[str, set[str]], zf: zipfile.ZipFile) -> dict[str, list[str]]:
+    """``names`` with the registry's tables as their keys say: the general reader also takes the class names of a
+    table's values (("exaone_moe", "ExaoneMoeForCausalLM") under the key "ExaoneMoEForCausalLM"), which vLLM does not
+    serve by that name."""
+    out = {n: {p for p in places if not (p.startswith(REGISTRY) and p.endswith("_MODELS"))} for n, places in names.items()}
+    for name, places in registry_tables(zf).items():
+        out.setdefault(name, set()).update(places)
+    for name in breakable_inline(zf):
+        out.setdefault(name, set()).add(BREAKABLE_INLINE)
+    return {name: sorted(places) for name, places in sorted(out.items()) if places}
+
+
 def extract(release: str) -> dict[str, list[str]]:
     with zipfile.ZipFile(wheel(release)) as zf:
         reading = read(zf, roots=ROOTS, root_dirs=ROOT_DIRS, prefix="vllm/")
-    return {name: sorted(places) for name, places in sorted(reading.names.items())}
+        return with_registry_keys(reading.names, zf)
 
 
 MLA_OUT = OUT.with_name("model_kinds.json")
@@ -69,6 +128,7 @@ MLA_ABOUT = ("Per vLLM release: mla_model_types, the config model_type values it
              "the registry's inspection). Read from the wheel with ast by `python -m conformance vllm-architectures "
              "X.Y.Z ...`; see docs/architectures.md.")  # fmt: skip
 MODELS_DIR = "vllm/model_executor/models/"
+OTHER_MODELS_DIR = "vllm/models/"
 KINDS = {"hybrid": "IsHybrid", "attention_free": "IsAttentionFree"}
 
 
@@ -95,21 +155,59 @@ def _base_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
 
 
+# What a pooling model's class declares (vllm/model_executor/models/interfaces_base.py): is_pooling_model, the
+# @default_pooling_type(seq_pooling_type=, tok_pooling_type=) and @attn_type(...) decorators, or the same class
+# attributes; a class inherits them from its bases.
+POOLING_ATTRIBUTES = ("is_pooling_model", "default_seq_pooling_type", "default_tok_pooling_type", "attn_type")
+DECORATOR_ATTRIBUTES = {"seq_pooling_type": "default_seq_pooling_type", "tok_pooling_type": "default_tok_pooling_type"}
+# The pooling types with which ModelConfig.is_chunked_prefill_supported / is_prefix_caching_supported (vllm/config/
+# model.py) turn both off: a whole-sequence pool (CLS, MEAN) or a step pool, and bidirectional attention.
+UNCHUNKED_SEQ, UNCHUNKED_TOK = ("CLS", "MEAN"), ("STEP",)
+
+
+def _declared(node: ast.ClassDef) -> dict[str, object]:
+    """The pooling attributes a class body or its decorators set."""
+    out: dict[str, object] = {}
+    for stmt in node.body:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(stmt, "target", None)
+        value = getattr(stmt, "value", None)
+        if isinstance(target, ast.Name) and target.id in POOLING_ATTRIBUTES and isinstance(value, ast.Constant):
+            out[target.id] = value.value
+    for deco in node.decorator_list:
+        if not isinstance(deco, ast.Call):
+            continue
+        name = _base_name(deco.func)
+        if name == "default_pooling_type":
+            for kw in deco.keywords:
+                if kw.arg in DECORATOR_ATTRIBUTES and isinstance(kw.value, ast.Constant):
+                    out[DECORATOR_ATTRIBUTES[kw.arg]] = kw.value.value
+        elif name == "attn_type" and deco.args and isinstance(deco.args[0], ast.Constant):
+            out["attn_type"] = deco.args[0].value
+    return out
+
+
 def model_kinds(release: str) -> dict[str, list[str]]:
-    """kind -> the registry's architectures whose class derives (through classes of the models package) from it."""
+    """kind -> the registry's architectures whose class derives (through classes of the models package) from it; and
+    pooling (the class is a pooling model) and pooling_unchunked (a pooling model whose pooling or bidirectional
+    attention rules out chunked prefill and prefix caching)."""
     bases: dict[str, set[str]] = {}  # "module.Class" and "Class" -> base class names
+    declared: dict[str, dict[str, object]] = {}  # "module.Class" and "Class" -> the pooling attributes it sets
     registry: dict[str, tuple[str, str]] = {}
     with zipfile.ZipFile(wheel(release)) as zf:
         for name in zf.namelist():
-            if not (name.startswith(MODELS_DIR) and name.endswith(".py")):
+            # model classes live in vllm/model_executor/models/ and, from v0.27.1, some in vllm/models/ (the registry
+            # names those by absolute module; the bare class name finds them)
+            if not (name.startswith((MODELS_DIR, OTHER_MODELS_DIR)) and name.endswith(".py")):
                 continue
-            module = name[len(MODELS_DIR) : -3].replace("/", ".")
+            module = name[len(MODELS_DIR) : -3].replace("/", ".") if name.startswith(MODELS_DIR) else name[:-3].replace("/", ".")
             tree = ast.parse(zf.read(name))
             for node in ast.walk(tree):
                 if isinstance(node, ast.ClassDef):
                     found = {b for b in map(_base_name, node.bases) if b}
                     bases[f"{module}.{node.name}"] = found
                     bases.setdefault(node.name, set()).update(found)
+                    declared[f"{module}.{node.name}"] = _declared(node)
+                    declared.setdefault(node.name, _declared(node))
                 if module == "registry" and isinstance(node, ast.Dict):
                     for key, value in zip(node.keys, node.values, strict=True):
                         if (
@@ -125,9 +223,32 @@ def model_kinds(release: str) -> dict[str, list[str]]:
         direct = bases.get(cls, set())
         return kind in direct or any(derives(b, kind, seen | {cls}) for b in direct if b not in seen and b != cls)
 
-    return {kind: sorted(arch for arch, (module, cls) in registry.items()
-                         if derives(f"{module}.{cls}", interface) or derives(cls, interface))
-            for kind, interface in KINDS.items()}  # fmt: skip
+    def attribute(cls: str, name: str, seen: frozenset[str] = frozenset()) -> object:
+        """The attribute as the class has it: its own declaration, else its first base's that declares it."""
+        if name in declared.get(cls, {}):
+            return declared[cls][name]
+        for base in sorted(bases.get(cls, set())):
+            if base not in seen and base != cls:
+                found = attribute(base, name, seen | {cls})
+                if found is not None:
+                    return found
+        return None
+
+    def attr(arch: str, name: str) -> object:
+        module, cls = registry[arch]
+        found = attribute(f"{module}.{cls}", name)
+        return found if found is not None else attribute(cls, name)
+
+    kinds = {kind: sorted(arch for arch, (module, cls) in registry.items()
+                          if derives(f"{module}.{cls}", interface) or derives(cls, interface))
+             for kind, interface in KINDS.items()}  # fmt: skip
+    pooling = sorted(arch for arch in registry if attr(arch, "is_pooling_model") is True)
+    kinds["pooling"] = pooling
+    kinds["pooling_unchunked"] = [arch for arch in pooling
+                                  if attr(arch, "default_seq_pooling_type") in UNCHUNKED_SEQ
+                                  or attr(arch, "default_tok_pooling_type") in UNCHUNKED_TOK
+                                  or attr(arch, "attn_type") == "encoder_only"]  # fmt: skip
+    return kinds
 
 
 def write_mla(release: str) -> None:

@@ -237,15 +237,28 @@ def _inspect_in_process() -> None:
     import vllm.model_executor.models.registry as registry
 
     in_subprocess = registry._run_in_subprocess
+    failed: dict[tuple[str, str], Exception] = {}  # model class -> how its subprocess inspection failed
 
     def inspect(fn):
+        # The registry's lambda closes over the lazily registered model: a class whose inspection failed fails the
+        # same way in every later scenario, so the subprocess (a fresh interpreter importing vllm, most of a minute on
+        # shared cores) runs once per class.
+        lazy = next((c.cell_contents for c in fn.__closure__ or () if hasattr(c.cell_contents, "class_name")), None)
+        key = (getattr(lazy, "module_name", ""), getattr(lazy, "class_name", "")) if lazy is not None else None
+        if key in failed:
+            raise failed[key]
         try:
             return fn()
         except ModuleNotFoundError as exc:  # named in the scenario's error, so the environment build installs it
             _MISSING_MODULES.append(exc.name or "")
             raise
         except Exception:
-            return in_subprocess(fn)
+            try:
+                return in_subprocess(fn)
+            except Exception as exc:
+                if key is not None:
+                    failed[key] = exc
+                raise
 
     registry._run_in_subprocess = inspect
 

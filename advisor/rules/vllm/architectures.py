@@ -28,6 +28,8 @@ OUT_OF_TREE = f"{REGISTRY_FILE}:_OOT_SUPPORTED_MODELS"
 # for the architectures of this constant (unless the variable is set), and then compiles nothing
 # (compilation_config.mode = NONE): no inductor pass runs, the allreduce fusion included.
 BREAKABLE_CUDAGRAPH = "config/vllm.py:DEFAULT_BREAKABLE_CUDAGRAPH_ARCHITECTURES"
+# v0.25.1 to v0.28.0: the same list written inline in VllmConfig.__post_init__ (the extractor records it under this place).
+BREAKABLE_CUDAGRAPH_INLINE = "config/vllm.py:VllmConfig.__post_init__:breakable_cudagraph"
 
 
 @cache
@@ -61,15 +63,18 @@ def served(version: str) -> frozenset[str]:
 
 
 def breakable_cudagraph(model, version: str) -> bool:
-    """Whether v0.29.0+ turns compilation off for this model (its architecture on the breakable-CUDA-graph list)."""
-    return model is not None and model.architecture in _with(version, BREAKABLE_CUDAGRAPH)
+    """Whether v0.25.1+ turns compilation off for this model (its architecture on the breakable-CUDA-graph list)."""
+    names = _with(version, BREAKABLE_CUDAGRAPH) | _with(version, BREAKABLE_CUDAGRAPH_INLINE)
+    return model is not None and model.architecture in names
 
 
 def served_by_registry(model, version: str) -> bool | None:
     """Whether the release's registry serves ``architectures[0]``; None when unknown (no model, release not read)."""
     if model is None or named(version) is None:
         return None
-    return model.architecture in served(version)
+    from advisor.rules.vllm.runner import registry_architecture  # runner reads this module's tables
+
+    return registry_architecture(model, version) is not None
 
 
 def architecture_problems(s: Scenario, version: str) -> list[Problem]:
@@ -154,7 +159,7 @@ def _kinds(version: str, kind: str) -> frozenset[str]:
     """model_kinds.json's ``kind`` list of the newest release read at or below ``version`` (empty when none)."""
     releases = json.loads(KINDS_FILE.read_text(encoding="utf-8"))["releases"]
     read = [r for r in releases if parse_release(r) <= parse_release(version)]
-    return frozenset(releases[max(read, key=parse_release)][kind]) if read else frozenset()
+    return frozenset(releases[max(read, key=parse_release)].get(kind, ())) if read else frozenset()
 
 
 def mla_model_types(version: str) -> frozenset[str]:
@@ -167,9 +172,12 @@ def attention_kind(model, version: str) -> str:
     linear-attention layers beside attention), "attention_free" (IsAttentionFree: Mamba alone) or "decoder"."""
     if model is None:
         return "decoder"
-    if model.architecture in _kinds(version, "hybrid"):
+    from advisor.rules.vllm.runner import registry_architecture  # runner reads this module's tables
+
+    arch = registry_architecture(model, version) or model.architecture  # the class the registry runs
+    if arch in _kinds(version, "hybrid"):
         return "hybrid"
-    return "attention_free" if model.architecture in _kinds(version, "attention_free") else "decoder"
+    return "attention_free" if arch in _kinds(version, "attention_free") else "decoder"
 
 
 def uses_mla(model, version: str) -> bool:

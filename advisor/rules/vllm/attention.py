@@ -80,7 +80,25 @@ def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | 
             order = [fi, *order] if head == MLA_HEAD_SIZE_FOR_FLASHINFER_SM90 else [*order, fi]
     else:
         order = ["FLASHMLA_SPARSE"]
-    return next((name for name in order if major in SPARSE_SUPPORT[name]), None)
+    head = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) or None
+    return next((name for name in order if major in SPARSE_SUPPORT[name] and _sparse_head_ok(name, head, version)),
+                None)  # fmt: skip
+
+
+# The MLA head sizes (kv_lora_rank + qk_rope_head_dim) each sparse backend takes (get_supported_head_sizes in
+# vllm/v1/attention/backends/mla/*sparse*.py; an empty list takes any): FlashMLA's sparse kernel 576 (DeepSeek V3.2's
+# 512 + 64), and 512 too in v0.20.2 and from v0.33.0; FlashInfer's 576 from its first release (v0.17.1) up to v0.25.x,
+# any from v0.30.0; FlashInfer's SM90 one 512 and 576.
+SPARSE_HEAD_SIZES: dict[str, list[tuple[str, tuple[int, ...]]]] = {
+    "FLASHMLA_SPARSE": [("0.12.0", (576,)), ("0.20.2", (512, 576)), ("0.25.1", (576,)), ("0.33.0", (512, 576))],
+    "FLASHINFER_MLA_SPARSE": [("0.12.0", (576,)), ("0.30.0", ())],
+    "FLASHINFER_MLA_SPARSE_SM90": [("0.12.0", (512, 576))],
+}
+
+
+def _sparse_head_ok(backend: str, head: int | None, version: str) -> bool:
+    sizes = at(SPARSE_HEAD_SIZES[backend], version) if backend in SPARSE_HEAD_SIZES else ()
+    return head is None or not sizes or head in sizes
 
 
 def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -> str | None:
@@ -97,11 +115,57 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
         sm100 = at(MLA_SM100_FIRST, version)
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
     sinks = model.model_type == "gpt_oss"  # attention sinks: FlashInfer's prefill path rejects them
-    if major == 10:
-        return at(SINKS_SM100, version) if sinks else "FLASHINFER"
-    if sinks and major != 9:
-        return "TRITON_ATTN"
-    return "FLASH_ATTN"
+    head = selector_head_size(model)
+    order = ["FLASHINFER", "FLASH_ATTN"] if major == 10 else ["FLASH_ATTN", "FLASHINFER"]
+    for name in [*order, "TRITON_ATTN", "FLEX_ATTENTION"]:
+        if head is not None and not supports_head_size(name, head, major, version):
+            continue
+        if sinks and (name == "FLASHINFER" or (name == "FLASH_ATTN" and not _fa_sinks(major, version))):
+            continue
+        return name
+    return None
+
+
+def _fa_sinks(major: int, version: str) -> bool:
+    """FlashAttention runs attention sinks: FA3 on 9.x; on 10.x the release's FA4 (SINKS_SM100)."""
+    return major == 9 or (major == 10 and at(SINKS_SM100, version) == "FLASH_ATTN")
+
+
+# The head sizes each standard backend takes (its supports_head_size / get_supported_head_sizes, checked by the
+# selector before the priority order is walked: vllm/v1/attention/backends/flash_attn.py, flashinfer.py,
+# triton_attn.py). FlashAttention: a multiple of 8 up to 256; from v0.20.2 up to 512 where FA4 runs (capability 9.x,
+# 10.x, 11.x: vllm_flash_attn/flash_attn_interface.py _is_fa4_supported). FlashInfer: 64, 128, 256 (and 512 from
+# v0.25.1). Triton: 32 and up. FlexAttention: any.
+FA4_HEAD_SIZES_FROM: list[tuple[str, bool]] = [("0.12.0", False), ("0.20.2", True)]
+FA4_MAJORS = (9, 10, 11)
+FLASHINFER_HEAD_SIZES: list[tuple[str, tuple[int, ...]]] = [("0.12.0", (64, 128, 256)), ("0.25.1", (64, 128, 256, 512))]
+TRITON_MIN_HEAD_SIZE = 32
+
+
+def supports_head_size(backend: str, head: int, major: int, version: str) -> bool:
+    if backend == "FLASH_ATTN":
+        limit = 512 if at(FA4_HEAD_SIZES_FROM, version) and major in FA4_MAJORS else 256
+        return head % 8 == 0 and head <= limit
+    if backend == "FLASHINFER":
+        return head in at(FLASHINFER_HEAD_SIZES, version)
+    if backend == "TRITON_ATTN":
+        return head >= TRITON_MIN_HEAD_SIZE
+    return True
+
+
+def selector_head_size(model) -> int | None:
+    """The head size vLLM's selector checks for a model without MLA (ModelArchConfigConvertor.get_head_size): the
+    config's head_dim when positive, else hidden_size // num_attention_heads, 0 without attention heads (Mamba); None
+    where the config's text part is not read here (the size unknown: no backend is ruled out for it)."""
+    if model.config_head_dim:
+        return model.config_head_dim
+    if model.kv_lora_rank and model.qk_rope_head_dim:
+        # transformers' DeepSeek-style config classes set head_dim to qk_rope_head_dim where config.json has none
+        # (DeepseekV3Config; GLM-5's before vLLM lists it as MLA)
+        return model.qk_rope_head_dim
+    if model.hidden_size is None:
+        return None
+    return model.hidden_size // model.num_heads if model.num_heads else 0
 
 
 def attention_decision(s: Scenario, version: str) -> Decision:

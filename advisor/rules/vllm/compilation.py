@@ -12,6 +12,7 @@ from advisor.rules.vllm.architectures import (
     no_compile_full_graphs,
 )
 from advisor.rules.vllm.common import ENFORCE_EAGER, NEWEST, VLLM_CONFIG_FILE, rules_release
+from advisor.rules.vllm.runner import encoder_decoder, is_pooling
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
 # released wheels' code: a version gets the value of the newest entry at or below it. The releases named are the
@@ -49,7 +50,7 @@ def optimization_level_problems(s: Scenario) -> list[Problem]:
 
 def compiles(s: Scenario, version: str = NEWEST) -> bool:
     """Whether vLLM compiles the model (CompilationMode.VLLM_COMPILE): -O1 and above, without --enforce-eager, and (from
-    v0.29.0) an architecture off the breakable-CUDA-graph list, for which VllmConfig compiles nothing, and without a
+    v0.25.1) an architecture off the breakable-CUDA-graph list, for which VllmConfig compiles nothing, and without a
     config fix-up that turns compilation off (LongCat-Flash n-gram, v0.27.1+)."""
     return (optimization_level(s) >= 1 and not s.has(ENFORCE_EAGER) and not breakable_cudagraph(s.model, version)
             and not no_compile_full_graphs(s.model, version))  # fmt: skip
@@ -76,6 +77,10 @@ def compilation_value(s: Scenario, version: str = NEWEST) -> dict[str, int | str
     graphs = "NONE" if eager else CUDAGRAPH_BY_LEVEL.get(level, "FULL_AND_PIECEWISE")
     if not eager and no_compile_full_graphs(s.model, rules_release(version)):
         graphs = "FULL"  # the fix-up sets it before the -O level's defaults, which fill only what is unset
+    if graphs.startswith("FULL") and is_pooling(s.model, rules_release(version)):
+        graphs = "PIECEWISE"  # VllmConfig.__post_init__: "Pooling models do not support full cudagraphs"
+    elif graphs not in ("NONE", "FULL_DECODE_ONLY") and encoder_decoder(s.model, rules_release(version)):
+        graphs = "FULL_DECODE_ONLY"  # VllmConfig.__post_init__: encoder-decoder models capture decode graphs only
     return {"optimization_level": level, "compilation_mode": mode, "cudagraph_mode": graphs}
 
 

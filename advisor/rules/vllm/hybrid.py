@@ -68,7 +68,8 @@ def hybrid_block_size(s, version: str, block: int, kv_cache_dtype: str) -> int:
             or uses_mla(model, version)):  # fmt: skip
         return block
     mamba = state_bytes(model, max(s.tp, 1), version)
-    kv_bytes = dtype_bytes(model.dtype) if kv_cache_dtype == "auto" else (1 if kv_cache_dtype.startswith("fp8") else 2)
+    # a config that states no dtype runs in a 2-byte one (vLLM's auto dtype: bfloat16, float16 for some pooling models)
+    kv_bytes = (dtype_bytes(model.dtype) or 2) if kv_cache_dtype == "auto" else (1 if kv_cache_dtype.startswith("fp8") else 2)
     if not mamba or not model.head_dim or not model.num_kv_heads or not kv_bytes:
         return block
     per_token = 2 * max(1, model.num_kv_heads // max(s.tp, 1)) * model.head_dim * kv_bytes

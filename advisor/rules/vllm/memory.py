@@ -9,6 +9,8 @@ from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import model_kv_cache_dtype, model_max_num_seqs, uses_mla, uses_sparse_mla
 from advisor.rules.vllm.common import ARG_UTILS_FILE, ATTENTION_FLAG, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
 from advisor.rules.vllm.hybrid import hybrid_block_size
+from advisor.rules.vllm.runner import chunked_prefill_supported
+from advisor.rules.vllm.scheduling import switch_setting
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
 # released wheels' code: a version gets the value of the newest entry at or below it. The releases named are the
@@ -68,6 +70,14 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
     if seqs is not None and tokens is not None and not given["max_num_seqs"]:
         seqs = min(seqs, tokens)
     seqs = model_max_num_seqs(s.model, release, seqs)
+    length = _number(given["max_model_len"], int, derived_max_model_len(s.model))
+    if tokens is not None and length and not given["max_num_batched_tokens"]:
+        # EngineArgs._set_default_max_num_batched_tokens: without chunked prefill one batch must hold a whole prompt;
+        # and a default never exceeds max_num_seqs x max_model_len.
+        if not chunked_prefill_on(s, release):
+            tokens = max(tokens, length)
+        if seqs:
+            tokens = min(tokens, seqs * length)
     kv_dtype = kv_cache_dtype(s, release)  # the block size of a hybrid model depends on it too
     block = mla_block_size(s, release, _number(given["block_size"], block_size, 16))
     return {
@@ -78,8 +88,7 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
         "max_num_batched_tokens": tokens,
         "kv_cache_dtype": kv_dtype,
         "block_size": hybrid_block_size(s, release, block, kv_dtype),
-        # ModelConfig's derived length: max_position_embeddings as config.json gives it (every golden agrees)
-        "max_model_len": _number(given["max_model_len"], int, s.model.max_position_embeddings if s.model else None),
+        "max_model_len": length,
     }
 
 
@@ -90,6 +99,30 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
 # 64 kept when FLASHINFER_MLA_SPARSE is chosen). v0.19.1 forces nothing (the block size stays 16); the v0.18 releases were not read.
 MLA_BLOCK_RULE: list[tuple[str, str | None]] = [("0.12.0", "0.12"), ("0.15.1", "0.15"), ("0.19.1", None)]
 MLA_NOPE_FOR_FLASHINFER = 128  # FlashInfer MLA's kernel constraint on qk_nope_head_dim (v0.15.1)
+
+
+def chunked_prefill_on(s: Scenario, version: str) -> bool:
+    """Whether chunked prefill ends up on: the model supports it (runner.chunked_prefill_supported), unless a flag says."""
+    setting = switch_setting(s, "--enable-chunked-prefill")
+    return chunked_prefill_supported(s.model, version) if setting is None else setting
+
+
+# What ModelConfig assumes when the config states no context length (vllm/config/model.py _get_and_verify_max_len).
+DEFAULT_MAX_MODEL_LEN = 2048
+
+
+def derived_max_model_len(model) -> int | None:
+    """max_model_len as vLLM derives it from the config (ModelArchConfigConvertor.derived_max_model_len_and_key,
+    vllm/transformers_utils/model_arch_config_convertor.py): the smallest context-length key the language model's
+    config sets, model_max_length over all of them, 2048 when it sets none (Mamba's configs)."""
+    if model is None:
+        return None
+    lengths = dict(model.context_lengths)
+    if "model_max_length" in lengths:
+        return lengths["model_max_length"]
+    if lengths:
+        return min(lengths.values())
+    return model.max_position_embeddings or DEFAULT_MAX_MODEL_LEN
 
 
 def mla_block_size(s: Scenario, version: str, block: int) -> int:

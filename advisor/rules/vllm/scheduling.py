@@ -7,6 +7,13 @@ from advisor.rules.engine import Decision, Scenario
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import attention_kind, prefix_caching_forced_off
 from advisor.rules.vllm.common import ARG_UTILS_FILE, VLLM_CONFIG_FILE, rules_release
+from advisor.rules.vllm.runner import (
+    HYBRID_POOLING_PREFIX_OFF,
+    POOLING_ASYNC_OFF,
+    encoder_decoder,
+    is_pooling,
+    pooling_unchunked,
+)
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
 # released wheels' code: a version gets the value of the newest entry at or below it. The releases named are the
@@ -48,6 +55,11 @@ HYBRID_PREFIX_CACHING: list[tuple[str, bool]] = [("0.12.0", False), ("0.28.0", T
 
 def prefix_caching_supported(s: Scenario, version: str) -> tuple[bool, str]:
     """(whether vLLM turns prefix caching on by default for the model, the model's attention kind)."""
+    if is_pooling(s.model, version):
+        hybrid_off = attention_kind(s.model, version) == "hybrid" and at(HYBRID_POOLING_PREFIX_OFF, version)
+        return not pooling_unchunked(s.model, version) and not hybrid_off, "pooling"
+    if encoder_decoder(s.model, version):
+        return False, "encoder-decoder"
     kind = attention_kind(s.model, version)
     if kind == "hybrid":
         return at(HYBRID_PREFIX_CACHING, version), kind
@@ -65,6 +77,18 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
         on = at(ASYNC_SCHEDULING_DEFAULT_ON, release)
         return on, f"vllm {version}", "v0.14.1 or newer (on by default)"
 
+    def generative(s: Scenario):
+        pooling = is_pooling(s.model, release) and at(POOLING_ASYNC_OFF, release)
+        return not pooling, "pooling model" if pooling else "generative model", "a generative model (pooling ones: off)"
+
+    def chunkable(s: Scenario):
+        if is_pooling(s.model, release):
+            ok = not pooling_unchunked(s.model, release)
+            return ok, "pooling model" + ("" if ok else " pooling the whole sequence"), "last-token pooling"
+        if encoder_decoder(s.model, release):
+            return False, "encoder-decoder model", "a decoder-only model"
+        return True, "decoder model", "a decoder-only model"
+
     def model_supports(s: Scenario):
         ok, kind = prefix_caching_supported(s, release)
         return ok, f"{kind} model", "a decoder model (hybrid ones from v0.28.0)"
@@ -78,6 +102,13 @@ def switch_decision(s: Scenario, version: str, which: str) -> Decision:
         conditions += (rules.Condition("release_default", "on by default in this release", by_default,
                                  "SchedulerConfig.async_scheduling defaulted to False before v0.14.1",
                                  f"pass {flag} or upgrade vLLM"),)  # fmt: skip
+        conditions += (rules.Condition("generative", "a generative model", generative,
+                                       "VllmConfig leaves async scheduling off by default for pooling models (v0.20.2+)",
+                                       f"pass {flag}"),)  # fmt: skip
+    if which == "chunked_prefill":
+        conditions += (rules.Condition("model_kind", "a model kind with chunked prefill", chunkable,
+                                       "ModelConfig.is_chunked_prefill_supported: not for encoder-decoder models, nor "
+                                       "pooling models that pool the whole sequence or attend both ways", f"pass {flag} to force it"),)  # fmt: skip
     results = rules.evaluate(conditions, s)
     setting = switch_setting(s, flag)
     state = rules.state_of(results, forced_on=setting is True, forced_off=setting is False)

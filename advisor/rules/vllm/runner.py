@@ -1,0 +1,107 @@
+"""Which model class vLLM's registry runs for an architecture, and the runner it takes: "generate" or "pooling".
+
+vLLM's registry (vllm/model_executor/models/registry.py, _ModelRegistry._normalize_arch) serves a name its tables lack
+when the name ends with a known suffix and the same name with another suffix is in them (LlamaForSequenceClassification
+runs LlamaForCausalLM converted to a classifier, Qwen3Model Qwen3ForCausalLM converted to an embedder).
+ModelConfig._get_default_runner_type (vllm/config/model.py) takes "pooling" for a class that is a pooling model and,
+for a name the tables lack, the runner its suffix names (_SUFFIX_TO_DEFAULTS). A pooling model gets no full CUDA graphs
+(VllmConfig.__post_init__: PIECEWISE), no async scheduling by default (from v0.20.2), and neither chunked prefill nor
+prefix caching when its pooling or attention reads the whole sequence (ModelConfig.is_chunked_prefill_supported,
+is_prefix_caching_supported: CLS / MEAN pooling, step pooling, bidirectional attention).
+"""
+
+from __future__ import annotations
+
+from advisor.rules.releases import at
+from advisor.rules.vllm.architectures import _kinds, served
+
+# _SUFFIX_TO_DEFAULTS (vllm/config/model.py), in its order: (suffix, runner). v0.12.0 lacks ForTokenClassification;
+# v0.15.1 to v0.33.0 list the same suffixes.
+SUFFIX_RUNNERS: list[tuple[str, tuple[tuple[str, str], ...]]] = [
+    ("0.12.0", (("ForCausalLM", "generate"), ("ForConditionalGeneration", "generate"), ("ChatModel", "generate"),
+                ("LMHeadModel", "generate"), ("ForTextEncoding", "pooling"), ("EmbeddingModel", "pooling"),
+                ("ForSequenceClassification", "pooling"), ("ForAudioClassification", "pooling"),
+                ("ForImageClassification", "pooling"), ("ForVideoClassification", "pooling"),
+                ("ClassificationModel", "pooling"), ("ForRewardModeling", "pooling"), ("RewardModel", "pooling"),
+                ("Model", "pooling"))),
+    ("0.15.1", (("ForCausalLM", "generate"), ("ForConditionalGeneration", "generate"), ("ChatModel", "generate"),
+                ("LMHeadModel", "generate"), ("ForTextEncoding", "pooling"), ("EmbeddingModel", "pooling"),
+                ("ForSequenceClassification", "pooling"), ("ForTokenClassification", "pooling"),
+                ("ForAudioClassification", "pooling"), ("ForImageClassification", "pooling"),
+                ("ForVideoClassification", "pooling"), ("ClassificationModel", "pooling"),
+                ("ForRewardModeling", "pooling"), ("RewardModel", "pooling"), ("Model", "pooling"))),
+]  # fmt: skip
+# v0.27.1 alone: EngineArgs leaves prefix caching off by default for every hybrid class ("and not
+# model_config.is_hybrid", vllm/engine/arg_utils.py), pooling ones included; v0.25.1 and v0.28.0 have no such clause.
+HYBRID_POOLING_PREFIX_OFF: list[tuple[str, bool]] = [("0.12.0", False), ("0.27.1", True), ("0.28.0", False)]
+# VllmConfig.__post_init__ turns async scheduling off by default for a pooling model from v0.20.2 (v0.19.1 has not).
+POOLING_ASYNC_OFF: list[tuple[str, bool]] = [("0.12.0", False), ("0.20.2", True)]
+
+
+def _suffix(architecture: str, version: str) -> tuple[str, str] | None:
+    """try_match_architecture_defaults: the first (suffix, runner) the name ends with."""
+    return next(((sfx, runner) for sfx, runner in at(SUFFIX_RUNNERS, version) if architecture.endswith(sfx)), None)
+
+
+def registry_architecture(model, version: str) -> str | None:
+    """The registry's name that serves the model: its own, or the one _normalize_arch converts it from; None: none."""
+    if model is None:
+        return None
+    names = served(version)
+    arch = model.architecture
+    if arch in names:
+        return arch
+    match = _suffix(arch, version)
+    if match:
+        for other, _ in at(SUFFIX_RUNNERS, version):
+            base = arch.replace(match[0], other)
+            if base in names:
+                return base
+    return None
+
+
+def runner_type(model, version: str) -> str:
+    """ModelConfig.runner_type for --runner auto."""
+    if model is None:
+        return "generate"
+    arch = model.architecture
+    if arch in served(version):
+        return "pooling" if arch in _kinds(version, "pooling") else "generate"
+    match = _suffix(arch, version)
+    return match[1] if match else "generate"
+
+
+def is_pooling(model, version: str) -> bool:
+    return runner_type(model, version) == "pooling"
+
+
+def pooling_unchunked(model, version: str) -> bool:
+    """A pooling model whose class pools the whole sequence (CLS / MEAN), by step, or attends both ways: vLLM turns
+    chunked prefill and prefix caching off. A generative class converted to pooling pools the last token."""
+    if not is_pooling(model, version):
+        return False
+    arch = registry_architecture(model, version) or _transformers_pooling_class(model.architecture)
+    return arch in _kinds(version, "pooling_unchunked")
+
+
+# A pooling name the registry cannot serve runs on vLLM's Transformers backend (registry._try_resolve_transformers): a
+# classifier for the classification suffixes, an embedder for the others.
+CLASSIFY_SUFFIXES = ("ForSequenceClassification", "ForTokenClassification", "ForAudioClassification",
+                     "ForImageClassification", "ForVideoClassification", "ClassificationModel")  # fmt: skip
+
+
+def _transformers_pooling_class(architecture: str) -> str:
+    if architecture.endswith(CLASSIFY_SUFFIXES):
+        return "TransformersForSequenceClassification"
+    return "TransformersEmbeddingModel"
+
+
+def encoder_decoder(model, version: str) -> bool:
+    """ModelConfig.attn_type "encoder_decoder": the config says is_encoder_decoder, on the generate runner."""
+    return model is not None and model.is_encoder_decoder and not is_pooling(model, version)
+
+
+def chunked_prefill_supported(model, version: str) -> bool:
+    """ModelConfig.is_chunked_prefill_supported: not for encoder-decoder models, nor for pooling models that pool the
+    whole sequence or attend both ways."""
+    return not (pooling_unchunked(model, version) or encoder_decoder(model, version))
