@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.cli import main
-from advisor.models import catalog_config
+from advisor.models import ZERO_MEANS_NONE, catalog_config
 from advisor.probe.profiles import load_profile
 from advisor.report.data import facts_to_dict
 
@@ -22,7 +22,8 @@ SIZE_KEYS = ["hidden_size", "num_hidden_layers", "num_attention_heads", "num_key
              "intermediate_size", "num_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
              "vocab_size", "kv_lora_rank", "max_position_embeddings", "qk_nope_head_dim", "qk_rope_head_dim",
              "v_head_dim", "q_lora_rank", "full_attention_interval", "sliding_window"]  # fmt: skip
-ZERO_IS_NONE = ("num_experts", "n_routed_experts", "num_experts_per_tok", "sliding_window")
+# a 0 the model reader takes as "none" (a dense model's experts, no sliding window, a head_dim to derive)
+ZERO_IS_NONE = ZERO_MEANS_NONE
 # Every kind of integer a careless or hostile file may hold: the edges, small, realistic, huge, and past int limits.
 numbers = st.one_of(
     st.sampled_from([0, -1, 1, 2, 3, 7, 2**31, 2**63, 10**30, -(10**30)]),

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from advisor.rules.engine import ARCHITECTURE_NOT_NAMED, Problem, Scenario
-from advisor.rules.releases import parse_release
+from advisor.rules.releases import at, parse_release
 
 ARCHITECTURES_FILE = Path(__file__).with_name("architectures.json")
 REGISTRY_FILE = "model_executor/models/registry.py"
@@ -72,8 +72,6 @@ def served_by_registry(model, version: str) -> bool | None:
     """Whether the release's registry serves ``architectures[0]``; None when unknown (no model, release not read)."""
     if model is None or named(version) is None:
         return None
-    from advisor.rules.vllm.runner import registry_architecture  # runner reads this module's tables
-
     return registry_architecture(model, version) is not None
 
 
@@ -172,8 +170,6 @@ def attention_kind(model, version: str) -> str:
     linear-attention layers beside attention), "attention_free" (IsAttentionFree: Mamba alone) or "decoder"."""
     if model is None:
         return "decoder"
-    from advisor.rules.vllm.runner import registry_architecture  # runner reads this module's tables
-
     arch = registry_architecture(model, version) or model.architecture  # the class the registry runs
     if arch in _kinds(version, "hybrid"):
         return "hybrid"
@@ -214,3 +210,43 @@ def prefix_caching_forced_off(model, version: str) -> bool:
     """Whether the model's config fix-up turns prefix caching off."""
     names, first = NO_PREFIX_CACHING
     return model is not None and model.architecture in names and _from(version, first)
+
+
+# _SUFFIX_TO_DEFAULTS (vllm/config/model.py), in its order: (suffix, runner). v0.12.0 lacks ForTokenClassification;
+# v0.15.1 to v0.33.0 list the same suffixes.
+SUFFIX_RUNNERS: list[tuple[str, tuple[tuple[str, str], ...]]] = [
+    ("0.12.0", (("ForCausalLM", "generate"), ("ForConditionalGeneration", "generate"), ("ChatModel", "generate"),
+                ("LMHeadModel", "generate"), ("ForTextEncoding", "pooling"), ("EmbeddingModel", "pooling"),
+                ("ForSequenceClassification", "pooling"), ("ForAudioClassification", "pooling"),
+                ("ForImageClassification", "pooling"), ("ForVideoClassification", "pooling"),
+                ("ClassificationModel", "pooling"), ("ForRewardModeling", "pooling"), ("RewardModel", "pooling"),
+                ("Model", "pooling"))),
+    ("0.15.1", (("ForCausalLM", "generate"), ("ForConditionalGeneration", "generate"), ("ChatModel", "generate"),
+                ("LMHeadModel", "generate"), ("ForTextEncoding", "pooling"), ("EmbeddingModel", "pooling"),
+                ("ForSequenceClassification", "pooling"), ("ForTokenClassification", "pooling"),
+                ("ForAudioClassification", "pooling"), ("ForImageClassification", "pooling"),
+                ("ForVideoClassification", "pooling"), ("ClassificationModel", "pooling"),
+                ("ForRewardModeling", "pooling"), ("RewardModel", "pooling"), ("Model", "pooling"))),
+]  # fmt: skip
+
+
+def suffix_runner(architecture: str, version: str) -> tuple[str, str] | None:
+    """try_match_architecture_defaults: the first (suffix, runner) the name ends with."""
+    return next(((sfx, runner) for sfx, runner in at(SUFFIX_RUNNERS, version) if architecture.endswith(sfx)), None)
+
+
+def registry_architecture(model, version: str) -> str | None:
+    """The registry's name that serves the model: its own, or the one _normalize_arch converts it from; None: none."""
+    if model is None:
+        return None
+    names = served(version)
+    arch = model.architecture
+    if arch in names:
+        return arch
+    match = suffix_runner(arch, version)
+    if match:
+        for other, _ in at(SUFFIX_RUNNERS, version):
+            base = arch.replace(match[0], other)
+            if base in names:
+                return base
+    return None

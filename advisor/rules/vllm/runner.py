@@ -12,52 +12,13 @@ is_prefix_caching_supported: CLS / MEAN pooling, step pooling, bidirectional att
 
 from __future__ import annotations
 
-from advisor.rules.releases import at
-from advisor.rules.vllm.architectures import _kinds, served
+from advisor.rules.vllm.architectures import _kinds, registry_architecture, served, suffix_runner
 
-# _SUFFIX_TO_DEFAULTS (vllm/config/model.py), in its order: (suffix, runner). v0.12.0 lacks ForTokenClassification;
-# v0.15.1 to v0.33.0 list the same suffixes.
-SUFFIX_RUNNERS: list[tuple[str, tuple[tuple[str, str], ...]]] = [
-    ("0.12.0", (("ForCausalLM", "generate"), ("ForConditionalGeneration", "generate"), ("ChatModel", "generate"),
-                ("LMHeadModel", "generate"), ("ForTextEncoding", "pooling"), ("EmbeddingModel", "pooling"),
-                ("ForSequenceClassification", "pooling"), ("ForAudioClassification", "pooling"),
-                ("ForImageClassification", "pooling"), ("ForVideoClassification", "pooling"),
-                ("ClassificationModel", "pooling"), ("ForRewardModeling", "pooling"), ("RewardModel", "pooling"),
-                ("Model", "pooling"))),
-    ("0.15.1", (("ForCausalLM", "generate"), ("ForConditionalGeneration", "generate"), ("ChatModel", "generate"),
-                ("LMHeadModel", "generate"), ("ForTextEncoding", "pooling"), ("EmbeddingModel", "pooling"),
-                ("ForSequenceClassification", "pooling"), ("ForTokenClassification", "pooling"),
-                ("ForAudioClassification", "pooling"), ("ForImageClassification", "pooling"),
-                ("ForVideoClassification", "pooling"), ("ClassificationModel", "pooling"),
-                ("ForRewardModeling", "pooling"), ("RewardModel", "pooling"), ("Model", "pooling"))),
-]  # fmt: skip
 # v0.27.1 alone: EngineArgs leaves prefix caching off by default for every hybrid class ("and not
 # model_config.is_hybrid", vllm/engine/arg_utils.py), pooling ones included; v0.25.1 and v0.28.0 have no such clause.
 HYBRID_POOLING_PREFIX_OFF: list[tuple[str, bool]] = [("0.12.0", False), ("0.27.1", True), ("0.28.0", False)]
 # VllmConfig.__post_init__ turns async scheduling off by default for a pooling model from v0.20.2 (v0.19.1 has not).
 POOLING_ASYNC_OFF: list[tuple[str, bool]] = [("0.12.0", False), ("0.20.2", True)]
-
-
-def _suffix(architecture: str, version: str) -> tuple[str, str] | None:
-    """try_match_architecture_defaults: the first (suffix, runner) the name ends with."""
-    return next(((sfx, runner) for sfx, runner in at(SUFFIX_RUNNERS, version) if architecture.endswith(sfx)), None)
-
-
-def registry_architecture(model, version: str) -> str | None:
-    """The registry's name that serves the model: its own, or the one _normalize_arch converts it from; None: none."""
-    if model is None:
-        return None
-    names = served(version)
-    arch = model.architecture
-    if arch in names:
-        return arch
-    match = _suffix(arch, version)
-    if match:
-        for other, _ in at(SUFFIX_RUNNERS, version):
-            base = arch.replace(match[0], other)
-            if base in names:
-                return base
-    return None
 
 
 def runner_type(model, version: str) -> str:
@@ -67,7 +28,7 @@ def runner_type(model, version: str) -> str:
     arch = model.architecture
     if arch in served(version):
         return "pooling" if arch in _kinds(version, "pooling") else "generate"
-    match = _suffix(arch, version)
+    match = suffix_runner(arch, version)
     return match[1] if match else "generate"
 
 
