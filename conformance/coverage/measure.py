@@ -4,8 +4,8 @@ A branch is an arc coverage.py counts as one (from a line with more than one way
 ``to`` leaves the function). Each function's branches are those whose ``from`` line lies inside it; a file the run never
 imported has all of them missing. Each uncovered branch is kept with its source line and the headers of the ``if`` /
 ``for`` / ``while`` / ``try`` / ``with`` blocks around it inside the function (outermost first) and the line it goes to
-(``target``), so a branch nested in
-an untaken ``if is_hip():`` can be sorted under the reason of that guard (docs.py).
+(``target``), so a branch nested in an untaken ``if is_hip():`` can be sorted under the reason of that guard (docs.py).
+A header written over several lines (``if (`` ... ``):``) is kept whole, on one line.
 """
 
 from __future__ import annotations
@@ -39,8 +39,32 @@ def read_report(report: dict, root: Path) -> dict[str, FileReport]:
     return out
 
 
+def _header_end(node: ast.AST) -> int:
+    """The last line of a block's header: a condition written over several lines ends on its closing parenthesis."""
+    part = {ast.If: "test", ast.While: "test", ast.For: "iter", ast.AsyncFor: "iter", ast.Match: "subject"}
+    expr = getattr(node, part.get(type(node), ""), None)
+    if isinstance(node, (ast.With, ast.AsyncWith)) and node.items:
+        expr = node.items[-1].context_expr
+    return getattr(expr, "end_lineno", None) or node.lineno
+
+
+def _header_text(node: ast.AST, source: list[str]) -> str:
+    """A block's header on one line (``if (`` alone says nothing; the whole condition does)."""
+    end = _header_end(node)
+    last = min(len(source), end + 3)
+    while end < last and not source[end - 1].rstrip().endswith(":"):  # the closing "):" line
+        end += 1
+    text = " ".join(line.strip() for line in source[node.lineno - 1 : end])
+    return text.replace("( ", "(").replace(" )", ")")
+
+
+def headers_by_line(tree: ast.AST, source: list[str]) -> dict[int, str]:
+    """First line of each block -> its whole header (for the branch's own source line)."""
+    return {n.lineno: _header_text(n, source) for n in ast.walk(tree) if isinstance(n, BLOCKS)}
+
+
 def _headers(tree: ast.AST, source: list[str]) -> dict[int, list[str]]:
-    """Line -> the block headers enclosing it (outermost first, the line's own block excluded)."""
+    """Line -> the block headers enclosing it (outermost first, the line's own block excluded), each whole."""
     out: dict[int, list[str]] = {}
 
     def walk(node: ast.AST, stack: list[str]) -> None:
@@ -50,8 +74,7 @@ def _headers(tree: ast.AST, source: list[str]) -> dict[int, list[str]]:
                 for n in range(line, (getattr(child, "end_lineno", None) or line) + 1):
                     out.setdefault(n, list(stack))
             if isinstance(child, BLOCKS):
-                header = source[child.lineno - 1].strip()
-                inner = stack + [header]
+                inner = stack + [_header_text(child, source)]
                 for n in range(child.lineno + 1, (child.end_lineno or child.lineno) + 1):
                     out[n] = list(inner)
                 walk(child, inner)
@@ -69,7 +92,8 @@ def measure(functions: list[Function], files: dict[str, FileReport], sources: di
     for path in sorted({f.path for f in functions}):
         text = sources[path]
         lines = text.splitlines()
-        headers = _headers(ast.parse(text), lines)
+        tree = ast.parse(text)
+        headers, own = _headers(tree, lines), headers_by_line(tree, lines)
         report = files.get(path)
         if report is None:  # never imported: every branch missing; coverage.py's own analysis gives the arcs
             raise ValueError(f"{path} is not in the coverage report; pass it to `coverage json` explicitly")
@@ -80,11 +104,12 @@ def measure(functions: list[Function], files: dict[str, FileReport], sources: di
             per_function.append({"file": path, "function": function.qualname, "line": function.first,
                                  "branches": len(taken) + len(missed), "taken": len(taken)})  # fmt: skip
             for start, end in missed:
-                guards = [h for h in headers.get(start, []) if h != lines[start - 1].strip()]
+                header = own.get(start, lines[start - 1].strip())
+                guards = [h for h in headers.get(start, []) if h != header]
                 uncovered.append({"file": path, "function": function.qualname, "from": start,
-                                  "to": end if end > 0 else "exit", "source": lines[start - 1].strip()[:160],
+                                  "to": end if end > 0 else "exit", "source": header[:240],
                                   "target": lines[end - 1].strip()[:160] if end > 0 else "",
-                                  "context": [g[:160] for g in guards]})  # fmt: skip
+                                  "context": [g[:240] for g in guards]})  # fmt: skip
     total = sum(f["branches"] for f in per_function)
     taken = sum(f["taken"] for f in per_function)
     return {

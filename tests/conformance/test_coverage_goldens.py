@@ -134,3 +134,15 @@ def test_resolution_functions_follow_calls_into_the_resolution_files_only(tmp_pa
         ("pkg/config.py", "Config.check"), ("pkg/hooks.py", "handle"),
     ]  # fmt: skip
     assert json.dumps([f.first for f in found]) == "[5, 10, 2, 5, 3]"
+
+
+def test_measure_keeps_a_condition_written_over_several_lines_whole():
+    from conformance.coverage.functions import Function
+
+    source = "def f(a):\n    if (\n        a\n        and is_hip()\n    ):\n        if (\n            a > 1\n        ):\n            return 1\n    return 2\n"  # fmt: skip
+    result = measure([Function("m.py", "f", 1, 10)], {"m.py": FileReport([(2, 10)], [(2, 6), (6, 9), (6, 10)])},
+                     {"m.py": source})  # fmt: skip
+    first = next(b for b in result["uncovered"] if b["from"] == 2)
+    nested = [b for b in result["uncovered"] if b["from"] == 6]
+    assert first["source"] == "if (a and is_hip()):"
+    assert nested and all(b["source"] == "if (a > 1):" and b["context"] == ["if (a and is_hip()):"] for b in nested)
