@@ -108,8 +108,11 @@ def render(golds: list[dict], reasons: list[dict]) -> str:
         newest.setdefault(g["engine"], g)
     lines += ["", "## Uncovered branches by reason", ""]
     for reason in reasons:
-        kind = ("The advisor models the input these branches depend on; they stay untaken for what this says they need."
-                if reason["id"] in modelled else "The advisor does not model the input these branches depend on.")
+        kind = (
+            "The advisor models the input these branches depend on; they stay untaken for what this says they need."
+            if reason["id"] in modelled
+            else "The advisor does not model the input these branches depend on."
+        )
         lines += [f"### {reason['title']} (`{reason['id']}`)", "", f"{reason['why']} {kind}", ""]
         per_release = [f"{e} {r} {c[reason['id']]}" for (e, r), c in counts.items() if c[reason["id"]]]
         lines.append(
@@ -208,6 +211,8 @@ def main(argv: list[str]) -> int:
         path.write_text(page)
     for path in stale:
         path.unlink()
-    print(f"wrote {PAGE.relative_to(ROOT)} and {len(wanted) - 1} pages under {DETAIL.relative_to(ROOT)}/: "
-          f"{len(golds)} releases, {len(reasons)} reasons")
+    print(
+        f"wrote {PAGE.relative_to(ROOT)} and {len(wanted) - 1} pages under {DETAIL.relative_to(ROOT)}/: "
+        f"{len(golds)} releases, {len(reasons)} reasons"
+    )
     return 1 if missing else 0

@@ -89,8 +89,10 @@ EXTRAS: tuple[tuple[str, str, dict, tuple[str, ...]], ...] = tuple(
         (_DENSE, {"tp": 8}, ("--flashinfer-allreduce-fusion-backend", "trtllm")),
         (_DENSE, {"tp": 8}, ("--enforce-disable-flashinfer-allreduce-fusion",)),
         (_DENSE, {"tp": 2}, ("--cuda-graph-max-bs-decode", "32")),
-        *((_MOE, {"tp": 8, "a2a": a2a}, ()) for a2a in ("flashinfer", "megamoe", "deepep_v2", "nixl", "mori", "pplx",
-                                                          "flashinfer_megamoe", "mooncake")),  # fmt: skip
+        *(
+            (_MOE, {"tp": 8, "a2a": a2a}, ())
+            for a2a in ("flashinfer", "megamoe", "deepep_v2", "nixl", "mori", "pplx", "flashinfer_megamoe", "mooncake")
+        ),  # fmt: skip
         (_MOE, {"tp": 8, "dp_attention": True, "dp_size": 8, "a2a": "deepep"}, ()),
         (_MOE, {"tp": 4}, ("--pp-size", "2")),
         (_MOE, {"tp": 8}, ("--moe-runner-backend", "flashinfer_cutedsl")),
@@ -139,7 +141,9 @@ _EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num
 
 def config_models() -> list[str]:
     """Every synthetic-* and named-* config directory present now (another session may add more)."""
-    return sorted(p.parent.name for p in CONFIGS.glob("*/config.json") if p.parent.name.startswith((PREFIX, NAMED_PREFIX)))
+    return sorted(
+        p.parent.name for p in CONFIGS.glob("*/config.json") if p.parent.name.startswith((PREFIX, NAMED_PREFIX))
+    )
 
 
 def is_moe(model: str) -> bool:

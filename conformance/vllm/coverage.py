@@ -23,10 +23,9 @@ from pathlib import Path
 from conformance.coverage.command import coverage_main
 from conformance.coverage.functions import resolution_functions
 from conformance.coverage.measure import measure, read_report
-from conformance.vllm import env
+from conformance.vllm import arch_grid, env, grid
 from conformance.vllm.architectures import wheel
 from conformance.vllm.coverage_grid import coverage_scenarios
-from conformance.vllm import arch_grid, grid
 
 ROOTS = (("vllm/engine/arg_utils.py", "EngineArgs.create_engine_config"), ("vllm/config/vllm.py", "VllmConfig.__post_init__"),
          ("vllm/platforms/cuda.py", "CudaPlatformBase.check_and_update_config"))  # fmt: skip
