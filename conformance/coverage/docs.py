@@ -10,6 +10,8 @@ expressions (all given must match; ``text`` is searched in the branch's source l
 and a reason marked ``first`` (another platform) with a matcher that holds takes the branch, else the first reason with
 a matcher naming only the place (file / function) that holds, else the first reason with any matcher that holds. With ``--check`` nothing is written: exit 1 when the page
 differs from the goldens or a branch is unexplained (tests/conformance/test_coverage_goldens.py runs the same check).
+With ``--describe`` the stored goldens' uncovered branches are described again (source line, target, blocks around
+them) from the releases' cached files, their measured arcs unchanged; then run it again to write the pages.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from conformance.coverage.measure import GOLDEN
+from conformance.coverage.measure import GOLDEN, redescribe, rewrite_golden
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "coverage.md"
@@ -183,7 +185,31 @@ def page_with(text: str, generated: str) -> str:
     return f"{head}{BEGIN}\n\n{generated}\n{END}{tail}"
 
 
+def source_root(engine: str, release: str) -> Path:
+    """Where the harness installed the release's files (its cached environment)."""
+    if engine == "sglang":
+        from conformance.sglang import CACHE
+
+        return CACHE / "releases" / release
+    from conformance.vllm import env
+
+    return env.release_dir(release) / "site"
+
+
+def redescribe_goldens() -> int:
+    """``--describe``: read each stored golden's uncovered branches' source lines again from the cached releases."""
+    for golden in goldens():
+        root = source_root(golden["engine"], golden["release"])
+        if not root.is_dir():
+            print(f"skipped {golden['engine']} {golden['release']}: {root} is not installed", file=sys.stderr)
+            continue
+        print(f"rewrote {rewrite_golden(redescribe(golden, root)).relative_to(ROOT)}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if "--describe" in argv:
+        return redescribe_goldens()
     check = "--check" in argv
     reasons = load_reasons()
     golds = goldens()

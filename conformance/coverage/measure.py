@@ -85,6 +85,30 @@ def _headers(tree: ast.AST, source: list[str]) -> dict[int, list[str]]:
     return out
 
 
+def _describe(start: int, end: int, lines: list[str], headers: dict[int, list[str]], own: dict[int, str]) -> dict:
+    """A branch's source (its whole header), the line it goes to and the headers of the blocks around it."""
+    header = own.get(start, lines[start - 1].strip())
+    guards = [h for h in headers.get(start, []) if h != header]
+    return {"source": header[:240], "target": lines[end - 1].strip()[:160] if end > 0 else "",
+            "context": [g[:240] for g in guards]}  # fmt: skip
+
+
+def redescribe(golden: dict, root: Path) -> dict:
+    """The golden with each uncovered branch's source, target and context read again from the release's files under
+    ``root`` (the measured arcs unchanged): a golden stored before a change of how a branch is described."""
+    texts: dict[str, tuple[list[str], dict, dict]] = {}
+    uncovered = []
+    for branch in golden["uncovered"]:
+        if branch["file"] not in texts:
+            text = (root / branch["file"]).read_text()
+            tree = ast.parse(text)
+            lines = text.splitlines()
+            texts[branch["file"]] = (lines, _headers(tree, lines), headers_by_line(tree, lines))
+        end = branch["to"] if isinstance(branch["to"], int) else -1
+        uncovered.append({**branch, **_describe(branch["from"], end, *texts[branch["file"]])})
+    return {**golden, "uncovered": uncovered}
+
+
 def measure(functions: list[Function], files: dict[str, FileReport], sources: dict[str, str]) -> dict:
     """Per function (branches, taken) and every uncovered branch of the resolution functions."""
     per_function = []
@@ -104,12 +128,8 @@ def measure(functions: list[Function], files: dict[str, FileReport], sources: di
             per_function.append({"file": path, "function": function.qualname, "line": function.first,
                                  "branches": len(taken) + len(missed), "taken": len(taken)})  # fmt: skip
             for start, end in missed:
-                header = own.get(start, lines[start - 1].strip())
-                guards = [h for h in headers.get(start, []) if h != header]
                 uncovered.append({"file": path, "function": function.qualname, "from": start,
-                                  "to": end if end > 0 else "exit", "source": header[:240],
-                                  "target": lines[end - 1].strip()[:160] if end > 0 else "",
-                                  "context": [g[:240] for g in guards]})  # fmt: skip
+                                  "to": end if end > 0 else "exit", **_describe(start, end, lines, headers, own)})  # fmt: skip
     total = sum(f["branches"] for f in per_function)
     taken = sum(f["taken"] for f in per_function)
     return {
@@ -137,6 +157,12 @@ def write_golden(engine: str, release: str, scenarios: int, result: dict, about:
     parts.append(',\n "uncovered": [\n  ' + ",\n  ".join(json.dumps(u) for u in result["uncovered"]) + "\n ]\n}\n")
     path.write_text("".join(parts))
     return path
+
+
+def rewrite_golden(golden: dict) -> Path:
+    """Store a golden again as write_golden lays it out."""
+    result = {"totals": golden["totals"], "functions": golden["functions"], "uncovered": golden["uncovered"]}
+    return write_golden(golden["engine"], golden["release"], golden["scenarios"], result, golden["about"])
 
 
 def summary(engine: str, release: str, result: dict) -> str:
