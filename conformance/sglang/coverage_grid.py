@@ -130,10 +130,12 @@ def extra_scenarios() -> list[dict]:
     return out
 
 
-# The config scenarios: each config at tp 8 on a Hopper and a Blackwell node (the model overrides branch on the SM),
+# The config scenarios: each config at tp 8 on a Hopper and a Blackwell node and at tp 4 on an RTX PRO 6000 (SM120) node
+# (the model overrides branch on the SM),
 # and a MoE config also with DP attention and with DeepEP on Blackwell (the MoE and all-to-all overrides).
 _ONE_NODE = {"nnodes": 1, "dp_attention": False, "dp_size": 1, "a2a": "none"}
-CONFIG_LAYOUTS = (("h100-sxm-8", {"tp": 8, **_ONE_NODE}), ("b200-8", {"tp": 8, **_ONE_NODE}))
+CONFIG_LAYOUTS = (("h100-sxm-8", {"tp": 8, **_ONE_NODE}), ("b200-8", {"tp": 8, **_ONE_NODE}),
+                  ("rtx-pro-6000-4", {"tp": 4, **_ONE_NODE}))  # fmt: skip
 MOE_LAYOUTS = (("b200-8", {"tp": 8, **_ONE_NODE, "dp_attention": True, "dp_size": 8}),
                ("b200-8", {"tp": 8, **_ONE_NODE, "a2a": "deepep"}))  # fmt: skip
 _EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
