@@ -140,9 +140,9 @@ def detail_name(golden: dict) -> str:
     return f"{golden['engine']}-{golden['release']}.md"
 
 
-def render_detail(golden: dict, reasons: list[dict]) -> str:
-    """Every uncovered branch of one release, per file and function: its lines (from -> to), its reason and the source
-    line it starts on."""
+def render_detail(golden: dict, reasons: list[dict], full: bool) -> str:
+    """Every uncovered branch of one release, per file and function: its lines (from -> to) and its reason, and with
+    ``full`` (the newest release of each engine) the source line it starts on, one branch a row."""
     titles = {r["id"]: r["title"] for r in reasons}
     modelled = _modelled(reasons)
     t = golden["totals"]
@@ -161,9 +161,17 @@ def render_detail(golden: dict, reasons: list[dict]) -> str:
     file = None
     for (path, function), branches in sorted(by_function.items()):
         if path != file:
+            lines += [""] if file is not None and not full else []
             file = path
             lines += [f"## `{path}`", ""]
         taken, total = sizes.get((path, function), (0, 0))
+        if not full:  # an older release: per reason, the branches' lines only
+            by_reason: dict[str, list[str]] = {}
+            for b in branches:
+                by_reason.setdefault(reason_of(b, reasons) or "unexplained", []).append(f"{b['from']}→{b['to']}")
+            shown = "; ".join(f"`{r}`{'*' if r in modelled else ''} {', '.join(a)}" for r, a in by_reason.items())
+            lines.append(f"- `{function}` ({taken} of {total} taken): {shown}")
+            continue
         lines += [f"### `{function}` ({taken} of {total} taken)", "", "| from → to | reason | source line |",
                   "| --- | --- | --- |"]  # fmt: skip
         for b in branches:
@@ -176,7 +184,10 @@ def render_detail(golden: dict, reasons: list[dict]) -> str:
 
 
 def detail_pages(golds: list[dict], reasons: list[dict]) -> dict[Path, str]:
-    return {DETAIL / detail_name(g): render_detail(g, reasons) for g in golds}
+    newest = {}
+    for g in golds:  # goldens() lists each engine's newest release first
+        newest.setdefault(g["engine"], g["release"])
+    return {DETAIL / detail_name(g): render_detail(g, reasons, newest[g["engine"]] == g["release"]) for g in golds}
 
 
 def page_with(text: str, generated: str) -> str:
