@@ -53,6 +53,22 @@ def test_docs_page_agrees_with_the_goldens():
     assert text == docs.page_with(text, docs.render(GOLDENS, REASONS)), "run python -m conformance coverage-docs"
 
 
+def test_detail_pages_agree_with_the_goldens():
+    wanted = docs.detail_pages(GOLDENS, REASONS)
+    assert sorted(docs.DETAIL.glob("*.md")) == sorted(wanted), "run python -m conformance coverage-docs"
+    assert all(path.read_text() == text for path, text in wanted.items()), "run python -m conformance coverage-docs"
+
+
+def test_every_reason_says_whether_the_advisor_models_its_input():
+    assert all(isinstance(r.get("advisor_models"), bool) for r in REASONS)
+
+
+def test_a_target_matcher_filters_on_the_line_the_branch_goes_to():
+    reasons = [{"id": "raise", "title": "t", "why": "w", "match": [{"target": r"^raise\b"}]}]
+    assert docs.reason_of({**_branch(), "target": "raise ValueError("}, reasons) == "raise"
+    assert docs.reason_of({**_branch(), "target": "return 1"}, reasons) is None
+
+
 def test_docs_page_names_every_reason():
     text = docs.PAGE.read_text()
     assert all(f"(`{r['id']}`)" in text for r in REASONS)
