@@ -64,22 +64,39 @@ def headers_by_line(tree: ast.AST, source: list[str]) -> dict[int, str]:
 
 
 def _headers(tree: ast.AST, source: list[str]) -> dict[int, list[str]]:
-    """Line -> the block headers enclosing it (outermost first, the line's own block excluded), each whole."""
+    """Line -> the block headers enclosing it (outermost first, the line's own block excluded), each whole. The ``else``
+    / ``elif`` part of an ``if`` is not under that ``if``'s header: it runs when the condition is false, so an
+    ``elif is_hip():`` does not guard the ``elif`` after it."""
     out: dict[int, list[str]] = {}
+
+    def mark(node: ast.AST, stack: list[str], first: int | None = None) -> None:
+        for n in range(first or node.lineno, (getattr(node, "end_lineno", None) or node.lineno) + 1):
+            out[n] = list(stack)
+
+    def visit(child: ast.AST, stack: list[str]) -> None:
+        if getattr(child, "lineno", None) is None:
+            walk(child, stack)
+            return
+        for n in range(child.lineno, (getattr(child, "end_lineno", None) or child.lineno) + 1):
+            out.setdefault(n, list(stack))
+        if not isinstance(child, BLOCKS):
+            walk(child, stack)
+            return
+        inner = stack + [_header_text(child, source)]
+        mark(child, inner, child.lineno + 1)
+        if isinstance(child, ast.If):
+            for statement in child.orelse:
+                mark(statement, stack)
+            for statement in child.body:
+                visit(statement, inner)
+            for statement in child.orelse:
+                visit(statement, stack)
+        else:
+            walk(child, inner)
 
     def walk(node: ast.AST, stack: list[str]) -> None:
         for child in ast.iter_child_nodes(node):
-            line = getattr(child, "lineno", None)
-            if line is not None:
-                for n in range(line, (getattr(child, "end_lineno", None) or line) + 1):
-                    out.setdefault(n, list(stack))
-            if isinstance(child, BLOCKS):
-                inner = stack + [_header_text(child, source)]
-                for n in range(child.lineno + 1, (child.end_lineno or child.lineno) + 1):
-                    out[n] = list(inner)
-                walk(child, inner)
-            else:
-                walk(child, stack)
+            visit(child, stack)
 
     walk(tree, [])
     return out

@@ -114,6 +114,7 @@ EXTRAS: tuple[tuple[str, str, dict, tuple[str, ...]], ...] = tuple(
         ("qwen3-next-80b-a3b", {"tp": 8}, ("--speculative-algorithm", "NEXTN")),
         ("nemotron-h-56b", {"tp": 8}, ("--disable-radix-cache",)),
         ("qwen3-vl-30b-a3b", {"tp": 8}, ("--mm-feature-transport", "cuda_ipc")),
+        ("qwen3-vl-30b-a3b", {"tp": 8}, ("--max-running-requests", "512")),
     )
 )
 

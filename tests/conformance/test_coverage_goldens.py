@@ -162,3 +162,13 @@ def test_measure_keeps_a_condition_written_over_several_lines_whole():
     nested = [b for b in result["uncovered"] if b["from"] == 6]
     assert first["source"] == "if (a and is_hip()):"
     assert nested and all(b["source"] == "if (a > 1):" and b["context"] == ["if (a and is_hip()):"] for b in nested)
+
+
+def test_an_elif_is_not_guarded_by_the_if_before_it():
+    from conformance.coverage.functions import Function
+
+    source = "def f(a):\n    if is_hip():\n        return 0\n    elif a:\n        if a > 1:\n            return 1\n    else:\n        if a < 0:\n            return 2\n    return 3\n"  # fmt: skip
+    arcs = [(2, 4), (4, 5), (4, 8), (5, 6), (5, 10), (8, 9), (8, 10)]
+    result = measure([Function("m.py", "f", 1, 10)], {"m.py": FileReport([], arcs)}, {"m.py": source})
+    context = {b["from"]: b["context"] for b in result["uncovered"]}
+    assert context[4] == [] and context[5] == ["elif a:"] and context[8] == []
