@@ -7,8 +7,9 @@ and docs/coverage/<engine>-<release>.md per stored golden: every uncovered branc
 Every uncovered branch must fall under a reason: a reason's matcher holds ``file`` / ``function`` / ``text`` regular
 expressions (all given must match; ``text`` is searched in the branch's source line and the block headers around it,
 ``target`` in the line the branch goes to),
-and a reason marked ``first`` (another platform) with a matcher that holds takes the branch, else the first reason with
-a matcher naming only the place (file / function) that holds, else the first reason with any matcher that holds. With ``--check`` nothing is written: exit 1 when the page
+and a reason marked ``first`` (another platform) with a matcher that holds takes the branch; then the reasons on inputs
+the advisor does not model, then those on inputs it models, each group by place-only matchers first (reason_of); a
+reason marked ``fallback`` last. With ``--check`` nothing is written: exit 1 when the page
 differs from the goldens or a branch is unexplained (tests/conformance/test_coverage_goldens.py runs the same check).
 With ``--describe`` the stored goldens' uncovered branches are described again (source line, target, blocks around
 them) from the releases' cached files, their measured arcs unchanged; then run it again to write the pages.
@@ -68,13 +69,22 @@ def _place_only(matcher: dict) -> bool:
 
 def reason_of(branch: dict, reasons: list[dict]) -> str | None:
     """The id of the reason explaining this uncovered branch, or None: a ``first`` reason (another platform: such a branch
-    cannot be taken on CUDA whatever else it tests) with any matcher that holds; else the first reason whose matcher
-    names only the place (file / function: SGLang's handlers say what they handle) and holds; else the first reason with
-    any matcher that holds."""
+    cannot be taken on CUDA whatever else it tests) with any matcher that holds; else, among the reasons on inputs the
+    advisor does not model, the first whose matcher names only the place (file / function: SGLang's handlers say what
+    they handle) and holds, then the first with any matcher that holds; then the same among the reasons on inputs it
+    models (a branch that needs both kinds cannot be taken from the advisor's inputs alone); last a ``fallback`` reason
+    (a rejection whose condition names nothing the others know)."""
+
+    def group(modelled: bool):
+        return lambda r: not r.get("first") and not r.get("fallback") and bool(r.get("advisor_models")) == modelled
+
     passes = (
         (lambda r: r.get("first", False), lambda m: True),
-        (lambda r: True, _place_only),
-        (lambda r: True, lambda m: True),
+        (group(False), _place_only),
+        (group(False), lambda m: True),
+        (group(True), _place_only),
+        (group(True), lambda m: True),
+        (lambda r: r.get("fallback", False), lambda m: True),
     )
     for takes, wanted in passes:
         for reason in reasons:
