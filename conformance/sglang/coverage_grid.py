@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from conformance.sglang.config_grid import CONFIGS, NAMED_PREFIX, PREFIX
-from conformance.sglang.grid import scenario_id, scenarios
+from conformance.sglang.grid import GPU_PROFILES, scenario_id, scenarios
 
 # (GPU profile, model, layout changes from tp 8 on one node, engine arguments): the flags the advisor reads or passes
 # through (quantization, KV-cache dtype, backends, expert/pipeline parallelism, memory and batch settings, dtype).
@@ -119,6 +119,12 @@ EXTRAS: tuple[tuple[str, str, dict, tuple[str, ...]], ...] = tuple(
         ("qwen3-vl-30b-a3b", {"tp": 8}, ("--mm-feature-transport", "cuda_ipc")),
         ("qwen3-vl-30b-a3b", {"tp": 8}, ("--max-running-requests", "512")),
     )
+) + tuple(
+    # SGLang sizes chunked prefill and the decode CUDA-graph batch by the GPU's memory tier: explicit values on each
+    # GPU of the grid take the tiers' "already set" branches
+    (gpu, _DENSE, {"tp": 1}, ("--chunked-prefill-size", "4096", "--cuda-graph-max-bs", "64"))
+    for gpu in GPU_PROFILES
+    if gpu not in ("h100-sxm-8", "b200-8")
 )
 
 
