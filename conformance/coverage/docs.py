@@ -6,7 +6,7 @@ uncovered branches it explains in each release and where they are (file and func
 and docs/coverage/<engine>-<release>.md per stored golden: every uncovered branch, its lines, its reason, its source.
 Every uncovered branch must fall under a reason: a reason's matcher holds ``file`` / ``function`` / ``text`` regular
 expressions (all given must match; ``text`` is searched in the branch's source line and the block headers around it,
-``target`` in the line the branch goes to),
+``source`` in the branch's own line only, ``target`` in the line the branch goes to),
 and a reason marked ``first`` (another platform) with a matcher that holds takes the branch; then the reasons on inputs
 the advisor does not model, then those on inputs it models, each group by place-only matchers first (reason_of); a
 reason marked ``fallback`` last. With ``--check`` nothing is written: exit 1 when the page
@@ -57,14 +57,27 @@ def _matches(matcher: dict, branch: dict) -> bool:
         return False
     if "target" in matcher and not re.search(matcher["target"], branch.get("target", "")):
         return False
+    if "source" in matcher and not re.search(matcher["source"], branch["source"]):
+        return False
     if "text" in matcher:
-        texts = [branch["source"], *branch.get("context", [])]
+        texts = [branch["source"], *(_guarding(h) for h in branch.get("context", []))]
         return any(re.search(matcher["text"], t) for t in texts)
     return True
 
 
+# What a block header around a branch asks for is what its condition holds when true; a negated or null test
+# (``if not is_hip():``, ``if cfg.lora_paths is None:``, ``== "null"``) is the ordinary path, so it names no requirement.
+_ORDINARY = re.compile(
+    r"""\bnot\s+[\w.]+(\([^()]*\))?[\w.]*|[\w.]+(\([^()]*\))?\s+is\s+None\b|[\w.]+\s*==\s*["'](null|none)["']"""
+)
+
+
+def _guarding(header: str) -> str:
+    return _ORDINARY.sub("", header)
+
+
 def _place_only(matcher: dict) -> bool:
-    return not {"text", "target"} & set(matcher)
+    return not {"text", "target", "source"} & set(matcher)
 
 
 def reason_of(branch: dict, reasons: list[dict]) -> str | None:

@@ -172,3 +172,16 @@ def test_an_elif_is_not_guarded_by_the_if_before_it():
     result = measure([Function("m.py", "f", 1, 10)], {"m.py": FileReport([], arcs)}, {"m.py": source})
     context = {b["from"]: b["context"] for b in result["uncovered"]}
     assert context[4] == [] and context[5] == ["elif a:"] and context[8] == []
+
+
+def test_a_negated_or_null_guard_names_no_requirement():
+    reasons = [{"id": "rocm", "title": "t", "why": "w", "match": [{"text": r"\bis_hip\(\)"}]}]
+    assert docs.reason_of(_branch(context=["if not is_hip():"]), reasons) is None
+    assert docs.reason_of(_branch(context=["if is_hip() and x:"]), reasons) == "rocm"
+    assert docs.reason_of(_branch("if is_hip() is None:"), reasons) == "rocm"  # the branch's own condition counts whole
+
+
+def test_a_source_matcher_reads_the_branch_line_only():
+    reasons = [{"id": "plumbing", "title": "t", "why": "w", "match": [{"source": r"^if self\.model_config is None:$"}]}]
+    assert docs.reason_of(_branch("if self.model_config is None:"), reasons) == "plumbing"
+    assert docs.reason_of(_branch("if x:", context=["if self.model_config is None:"]), reasons) is None
