@@ -4,8 +4,8 @@ A branch is an arc coverage.py counts as one (from a line with more than one way
 ``to`` leaves the function). Each function's branches are those whose ``from`` line lies inside it; a file the run never
 imported has all of them missing. Each uncovered branch is kept with its source line and the headers of the ``if`` /
 ``for`` / ``while`` / ``try`` / ``with`` blocks around it inside the function (outermost first) and the line it goes to
-(``target``), so a branch nested in
-an untaken ``if is_hip():`` can be sorted under the reason of that guard (docs.py).
+(``target``), so a branch nested in an untaken ``if is_hip():`` can be sorted under the reason of that guard (docs.py).
+A header written over several lines (``if (`` ... ``):``) is kept whole, on one line.
 """
 
 from __future__ import annotations
@@ -39,27 +39,91 @@ def read_report(report: dict, root: Path) -> dict[str, FileReport]:
     return out
 
 
+def _header_end(node: ast.AST) -> int:
+    """The last line of a block's header: a condition written over several lines ends on its closing parenthesis."""
+    part = {ast.If: "test", ast.While: "test", ast.For: "iter", ast.AsyncFor: "iter", ast.Match: "subject"}
+    expr = getattr(node, part.get(type(node), ""), None)
+    if isinstance(node, (ast.With, ast.AsyncWith)) and node.items:
+        expr = node.items[-1].context_expr
+    return getattr(expr, "end_lineno", None) or node.lineno
+
+
+def _header_text(node: ast.AST, source: list[str]) -> str:
+    """A block's header on one line (``if (`` alone says nothing; the whole condition does)."""
+    end = _header_end(node)
+    last = min(len(source), end + 3)
+    while end < last and not source[end - 1].rstrip().endswith(":"):  # the closing "):" line
+        end += 1
+    text = " ".join(line.strip() for line in source[node.lineno - 1 : end])
+    return text.replace("( ", "(").replace(" )", ")")
+
+
+def headers_by_line(tree: ast.AST, source: list[str]) -> dict[int, str]:
+    """First line of each block -> its whole header (for the branch's own source line)."""
+    return {n.lineno: _header_text(n, source) for n in ast.walk(tree) if isinstance(n, BLOCKS)}
+
+
 def _headers(tree: ast.AST, source: list[str]) -> dict[int, list[str]]:
-    """Line -> the block headers enclosing it (outermost first, the line's own block excluded)."""
+    """Line -> the block headers enclosing it (outermost first, the line's own block excluded), each whole. The ``else``
+    / ``elif`` part of an ``if`` is not under that ``if``'s header: it runs when the condition is false, so an
+    ``elif is_hip():`` does not guard the ``elif`` after it."""
     out: dict[int, list[str]] = {}
+
+    def mark(node: ast.AST, stack: list[str], first: int | None = None) -> None:
+        for n in range(first or node.lineno, (getattr(node, "end_lineno", None) or node.lineno) + 1):
+            out[n] = list(stack)
+
+    def visit(child: ast.AST, stack: list[str]) -> None:
+        if getattr(child, "lineno", None) is None:
+            walk(child, stack)
+            return
+        for n in range(child.lineno, (getattr(child, "end_lineno", None) or child.lineno) + 1):
+            out.setdefault(n, list(stack))
+        if not isinstance(child, BLOCKS):
+            walk(child, stack)
+            return
+        inner = stack + [_header_text(child, source)]
+        mark(child, inner, child.lineno + 1)
+        if isinstance(child, ast.If):
+            for statement in child.orelse:
+                mark(statement, stack)
+            for statement in child.body:
+                visit(statement, inner)
+            for statement in child.orelse:
+                visit(statement, stack)
+        else:
+            walk(child, inner)
 
     def walk(node: ast.AST, stack: list[str]) -> None:
         for child in ast.iter_child_nodes(node):
-            line = getattr(child, "lineno", None)
-            if line is not None:
-                for n in range(line, (getattr(child, "end_lineno", None) or line) + 1):
-                    out.setdefault(n, list(stack))
-            if isinstance(child, BLOCKS):
-                header = source[child.lineno - 1].strip()
-                inner = stack + [header]
-                for n in range(child.lineno + 1, (child.end_lineno or child.lineno) + 1):
-                    out[n] = list(inner)
-                walk(child, inner)
-            else:
-                walk(child, stack)
+            visit(child, stack)
 
     walk(tree, [])
     return out
+
+
+def _describe(start: int, end: int, lines: list[str], headers: dict[int, list[str]], own: dict[int, str]) -> dict:
+    """A branch's source (its whole header), the line it goes to and the headers of the blocks around it."""
+    header = own.get(start, lines[start - 1].strip())
+    guards = [h for h in headers.get(start, []) if h != header]
+    return {"source": header[:240], "target": lines[end - 1].strip()[:160] if end > 0 else "",
+            "context": [g[:240] for g in guards]}  # fmt: skip
+
+
+def redescribe(golden: dict, root: Path) -> dict:
+    """The golden with each uncovered branch's source, target and context read again from the release's files under
+    ``root`` (the measured arcs unchanged): a golden stored before a change of how a branch is described."""
+    texts: dict[str, tuple[list[str], dict, dict]] = {}
+    uncovered = []
+    for branch in golden["uncovered"]:
+        if branch["file"] not in texts:
+            text = (root / branch["file"]).read_text()
+            tree = ast.parse(text)
+            lines = text.splitlines()
+            texts[branch["file"]] = (lines, _headers(tree, lines), headers_by_line(tree, lines))
+        end = branch["to"] if isinstance(branch["to"], int) else -1
+        uncovered.append({**branch, **_describe(branch["from"], end, *texts[branch["file"]])})
+    return {**golden, "uncovered": uncovered}
 
 
 def measure(functions: list[Function], files: dict[str, FileReport], sources: dict[str, str]) -> dict:
@@ -69,7 +133,8 @@ def measure(functions: list[Function], files: dict[str, FileReport], sources: di
     for path in sorted({f.path for f in functions}):
         text = sources[path]
         lines = text.splitlines()
-        headers = _headers(ast.parse(text), lines)
+        tree = ast.parse(text)
+        headers, own = _headers(tree, lines), headers_by_line(tree, lines)
         report = files.get(path)
         if report is None:  # never imported: every branch missing; coverage.py's own analysis gives the arcs
             raise ValueError(f"{path} is not in the coverage report; pass it to `coverage json` explicitly")
@@ -80,11 +145,8 @@ def measure(functions: list[Function], files: dict[str, FileReport], sources: di
             per_function.append({"file": path, "function": function.qualname, "line": function.first,
                                  "branches": len(taken) + len(missed), "taken": len(taken)})  # fmt: skip
             for start, end in missed:
-                guards = [h for h in headers.get(start, []) if h != lines[start - 1].strip()]
                 uncovered.append({"file": path, "function": function.qualname, "from": start,
-                                  "to": end if end > 0 else "exit", "source": lines[start - 1].strip()[:160],
-                                  "target": lines[end - 1].strip()[:160] if end > 0 else "",
-                                  "context": [g[:160] for g in guards]})  # fmt: skip
+                                  "to": end if end > 0 else "exit", **_describe(start, end, lines, headers, own)})  # fmt: skip
     total = sum(f["branches"] for f in per_function)
     taken = sum(f["taken"] for f in per_function)
     return {
@@ -112,6 +174,12 @@ def write_golden(engine: str, release: str, scenarios: int, result: dict, about:
     parts.append(',\n "uncovered": [\n  ' + ",\n  ".join(json.dumps(u) for u in result["uncovered"]) + "\n ]\n}\n")
     path.write_text("".join(parts))
     return path
+
+
+def rewrite_golden(golden: dict) -> Path:
+    """Store a golden again as write_golden lays it out."""
+    result = {"totals": golden["totals"], "functions": golden["functions"], "uncovered": golden["uncovered"]}
+    return write_golden(golden["engine"], golden["release"], golden["scenarios"], result, golden["about"])
 
 
 def summary(engine: str, release: str, result: dict) -> str:

@@ -53,6 +53,22 @@ def test_docs_page_agrees_with_the_goldens():
     assert text == docs.page_with(text, docs.render(GOLDENS, REASONS)), "run python -m conformance coverage-docs"
 
 
+def test_detail_pages_agree_with_the_goldens():
+    wanted = docs.detail_pages(GOLDENS, REASONS)
+    assert sorted(docs.DETAIL.glob("*.md")) == sorted(wanted), "run python -m conformance coverage-docs"
+    assert all(path.read_text() == text for path, text in wanted.items()), "run python -m conformance coverage-docs"
+
+
+def test_every_reason_says_whether_the_advisor_models_its_input():
+    assert all(isinstance(r.get("advisor_models"), bool) for r in REASONS)
+
+
+def test_a_target_matcher_filters_on_the_line_the_branch_goes_to():
+    reasons = [{"id": "raise", "title": "t", "why": "w", "match": [{"target": r"^raise\b"}]}]
+    assert docs.reason_of({**_branch(), "target": "raise ValueError("}, reasons) == "raise"
+    assert docs.reason_of({**_branch(), "target": "return 1"}, reasons) is None
+
+
 def test_docs_page_names_every_reason():
     text = docs.PAGE.read_text()
     assert all(f"(`{r['id']}`)" in text for r in REASONS)
@@ -134,3 +150,38 @@ def test_resolution_functions_follow_calls_into_the_resolution_files_only(tmp_pa
         ("pkg/config.py", "Config.check"), ("pkg/hooks.py", "handle"),
     ]  # fmt: skip
     assert json.dumps([f.first for f in found]) == "[5, 10, 2, 5, 3]"
+
+
+def test_measure_keeps_a_condition_written_over_several_lines_whole():
+    from conformance.coverage.functions import Function
+
+    source = "def f(a):\n    if (\n        a\n        and is_hip()\n    ):\n        if (\n            a > 1\n        ):\n            return 1\n    return 2\n"  # fmt: skip
+    result = measure([Function("m.py", "f", 1, 10)], {"m.py": FileReport([(2, 10)], [(2, 6), (6, 9), (6, 10)])},
+                     {"m.py": source})  # fmt: skip
+    first = next(b for b in result["uncovered"] if b["from"] == 2)
+    nested = [b for b in result["uncovered"] if b["from"] == 6]
+    assert first["source"] == "if (a and is_hip()):"
+    assert nested and all(b["source"] == "if (a > 1):" and b["context"] == ["if (a and is_hip()):"] for b in nested)
+
+
+def test_an_elif_is_not_guarded_by_the_if_before_it():
+    from conformance.coverage.functions import Function
+
+    source = "def f(a):\n    if is_hip():\n        return 0\n    elif a:\n        if a > 1:\n            return 1\n    else:\n        if a < 0:\n            return 2\n    return 3\n"  # fmt: skip
+    arcs = [(2, 4), (4, 5), (4, 8), (5, 6), (5, 10), (8, 9), (8, 10)]
+    result = measure([Function("m.py", "f", 1, 10)], {"m.py": FileReport([], arcs)}, {"m.py": source})
+    context = {b["from"]: b["context"] for b in result["uncovered"]}
+    assert context[4] == [] and context[5] == ["elif a:"] and context[8] == []
+
+
+def test_a_negated_or_null_guard_names_no_requirement():
+    reasons = [{"id": "rocm", "title": "t", "why": "w", "match": [{"text": r"\bis_hip\(\)"}]}]
+    assert docs.reason_of(_branch(context=["if not is_hip():"]), reasons) is None
+    assert docs.reason_of(_branch(context=["if is_hip() and x:"]), reasons) == "rocm"
+    assert docs.reason_of(_branch("if is_hip() is None:"), reasons) == "rocm"  # the branch's own condition counts whole
+
+
+def test_a_source_matcher_reads_the_branch_line_only():
+    reasons = [{"id": "plumbing", "title": "t", "why": "w", "match": [{"source": r"^if self\.model_config is None:$"}]}]
+    assert docs.reason_of(_branch("if self.model_config is None:"), reasons) == "plumbing"
+    assert docs.reason_of(_branch("if x:", context=["if self.model_config is None:"]), reasons) is None
