@@ -110,23 +110,33 @@ def transformers_model_types() -> dict[str, str]:
     return out
 
 
-def write_named(release: str) -> list[Path]:
+def transformers_default_config(arch: str, types: dict[str, str]) -> dict | None:
+    """transformers' default config of the class ``arch`` belongs to (``types``: transformers_model_types()), with
+    ``architectures`` set to it and ``_written_by`` saying so; None when transformers has no class for the name or its
+    config class needs arguments."""
     import transformers
     from transformers import AutoConfig
 
+    if arch not in types:
+        return None
+    try:
+        config = AutoConfig.for_model(types[arch]).to_dict()
+    except Exception:  # a config class that needs arguments: not in the grid
+        return None
+    config["architectures"] = [arch]
+    config["_written_by"] = f"transformers {transformers.__version__} AutoConfig.for_model({types[arch]!r})"
+    return config
+
+
+def write_named(release: str) -> list[Path]:
     from conformance.sglang.architectures import extract
 
     types = transformers_model_types()
     out = []
     for arch in extract(release):
-        if arch not in types:
+        config = transformers_default_config(arch, types)
+        if config is None:
             continue
-        try:
-            config = AutoConfig.for_model(types[arch]).to_dict()
-        except Exception:  # a config class that needs arguments: not in the grid
-            continue
-        config["architectures"] = [arch]
-        config["_written_by"] = f"transformers {transformers.__version__} AutoConfig.for_model({types[arch]!r})"
         path = CONFIGS / (NAMED_PREFIX + arch) / "config.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(config, indent=1, sort_keys=True, default=str) + "\n")

@@ -162,12 +162,9 @@ def vllm_configs(version: str) -> dict[str, dict]:
     """Directory name -> transformers' default config of each architecture the release's registry serves that no other
     config of the grid has, SGLang names in no release (the named-* configs are those), and whose config shows
     something the decisions read (decision_kinds)."""
-    import transformers
-    from transformers import AutoConfig
-
     from advisor.rules.sglang import architectures as sglang_architectures
     from advisor.rules.vllm import architectures as registry
-    from conformance.sglang.config_grid import transformers_model_types
+    from conformance.sglang.config_grid import transformers_default_config, transformers_model_types
 
     covered = {(json.loads(p.read_text()).get("architectures") or [None])[0]
                for p in CONFIGS.glob("*/config.json") if not p.parent.name.startswith(VLLM_PREFIX)}  # fmt: skip
@@ -175,17 +172,9 @@ def vllm_configs(version: str) -> dict[str, dict]:
     types = transformers_model_types()
     out = {}
     for arch in sorted(registry.served(version) - covered - sglang_names):
-        if arch not in types:
-            continue
-        try:
-            config = AutoConfig.for_model(types[arch]).to_dict()
-        except Exception:  # a config class that needs arguments: not in the grid
-            continue
-        if not decision_kinds(arch, config, version):
-            continue
-        config["architectures"] = [arch]
-        config["_written_by"] = f"transformers {transformers.__version__} AutoConfig.for_model({types[arch]!r})"
-        out[VLLM_PREFIX + arch] = config
+        config = transformers_default_config(arch, types)
+        if config is not None and decision_kinds(arch, config, version):
+            out[VLLM_PREFIX + arch] = config
     return out
 
 
