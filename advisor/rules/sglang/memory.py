@@ -18,7 +18,7 @@ from advisor.rules.engine import (
     state_of,
 )
 from advisor.rules.releases import within
-from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture, named, uses_dsa
+from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture, named, placed_in, uses_dsa
 from advisor.rules.sglang.arguments import cuda_graph_max_bs_flags
 from advisor.rules.sglang.attention import attention_kind
 from advisor.rules.sglang.common import MEMORY_HOOK, SERVER_ARGS
@@ -319,10 +319,19 @@ def prefill_graph_kind(s: Scenario, version: str, capability_steps: bool = True)
     if a2a not in VALIDATED_A2A:
         return None
     if release < parse_release(BREAKABLE_PREFILL_GRAPH_FROM) and (
-        (kind == "mla" and not dsa) or arch in NEMOTRON_H_ARCHS
+        (kind == "mla" and not dsa) or _nemotron_h(arch, rules_release(version))
     ):
         return None
     return kind
+
+
+# The breakable prefill graph's Nemotron-H check (configs/model_config.py is_nemotron_h): v0.5.17's list also names the
+# MTP draft architecture (architectures.json), the other releases' the two served names only.
+NEMOTRON_H_CHECK = "configs/model_config.py:is_nemotron_h"
+
+
+def _nemotron_h(arch: str | None, release: str) -> bool:
+    return arch in NEMOTRON_H_ARCHS or placed_in(arch, release, NEMOTRON_H_CHECK)
 
 
 # -- speculative decoding (the user passes --speculative-algorithm) --------------------------------------------------

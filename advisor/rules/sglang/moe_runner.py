@@ -113,17 +113,20 @@ QWEN_FAMILY_STEP, QWEN_FAMILY_STEP_FROM = "arg_groups/model_overrides/qwen3_moe.
 QWEN_INLINE_INTERN_S2 = ("InternS2PreviewForConditionalGeneration", "0.5.12", "0.5.14")
 
 
-# From v0.5.19 the DeepSeek family's MoE step (_deepseek_moe_quant_resolution) is read from the release's own
-# arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS (architectures.json), drafts included (HY-V4's NextN), less the names
-# starting with LongcatFlash that it skips ("LongCat top-k spans the zero-expert logits").
-DEEPSEEK_FAMILY_LIST, DEEPSEEK_FAMILY_LIST_FROM = "arg_groups/overrides.py:_DEEPSEEK_FAMILY_ARCHS", "0.5.19"
+# From v0.5.15 the DeepSeek family's MoE step (_deepseek_moe_quant_resolution) is read from the release's own
+# arg_groups/overrides.py _DEEPSEEK_FAMILY_ARCHS (architectures.json), drafts included (HY-V4's NextN). LongCat-Flash
+# joins that list in v0.5.16 and takes flashinfer_trtllm there; from v0.5.17 the step skips the names starting with
+# LongcatFlash ("LongCat top-k spans the zero-expert logits").
+DEEPSEEK_FAMILY_LIST, DEEPSEEK_FAMILY_LIST_FROM = "arg_groups/overrides.py:_DEEPSEEK_FAMILY_ARCHS", "0.5.15"
+LONGCAT_SKIPPED_FROM = "0.5.17"
 
 
 def _in_family(row: MoeRunnerRow, architecture: str, release: str) -> bool:
     if architecture in row.families:
         return True
     if row.families is _DEEPSEEK_FAMILY and within(release, DEEPSEEK_FAMILY_LIST_FROM, None):
-        return placed_in(architecture, release, DEEPSEEK_FAMILY_LIST) and not architecture.startswith("LongcatFlash")
+        skipped = architecture.startswith("LongcatFlash") and within(release, LONGCAT_SKIPPED_FROM, None)
+        return placed_in(architecture, release, DEEPSEEK_FAMILY_LIST) and not skipped
     if row.families is not _QWEN_FAMILY:
         return False
     name, first, last = QWEN_INLINE_INTERN_S2
