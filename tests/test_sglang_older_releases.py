@@ -124,3 +124,14 @@ def test_the_piecewise_prefill_graph_is_off_for_the_release_list(arch, off_in):
     it (architectures.json)."""
     for release in ("0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14"):
         assert piecewise(arch, release) is (release not in off_in), release
+
+
+@pytest.mark.parametrize("release", ["0.5.7", "0.5.10", "0.5.11", "0.5.23"])
+def test_phi4_multimodal_vision_tower_is_sglang_fixed_siglip_in_every_release(release):
+    """get_config swaps the config's 27-layer tower for 26 x 1152 (v0.5.7 on); the VLM memory factor reads that."""
+    from advisor.rules.sglang.model_config import multimodal_vision
+
+    config = {"architectures": ["Phi4MMForCausalLM"], "model_type": "phi4_multimodal", **STANDARD,
+              "vision_config": {"num_hidden_layers": 27, "hidden_size": 1152}}  # fmt: skip
+    model = spec_from_config(config, model_id="t", path=None, origin="directory", where="test")
+    assert multimodal_vision(model, release) == (26, 1152)
