@@ -94,38 +94,6 @@ STANDARD = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 3
             "num_hidden_layers": 32}  # fmt: skip
 
 
-@pytest.mark.parametrize("release", ["0.5.7", "0.5.10", "0.5.12", "0.5.14", "0.5.15"])
-def test_the_deepseek_branch_gives_its_names_trtllm_mla_on_sm100_without_mla(release):
-    """Pixtral's wrapper with a Mistral text config (no MLA fields): the branch sets trtllm_mla whatever the attention
-    kind (inline up to v0.5.14, the family step from v0.5.15); a standard model off the branch gets trtllm_mha."""
-    pixtral = {"architectures": ["PixtralForConditionalGeneration"], **STANDARD}
-    assert plan("b200-8", pixtral, release).decision("attention_backend").value == "trtllm_mla"
-    assert plan("h100-sxm-8", pixtral, release).decision("attention_backend").value == "fa3"
-    llama = {"architectures": ["LlamaForCausalLM"], **STANDARD}
-    assert plan("b200-8", llama, release).decision("attention_backend").value == "trtllm_mha"
-
-
-def piecewise(arch: str, release: str) -> bool:
-    memory = plan("h100-sxm-8", {"architectures": [arch], **STANDARD}, release).decision("memory_defaults")
-    return next(s.value for s in memory.settings if s.name == "piecewise_cuda_graph")
-
-
-@pytest.mark.parametrize(
-    "arch, off_in",
-    [
-        ("BailingMoeV2_5ForCausalLM", {"0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14"}),
-        ("LLaDAModelLM", {"0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14"}),
-        ("DeepseekV4ForCausalLMNextN", {"0.5.12", "0.5.13", "0.5.14"}),  # on the list from v0.5.12
-        ("LlamaForCausalLM", set()),
-    ],
-)
-def test_the_piecewise_prefill_graph_is_off_for_the_release_list(arch, off_in):
-    """v0.5.10-v0.5.14 _handle_piecewise_cuda_graph: piecewise_cuda_graph_disabled_model_archs, as each release lists
-    it (architectures.json)."""
-    for release in ("0.5.10", "0.5.11", "0.5.12", "0.5.13", "0.5.14"):
-        assert piecewise(arch, release) is (release not in off_in), release
-
-
 @pytest.mark.parametrize("release", ["0.5.7", "0.5.10", "0.5.11", "0.5.23"])
 def test_phi4_multimodal_vision_tower_is_sglang_fixed_siglip_in_every_release(release):
     """get_config swaps the config's 27-layer tower for 26 x 1152 (v0.5.7 on); the VLM memory factor reads that."""
