@@ -172,6 +172,8 @@ class ModelSpec:
     # thinker_config.text_config's for an omni model, over the top level's): vLLM derives max_model_len from them.
     context_lengths: tuple[tuple[str, int], ...] = ()
     is_encoder_decoder: bool = False  # the config (or its text_config) sets is_encoder_decoder: true (Whisper)
+    # use_bidirectional_attention as written, truthy (EmbeddingGemma: SGLang's is_embedding_gemma reads it with getattr)
+    bidirectional_attention: bool = False
 
     @property
     def is_moe(self) -> bool:
@@ -481,6 +483,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         kda_attention=_kda_attention(config) or _kda_attention(text),
         context_lengths=_context_lengths(config, text),
         is_encoder_decoder=merged.get("is_encoder_decoder") is True,
+        bidirectional_attention=bool(merged.get("use_bidirectional_attention")),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))
