@@ -121,11 +121,13 @@ def _override(server_args):
     return {}
 
 
-def resolve(architectures, model_arch):
+def resolve(architectures, model_arch, config):
     if "LlamaEmbeddingModel" in architectures or "Qwen3Model" in set(architectures):
         return 1
     if "Llama4" in model_arch:
         return 2
+    if config.architectures[0] == "CappedModel":
+        return 3
 """,
     "sglang/srt/registry.py": "def _register_for(*names):\n    return lambda f: f\n",
 }
@@ -140,6 +142,7 @@ def test_names_of_any_shape_count_where_the_code_says_they_are_architectures():
     assert names["BertModel"] == names["Contriever"] == {"server_args.py:_EMBEDDING_ARCHITECTURES"}
     assert names["EmbeddingGemma2Model"] == {"server_args.py:_override"}  # the override registry's argument
     assert names["LlamaEmbeddingModel"] == {"server_args.py:resolve"}  # membership in the architectures list
+    assert names["CappedModel"] == {"server_args.py:resolve"}  # equal to an entry of the architectures list
     # a constant not named for architectures, a call's result, and a substring of one name are not lists of names
     assert {"NotAnArchModel", "Qwen3Model", "Llama4"}.isdisjoint(names)
 

@@ -247,6 +247,14 @@ def _architecture_names(node: ast.AST) -> set[str]:
             and any(_named_like_architectures(c) for c in sub.comparators)
         ):
             found.add(sub.left.value)
+        if isinstance(sub, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq)) for op in sub.ops):
+            # hf_config.architectures[0] == "EmbeddingGemma2Model": one entry of an architectures list
+            sides = [sub.left, *sub.comparators]
+            if any(isinstance(x, ast.Subscript) and _named_like_architectures(x.value) for x in sides):
+                found.update(
+                    x.value for x in sides
+                    if isinstance(x, ast.Constant) and isinstance(x.value, str) and CLASS_NAME.match(x.value)
+                )  # fmt: skip
         if isinstance(sub, ast.Call) and getattr(sub.func, "id", getattr(sub.func, "attr", None)) in REGISTRY_CALLS:
             found.update(
                 a.value for a in sub.args
