@@ -187,6 +187,9 @@ class ModelSpec:
     is_encoder_decoder: bool = False  # the config (or its text_config) sets is_encoder_decoder: true (Whisper)
     # The language model's RoPE scaling dicts (text_config's over the top level's), and its top-level
     # original_max_position_embeddings: SGLang's get_context_length and vLLM's _get_and_verify_max_len scale by them.
+    # quantization_config.quant_method as written, lower-cased (the engines' _verify_quantization read it so); the
+    # ``quantization`` above names ModelOpt checkpoints by their algorithm
+    quant_method: str | None = None
     rope: tuple[Rope, ...] = ()
     original_max_position_embeddings: int | None = None
     # use_bidirectional_attention as written, truthy (EmbeddingGemma: SGLang's is_embedding_gemma reads it with getattr)
@@ -251,6 +254,12 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
         algo = str(qc.get("quant_algo") or "").upper()
         return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8" if "FP8" in algo else "modelopt"
     return method
+
+
+def _quant_method(config: Mapping[str, Any]) -> str | None:
+    qc = config.get("quantization_config")
+    method = qc.get("quant_method") if isinstance(qc, Mapping) else None
+    return method.lower() if isinstance(method, str) else None
 
 
 def _check_quantization(config: Mapping[str, Any], where: str) -> None:
@@ -526,6 +535,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         is_encoder_decoder=merged.get("is_encoder_decoder") is True,
         bidirectional_attention=bool(merged.get("use_bidirectional_attention")),
         rope=_rope(config, text),
+        quant_method=_quant_method(config) or _quant_method(text),
         original_max_position_embeddings=_int(merged.get("original_max_position_embeddings")),
     )
     spec = ModelSpec(**fields)

@@ -45,7 +45,7 @@ def _dict_keys(node: ast.AST) -> dict[str, str]:
         return {}
     return {
         k.value: v.id if isinstance(v, ast.Name) else ast.unparse(v)
-        for k, v in zip(node.keys, node.values)
+        for k, v in zip(node.keys, node.values, strict=True)
         if isinstance(k, ast.Constant) and isinstance(k.value, str)
     }
 
@@ -110,7 +110,7 @@ def min_capability(name: str, classes: dict, depth: int = 0) -> int | None:
 def detected(classes: dict) -> set[str]:
     """The strings compared with a quant_method in override_quantization_method and the module's helpers it calls."""
     found: set[str] = set()
-    for cls, tree in classes.values():
+    for cls, _ in classes.values():
         fn = _method(cls, "override_quantization_method")
         if fn is None:
             continue

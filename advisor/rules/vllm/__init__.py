@@ -29,6 +29,7 @@ from advisor.rules.vllm.flags import rejected
 from advisor.rules.vllm.fusion import FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, fusion_decision
 from advisor.rules.vllm.hybrid import ALIGN_32_ON_SM10X, HYBRID_BLOCK_AT_CONFIG, NEMOTRON_SSM_DTYPE_FROM_CONFIG
 from advisor.rules.vllm.memory import BATCH_TIERS, GPU_MEMORY_UTILIZATION, memory_decision
+from advisor.rules.vllm.quantization import problems as quantization_problems
 from advisor.rules.vllm.scheduling import (
     ASYNC_SCHEDULING_DEFAULT_ON,
     HYBRID_PREFIX_CACHING,
@@ -51,6 +52,7 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
         *(switch_decision(s, version, sw[0]) for sw in SWITCHES),
     ]
     problems += architecture_problems(s, version) + attention_problems(s, version, attention)
+    problems += quantization_problems(s, version)
     return decisions, problems + plan_problems(s) + rejected(s, release)
 
 
