@@ -535,7 +535,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         is_encoder_decoder=merged.get("is_encoder_decoder") is True,
         bidirectional_attention=bool(merged.get("use_bidirectional_attention")),
         rope=_rope(config, text),
-        quant_method=_quant_method(config) or _quant_method(text),
+        quant_method=_quant_method(config) if _quant_method(config) is not None else _quant_method(text),
         original_max_position_embeddings=_int(merged.get("original_max_position_embeddings")),
     )
     spec = ModelSpec(**fields)

@@ -19,7 +19,9 @@ from advisor.rules.sglang.releases import RELEASES as SGLANG_RELEASES
 from advisor.rules.vllm import quantization as vllm_quantization
 from conformance.sglang import quantization as sglang_extractor
 
-LLAMA = json.loads((Path(__file__).resolve().parent / "conformance" / "configs" / "llama-3.1-8b" / "config.json").read_text())
+LLAMA = json.loads(
+    (Path(__file__).resolve().parent / "conformance" / "configs" / "llama-3.1-8b" / "config.json").read_text()
+)
 VLLM_RELEASES = tuple(json.loads(vllm_quantization.QUANTIZATION_FILE.read_text())["releases"])
 FIXTURE_OK = [HealthCheck.function_scoped_fixture]
 
@@ -140,3 +142,9 @@ class Mxfp4Config:
         zf.writestr(sglang_extractor.PACKAGE + "configs.py", configs)
     read = sglang_extractor.read(zipfile.ZipFile(data))
     assert read == {"methods": {"awq": 80, "fp8": 80, "mxfp4": None}, "detected": ["autoawq"]}
+
+
+def test_an_empty_quant_method_is_unknown_to_sglang_and_none_to_vllm(tmp_path):
+    model = model_dir(tmp_path, {"quant_method": ""})
+    assert "sglang_quantization_unknown" in error_ids(model, "sglang", "0.5.23")
+    assert not {i for i in error_ids(model, "vllm", "0.33.0") if "quantization" in i}

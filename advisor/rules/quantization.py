@@ -37,8 +37,12 @@ class QuantizationTable:
 def load_tables(path: Path) -> dict[str, QuantizationTable]:
     releases = json.loads(path.read_text(encoding="utf-8"))["releases"]
     return {
-        release: QuantizationTable(release, dict(entry["methods"]), frozenset(entry.get("detected", ())),
-                                   frozenset(entry.get("deprecated", ())))  # fmt: skip
+        release: QuantizationTable(
+            release,
+            dict(entry["methods"]),
+            frozenset(entry.get("detected", ())),
+            frozenset(entry.get("deprecated", ())),
+        )  # fmt: skip
         for release, entry in releases.items()
     }
 
@@ -61,6 +65,7 @@ class Wording:
     deprecated_id: str | None = None
     deprecated_flag: str | None = None
     deprecated_source: str | None = None
+    empty_is_none: bool = False  # vLLM reads quant_method "" as no quantization; SGLang refuses it as unknown
 
 
 def quantization_problems(s: Scenario, table: QuantizationTable | None, words: Wording) -> list[Problem]:
@@ -71,11 +76,17 @@ def quantization_problems(s: Scenario, table: QuantizationTable | None, words: W
     release = table.release
     given = s.flag(words.flag)
     method = s.model.quant_method if not given else None
+    if method == "" and words.empty_is_none:
+        method = None
     problems = []
     if method is not None and method not in table.methods and method not in table.detected:
         close = difflib.get_close_matches(method, sorted(table.methods), n=1, cutoff=0.6)
-        fix = (f'write "quant_method": "{close[0]}" in config.json\'s quantization_config if that is what the checkpoint'
-               " holds, " if close else "") + f"use a release that knows {method!r}, or an unquantized checkpoint"
+        fix = (
+            f'write "quant_method": "{close[0]}" in config.json\'s quantization_config if that is what the checkpoint'
+            " holds, "
+            if close
+            else ""
+        ) + f"use a release that knows {method!r}, or an unquantized checkpoint"
         problems.append(Problem(
             words.unknown_id, "error",
             f"{words.engine} v{release} does not know the checkpoint's quantization method {method!r}"

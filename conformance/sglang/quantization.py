@@ -64,7 +64,9 @@ def registry(tree: ast.Module) -> dict[str, str]:
                     found.update(_dict_keys(call.args[0]))
     if not found:  # releases without the BASE_ name: QUANTIZATION_METHODS itself
         for node in tree.body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == REGISTRY[1] for t in node.targets):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == REGISTRY[1] for t in node.targets
+            ):
                 found.update(_dict_keys(node.value))
     return found
 
@@ -122,7 +124,11 @@ def detected(classes: dict) -> set[str]:
                     continue
                 for side in (cmp.left, *cmp.comparators):
                     for const in ast.walk(side):
-                        if isinstance(const, ast.Constant) and isinstance(const.value, str) and re.fullmatch(r"[\w\-/.]+", const.value):
+                        if (
+                            isinstance(const, ast.Constant)
+                            and isinstance(const.value, str)
+                            and re.fullmatch(r"[\w\-/.]+", const.value)
+                        ):
                             found.add(const.value.lower())
     return found - {"quant_method"}
 

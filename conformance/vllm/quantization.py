@@ -42,7 +42,9 @@ def read(zf: zipfile.ZipFile) -> dict:
     names: list[str] = []
     deprecated: list[str] = []
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         ids = {t.id for t in targets if isinstance(t, ast.Name)}
         if "QuantizationMethods" in ids and node.value is not None:
             names = _strings(node.value)

@@ -17,7 +17,13 @@ from __future__ import annotations
 from advisor.rules.releases import within
 
 # get_context_length's CONTEXT_LENGTH_KEYS, in its order: the first one the config sets wins.
-CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+CONTEXT_LENGTH_KEYS = (
+    "max_sequence_length",
+    "seq_length",
+    "max_seq_len",
+    "model_max_length",
+    "max_position_embeddings",
+)
 DEFAULT_CONTEXT = 2048  # where the config sets none of them
 TRANSFORMERS_5_FROM = "0.5.10"  # the release whose pinned transformers standardizes the RoPE dict (transformers==5.3.0)
 # transformers 5's standardize_rope_params gives these types original_max_position_embeddings

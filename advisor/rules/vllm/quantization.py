@@ -21,6 +21,7 @@ WORDING = Wording(
     gpu_source="vllm/config/vllm.py (VllmConfig._get_quantization_config: get_min_capability)",
     deprecated_id="vllm_quantization_deprecated", deprecated_flag="--allow-deprecated-quantization",
     deprecated_source="vllm/config/model.py (ModelConfig._verify_quantization, DEPRECATED_QUANTIZATION_METHODS)",
+    empty_is_none=True,  # "quant_method if quant_method != '' else None"
 )  # fmt: skip
 
 
