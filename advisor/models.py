@@ -190,6 +190,9 @@ class ModelSpec:
     # quantization_config.quant_method as written, lower-cased (the engines' _verify_quantization read it so); the
     # ``quantization`` above names ModelOpt checkpoints by their algorithm
     quant_method: str | None = None
+    # quantization_config's scalar entries as written (bits, group_size, sym, desc_act, checkpoint_format, ...): what the
+    # engines' detection steps read (SGLang's GPTQ-to-Marlin check)
+    quant_config: tuple[tuple[str, Any], ...] = ()
     rope: tuple[Rope, ...] = ()
     original_max_position_embeddings: int | None = None
     # use_bidirectional_attention as written, truthy (EmbeddingGemma: SGLang's is_embedding_gemma reads it with getattr)
@@ -260,6 +263,13 @@ def _quant_method(config: Mapping[str, Any]) -> str | None:
     qc = config.get("quantization_config")
     method = qc.get("quant_method") if isinstance(qc, Mapping) else None
     return method.lower() if isinstance(method, str) else None
+
+
+def _quant_config(config: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return ()
+    return tuple((str(k), v) for k, v in qc.items() if v is None or isinstance(v, (str, int, float, bool)))
 
 
 def _check_quantization(config: Mapping[str, Any], where: str) -> None:
@@ -536,6 +546,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         bidirectional_attention=bool(merged.get("use_bidirectional_attention")),
         rope=_rope(config, text),
         quant_method=_quant_method(config) if _quant_method(config) is not None else _quant_method(text),
+        quant_config=_quant_config(config) or _quant_config(text),
         original_max_position_embeddings=_int(merged.get("original_max_position_embeddings")),
     )
     spec = ModelSpec(**fields)

@@ -148,3 +148,18 @@ def test_an_empty_quant_method_is_unknown_to_sglang_and_none_to_vllm(tmp_path):
     model = model_dir(tmp_path, {"quant_method": ""})
     assert "sglang_quantization_unknown" in error_ids(model, "sglang", "0.5.23")
     assert not {i for i in error_ids(model, "vllm", "0.33.0") if "quantization" in i}
+
+
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False}
+
+
+@pytest.mark.parametrize(
+    "change, refused",
+    [({}, False), ({"group_size": 96}, True), ({"sym": False}, True), ({"bits": 3}, True),
+     ({"checkpoint_format": "marlin"}, True), ({"desc_act": None}, True)],
+)  # fmt: skip
+def test_sglang_runs_gptq_only_through_marlin_from_v0_5_20(change, refused, tmp_path):
+    model = model_dir(tmp_path, {**GPTQ, **change})
+    assert ("sglang_quantization_unknown" in error_ids(model, "sglang", "0.5.23")) == refused
+    assert "sglang_quantization_unknown" not in error_ids(model, "sglang", "0.5.19")  # plain gptq still registered
+    assert "vllm_quantization_unknown" not in error_ids(model, "vllm", "0.33.0")

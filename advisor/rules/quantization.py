@@ -12,8 +12,8 @@ ModelConfig._verify_quantization, vllm/config/vllm.py VllmConfig._get_quantizati
 
 Each engine's table (advisor/rules/<engine>/quantization.json) is written from the release's wheel by ``python -m
 conformance sglang-quantization|vllm-quantization``; the engine's package holds the ids, flags and sources.
-Not modelled: the detection steps' own conditions (a gptq checkpoint Marlin does not take stays gptq, which SGLang
-v0.5.23 no longer registers on CUDA): a name a detection step reads counts as known.
+A name a detection step reads counts as known here; an engine that refuses it where its step does not apply checks
+that in its own package (SGLang's GPTQ-to-Marlin step: advisor/rules/sglang/quantization.py).
 """
 
 from __future__ import annotations

@@ -30,5 +30,51 @@ def table(release: str) -> QuantizationTable | None:
     return table_for(_tables(), release)
 
 
+# From v0.5.20 SGLang registers no plain "gptq" method on CUDA: a GPTQ checkpoint runs only where
+# GPTQMarlinConfig.override_quantization_method (layers/quantization/gptq/gptq.py) turns it into gptq_marlin, which needs
+# (is_gptq_marlin_compatible, check_marlin_format, marlin_utils.py _check_marlin_supported): not a Marlin-format
+# checkpoint (checkpoint_format "marlin" or is_marlin_format), bits, group_size, sym and desc_act all written, (bits, sym)
+# one of (4, true), (8, true), group_size one of -1, 32, 64, 128, a GPU of capability 8.0 or newer, and --quantization
+# not given or marlin / gptq_marlin. Otherwise "gptq" stays and _verify_quantization refuses it as unknown.
+GPTQ, MARLIN_TYPES, MARLIN_GROUP_SIZES, MARLIN_LEAST_CAPABILITY = "gptq", {(4, True), (8, True)}, (-1, 32, 64, 128), 80
+MARLIN_USER_QUANT = (None, "marlin", "gptq_marlin")
+
+
+def marlin_refusal(s: Scenario) -> str | None:
+    """Why the GPTQ-to-Marlin step leaves this GPTQ checkpoint as gptq, or None where it converts it."""
+    qc = dict(s.model.quant_config)
+    if qc.get("checkpoint_format") == "marlin" or qc.get("is_marlin_format"):
+        return "it is already in Marlin format, which the step skips"
+    missing = [k for k in ("bits", "group_size", "sym", "desc_act") if qc.get(k) is None]
+    if missing:
+        return f"quantization_config lacks {', '.join(missing)}"
+    if (qc["bits"], qc["sym"]) not in MARLIN_TYPES:
+        return f"bits {qc['bits']} with sym {qc['sym']} (Marlin takes 4 or 8 bits, symmetric)"
+    if qc["group_size"] not in MARLIN_GROUP_SIZES:
+        return f"group_size {qc['group_size']} (Marlin takes {', '.join(map(str, MARLIN_GROUP_SIZES))})"
+    cap = s.capability
+    if cap is not None and cap[0] * 10 + cap[1] < MARLIN_LEAST_CAPABILITY:
+        return f"the GPU's capability {cap[0]}.{cap[1]} (Marlin needs 8.0 or newer)"
+    given = s.flag(WORDING.flag)
+    if (given.lower() if given else None) not in MARLIN_USER_QUANT:
+        return f"--quantization {given} (the step converts only without it or with marlin / gptq_marlin)"
+    return None
+
+
 def problems(s: Scenario, release: str) -> list[Problem]:
-    return quantization_problems(s, table(release), WORDING)
+    found = quantization_problems(s, table(release), WORDING)
+    entry = table(release)
+    if entry is None or s.model is None or s.model.quant_method != GPTQ or GPTQ in entry.methods or found:
+        return found
+    why = marlin_refusal(s)
+    if why is None:
+        return found
+    return [Problem(
+        WORDING.unknown_id, "error",
+        f"sglang v{release} registers no plain gptq method on CUDA and its GPTQ-to-Marlin step does not take this"
+        f" checkpoint ({why}): it stops at start-up with \"Unknown quantization method: gptq\"",
+        "use a GPTQ checkpoint Marlin takes (4 or 8 bits, symmetric, group_size -1/32/64/128, on a GPU of 8.0 or newer),"
+        " or sglang v0.5.19 or older, which still runs plain gptq",
+        f"sglang v{release}, layers/quantization/gptq/gptq.py (GPTQMarlinConfig.override_quantization_method), "
+        f"{WORDING.unknown_source}",
+    )]  # fmt: skip
