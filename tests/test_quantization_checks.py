@@ -163,3 +163,35 @@ def test_sglang_runs_gptq_only_through_marlin_from_v0_5_20(change, refused, tmp_
     assert ("sglang_quantization_unknown" in error_ids(model, "sglang", "0.5.23")) == refused
     assert "sglang_quantization_unknown" not in error_ids(model, "sglang", "0.5.19")  # plain gptq still registered
     assert "vllm_quantization_unknown" not in error_ids(model, "vllm", "0.33.0")
+
+
+def test_the_vllm_extractor_reads_methods_deprecations_and_their_classes():
+    from conformance.vllm import quantization as vllm_extractor
+
+    init = """
+QuantizationMethods = Literal["fp8", "gptq", "old_q"]
+DEPRECATED_QUANTIZATION_METHODS = ["old_q"]
+
+
+def get_quantization_config(quantization):
+    method_to_config = {"fp8": Fp8Config, "gptq": GPTQConfig}
+    return method_to_config[quantization]
+"""
+    configs = """
+class Fp8Config:
+    @classmethod
+    def get_min_capability(cls):
+        return 75
+
+
+class GPTQConfig:
+    @classmethod
+    def get_min_capability(cls):
+        return 60
+"""
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as zf:
+        zf.writestr(vllm_extractor.PACKAGE + "__init__.py", init)
+        zf.writestr(vllm_extractor.PACKAGE + "configs.py", configs)
+    read = vllm_extractor.read(zipfile.ZipFile(data))
+    assert read == {"methods": {"fp8": 75, "gptq": 60, "old_q": None}, "deprecated": ["old_q"], "detected": []}
