@@ -20,6 +20,9 @@ MiB = 2**20
 # split the attention heads (ModelConfig.verify_with_parallel_config).
 REFUSED = "are not supported for now"
 NOT_DIVISIBLE = "must be divisible by tensor parallel size"
+# The plan's errors about what happens after the engine config is resolved (the weights and the KV cache against the GPU's
+# memory, which vLLM measures when it loads the model): create_engine_config decides none of them.
+RUNTIME_REFUSALS = frozenset({"startup_out_of_memory", "kv_cache_too_small"})
 MEMORY_KEYS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "block_size",
                "max_model_len")  # fmt: skip
 
@@ -30,7 +33,7 @@ def facts(profile: str):
 
 
 def plan_for(version: str, profile: str, tp: int, model: ModelSpec, overrides: tuple[str, ...] = ()):
-    intent = Intent(model=model.model_id, tp=tp, engine="vllm", engine_version=version, overrides=overrides)
+    intent = Intent(model=model.id, tp=tp, engine="vllm", engine_version=version, overrides=overrides)
     return build_plan(facts(profile), model, intent)
 
 
@@ -78,5 +81,5 @@ def accepted_class(record: dict, plan) -> str | None:
         return None
     if any(p.id == ARCHITECTURE_NOT_NAMED for p in plan.problems):
         return "plan refuses: architecture not named"
-    errors = [p.id for p in plan.problems if p.severity == "error"]
+    errors = [p.id for p in plan.problems if p.severity == "error" and p.id not in RUNTIME_REFUSALS]
     return f"plan refuses: {errors[0]}" if errors else None

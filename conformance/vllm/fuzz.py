@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
+import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -271,7 +273,7 @@ def release_results(release: str, count: int, seed: int, rerun: bool = False) ->
                                             "--skip-tokenizer-init"]} for s in items]))  # fmt: skip
     out = root / "raw.jsonl"
     if not env.ensure(release, inputs, out=out):
-        done = env.run_resolver(release, inputs, out)
+        done = _run_resolver(release, inputs, out, root)
         if done.returncode:
             tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
             raise env.EnvError(f"vllm {release} resolver failed: {tail[0]}")
@@ -282,6 +284,23 @@ def release_results(release: str, count: int, seed: int, rerun: bool = False) ->
     lines = [{"scenario": sc, "record": by_id[sc["id"]]} for sc in items if sc["id"] in by_id]
     saved.write_text("".join(json.dumps(line, sort_keys=True) + "\n" for line in lines))
     return lines
+
+
+# Modules whose compiled library does not load against the harness's CPU torch when an environment holds them (a
+# torchaudio wheel installed into a release's deps for an audio model): transformers imports them whenever they are
+# installed, so the resolver sees an importable empty module instead (config resolution never calls them).
+SHADOWED = ("torchaudio",)
+
+
+def _run_resolver(release: str, inputs: Path, out: Path, root: Path):
+    shadow = root / "shadow"
+    for name in SHADOWED:
+        (shadow / name).mkdir(parents=True, exist_ok=True)
+        (shadow / name / "__init__.py").write_text('__version__ = "0"\n')
+    environ = dict(os.environ, PYTHONPATH=os.pathsep.join([str(shadow), env.pythonpath(release)]),
+                   PYTHONNOUSERSITE="1")  # fmt: skip
+    return subprocess.run([sys.executable, str(env.RESOLVER), str(inputs), str(out)], capture_output=True, text=True,
+                          env=environ, timeout=3600)  # fmt: skip
 
 
 def compare(release: str, scenario: dict, config_dir: Path, record: dict) -> list[tuple[str, str, str]]:
