@@ -171,6 +171,15 @@ class ModelSpec:
     # Every context-length key of CONTEXT_LENGTH_KEYS the language model's config sets, as written (text_config's, or
     # thinker_config.text_config's for an omni model, over the top level's): vLLM derives max_model_len from them.
     context_lengths: tuple[tuple[str, int], ...] = ()
+    # The top-level config's RoPE scaling (rope_scaling as older configs spell it, else rope_parameters), one (rope_type,
+    # factor, original_max_position_embeddings) per entry (per layer type when nested); and the top-level
+    # original_max_position_embeddings. vLLM scales its derived max_model_len by them (rules/vllm/memory.py).
+    # A ModelOpt checkpoint's KV-cache quantization as the top-level quantization_config states it (kv_cache_scheme or
+    # kv_cache_quant_algo, lowercased; an object as "fp8" / "nvfp4" / "other" by its num_bits, type and dynamic):
+    # vLLM's "auto" KV-cache dtype follows it (rules/vllm/memory.py).
+    modelopt_kv_cache: str | None = None
+    rope_scalings: tuple[tuple[str, float | None, int | None], ...] = ()
+    original_max_position_embeddings: int | None = None
     is_encoder_decoder: bool = False  # the config (or its text_config) sets is_encoder_decoder: true (Whisper)
 
     @property
@@ -284,6 +293,37 @@ def _context_lengths(config: Mapping[str, Any], text: Mapping[str, Any]) -> tupl
             break
     part = {**config, **text, **inner}
     return tuple((k, part[k]) for k in CONTEXT_LENGTH_KEYS if _int(part.get(k)) is not None and part[k] > 0)
+
+
+def _modelopt_kv_cache(config: Mapping[str, Any]) -> str | None:
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping) or not str(qc.get("quant_method") or "").startswith("modelopt"):
+        return None
+    inner = qc.get("quantization", qc)
+    inner = inner if isinstance(inner, Mapping) else qc
+    algo = (inner.get("kv_cache_scheme") or qc.get("kv_cache_scheme") or inner.get("kv_cache_quant_algo")
+            or qc.get("kv_cache_quant_algo"))  # fmt: skip
+    if isinstance(algo, Mapping):
+        if algo.get("dynamic") is False and algo.get("num_bits") == 8 and algo.get("type") == "float":
+            return "fp8"
+        return "nvfp4" if algo.get("num_bits") == 4 and algo.get("type") == "float" else "other"
+    return algo.lower() if isinstance(algo, str) else None
+
+
+def _rope_scalings(config: Mapping[str, Any]) -> tuple[tuple[str, float | None, int | None], ...]:
+    rope = config.get("rope_scaling") or config.get("rope_parameters")  # transformers: a legacy rope_scaling wins
+    if not isinstance(rope, Mapping) or not rope:
+        return ()
+    entries = list(rope.values()) if all(isinstance(v, Mapping) for v in rope.values()) else [rope]
+    out = []
+    for entry in entries:
+        if not isinstance(entry, Mapping) or not entry:
+            continue
+        factor = entry.get("factor")
+        factor = float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) else None
+        out.append((str(entry.get("rope_type") or entry.get("type") or "default"), factor,
+                    _int(entry.get("original_max_position_embeddings"))))  # fmt: skip
+    return tuple(out)
 
 
 def _kda_attention(config: Mapping[str, Any]) -> bool:
@@ -480,6 +520,9 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
         kda_attention=_kda_attention(config) or _kda_attention(text),
         context_lengths=_context_lengths(config, text),
+        rope_scalings=_rope_scalings(config),
+        modelopt_kv_cache=_modelopt_kv_cache(config),
+        original_max_position_embeddings=_int(config.get("original_max_position_embeddings")),
         is_encoder_decoder=merged.get("is_encoder_decoder") is True,
     )
     spec = ModelSpec(**fields)

@@ -13,6 +13,7 @@ from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import load_profile
 from advisor.rules.engine import ARCHITECTURE_NOT_NAMED, FORCED_OFF
 from advisor.rules.vllm import compilation as vllm_compilation
+from advisor.rules.vllm.attention import NO_BACKEND
 from advisor.rules.vllm import fusion as vllm_fusion
 
 MiB = 2**20
@@ -76,10 +77,12 @@ def refusal_class(error: str, plan) -> str | None:
 
 def accepted_class(record: dict, plan) -> str | None:
     """A scenario vLLM resolved: the plan must not refuse it (an unserved architecture is served when vLLM ran it through
-    its Transformers backend, which the plan names with the same problem)."""
+    its Transformers backend, which the plan names with the same problem; no attention backend is a start-up failure
+    the harness records as the selector's error)."""
     if str(record.get("architecture") or "").startswith("Transformers"):
         return None
     if any(p.id == ARCHITECTURE_NOT_NAMED for p in plan.problems):
         return "plan refuses: architecture not named"
-    errors = [p.id for p in plan.problems if p.severity == "error" and p.id not in RUNTIME_REFUSALS]
+    ignored = RUNTIME_REFUSALS | ({NO_BACKEND} if str(record.get("attention_backend")).startswith("error:") else set())
+    errors = [p.id for p in plan.problems if p.severity == "error" and p.id not in ignored]
     return f"plan refuses: {errors[0]}" if errors else None

@@ -70,7 +70,7 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
     if seqs is not None and tokens is not None and not given["max_num_seqs"]:
         seqs = min(seqs, tokens)
     seqs = model_max_num_seqs(s.model, release, seqs)
-    length = _number(given["max_model_len"], int, derived_max_model_len(s.model))
+    length = _number(given["max_model_len"], int, derived_max_model_len(s.model, release))
     if tokens is not None and length and not given["max_num_batched_tokens"]:
         # EngineArgs._set_default_max_num_batched_tokens: without chunked prefill one batch must hold a whole prompt;
         # and a default never exceeds max_num_seqs x max_model_len.
@@ -111,18 +111,46 @@ def chunked_prefill_on(s: Scenario, version: str) -> bool:
 DEFAULT_MAX_MODEL_LEN = 2048
 
 
-def derived_max_model_len(model) -> int | None:
+# _get_and_verify_max_len (vllm/config/model.py) scales the derived length by the RoPE scaling factor of the top-level
+# config's rope_parameters (none for a model_type containing "gemma3", whose length is already scaled), except for the
+# rope types listed here; up to v0.29.0 a yarn entry first resets the length to its original_max_position_embeddings
+# (then scaled), from v0.30.0 the yarn types leave the length as it is. A longrope entry makes the default
+# max_model_len the config's original_max_position_embeddings.
+ROPE_UNSCALED: list[tuple[str, frozenset[str]]] = [
+    ("0.12.0", frozenset({"su", "longrope", "llama3"})),
+    ("0.30.0", frozenset({"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"})),
+]
+YARN_FROM_ORIGINAL: list[tuple[str, bool]] = [("0.12.0", True), ("0.30.0", False)]
+ROPE_SCALING_SKIPPED_MODEL_TYPE = "gemma3"
+
+
+def derived_max_model_len(model, version: str) -> int | None:
     """max_model_len as vLLM derives it from the config (ModelArchConfigConvertor.derived_max_model_len_and_key,
     vllm/transformers_utils/model_arch_config_convertor.py): the smallest context-length key the language model's
-    config sets, model_max_length over all of them, 2048 when it sets none (Mamba's configs)."""
+    config sets, model_max_length over all of them, 2048 when it sets none (Mamba's configs); then scaled by the RoPE
+    scaling of the top-level config (_get_and_verify_max_len, vllm/config/model.py; ROPE_UNSCALED)."""
     if model is None:
         return None
     lengths = dict(model.context_lengths)
     if "model_max_length" in lengths:
-        return lengths["model_max_length"]
-    if lengths:
-        return min(lengths.values())
-    return model.max_position_embeddings or DEFAULT_MAX_MODEL_LEN
+        derived = lengths["model_max_length"]
+    elif lengths:
+        derived = min(lengths.values())
+    else:
+        derived = model.max_position_embeddings or DEFAULT_MAX_MODEL_LEN
+    ropes = model.rope_scalings
+    if not ropes or ROPE_SCALING_SKIPPED_MODEL_TYPE in (model.model_type or ""):
+        return derived
+    factor = 1.0
+    for rope_type, rope_factor, original in ropes:
+        if rope_type in at(ROPE_UNSCALED, version):
+            continue
+        factor = rope_factor if rope_factor is not None else factor
+        if rope_type == "yarn" and original is not None and at(YARN_FROM_ORIGINAL, version):
+            derived = original
+    if any(rope_type == "longrope" for rope_type, _, _ in ropes):
+        return model.original_max_position_embeddings or int(derived * factor)
+    return int(derived * factor)
 
 
 def mla_block_size(s: Scenario, version: str, block: int) -> int:
@@ -169,10 +197,30 @@ def block_size(raw: str) -> int:
     return value
 
 
+# From v0.14.1 EngineArgs.create_engine_config resolves an "auto" KV-cache dtype from a ModelOpt checkpoint's
+# quantization_config (resolve_kv_cache_dtype_string, get_kv_cache_quant_algo_string in vllm/utils/torch_utils.py): its
+# kv_cache_scheme / kv_cache_quant_algo through MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP, "auto" for a value the map lacks.
+# v0.12.0 has no such step; v0.20.2 adds nvfp4 (v0.14.1 to v0.19.1 map fp8 only).
+MODELOPT_KV_CACHE_DTYPES: list[tuple[str, dict[str, str] | None]] = [
+    ("0.12.0", None), ("0.14.1", {"fp8": "fp8_e4m3"}), ("0.20.2", {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"})]  # fmt: skip
+
+
+def modelopt_kv_cache_dtype(model, version: str) -> str | None:
+    """The KV-cache dtype a ModelOpt checkpoint's quantization_config sets in place of auto; None: it sets none."""
+    table = at(MODELOPT_KV_CACHE_DTYPES, version)
+    if table is None or model is None or model.modelopt_kv_cache is None:
+        return None
+    return table.get(model.modelopt_kv_cache, "auto")
+
+
 def kv_cache_dtype(s: Scenario, version: str) -> str:
-    """--kv-cache-dtype, or in place of auto the dtype the model's config fix-up sets (GLM-5 on SM10x, v0.33.0)."""
+    """--kv-cache-dtype, or in place of auto the dtype a ModelOpt checkpoint states, else the one the model's config
+    fix-up sets (GLM-5 on SM10x, v0.33.0, which runs later and sees the resolved value)."""
     given = s.flag(MEMORY_FLAGS["kv_cache_dtype"]) or "auto"
     if given != "auto" or s.no_gpu:
+        return given
+    given = modelopt_kv_cache_dtype(s.model, version) or given
+    if given != "auto":
         return given
     return model_kv_cache_dtype(s.model, s.capability, version) or given
 
