@@ -42,10 +42,18 @@ EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
 SUB_CONFIG = "text_config"
 
 
-def bases() -> list[str]:
-    """The public configs, then every other config directory of the architectures grid (drafts excluded)."""
+def bases(release: str) -> list[str]:
+    """The public configs, then every other config directory of the architectures grid (drafts excluded) that the
+    release resolves unchanged in its architectures golden (where one is stored): a config it already refuses (a
+    model type transformers lacks, remote code, a processor) shows nothing about the perturbations."""
+    golden = GOLDEN / f"vllm-architectures-{release}.jsonl"
+    resolved = None
+    if golden.exists():
+        records = [json.loads(line) for line in golden.read_text().splitlines() if line.strip()]
+        resolved = {r["scenario"]["model"].rsplit("/", 1)[-1] for r in records if "error" not in r}
     others = sorted(p.parent.name for p in CONFIGS.glob("*/config.json")
-                    if p.parent.name not in DRAFTS and p.parent.name not in PUBLIC)  # fmt: skip
+                    if p.parent.name not in DRAFTS and p.parent.name not in PUBLIC
+                    and (resolved is None or p.parent.name in resolved))  # fmt: skip
     return [*PUBLIC, *others]
 
 
@@ -237,7 +245,7 @@ def scenarios(release: str, count: int, seed: int, root: Path) -> list[dict]:
 
     served = sorted(registry.served(release))
     rng = random.Random(seed)
-    names = bases()
+    names = bases(release)
     out = []
     for i in range(count):
         base = rng.choice(PUBLIC) if rng.random() < 0.4 else rng.choice(names)

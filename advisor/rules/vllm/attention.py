@@ -112,6 +112,8 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
     if uses_sparse_mla(model, version):
         return sparse_mla_backend(s, version, kv_cache_dtype)
     if uses_mla(model, version):
+        if not model.compress_ratios and mla_head_size(model) not in at(MLA_HEAD_SIZES, version):
+            return "TRITON_MLA" if at(TRITON_MLA_ANY_HEAD, version) else None
         sm100 = at(MLA_SM100_FIRST, version)
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
     sinks = model.model_type == "gpt_oss"  # attention sinks: FlashInfer's prefill path rejects them
@@ -124,6 +126,20 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
             continue
         return name
     return None
+
+
+# The MLA head size the selector checks (ModelArchConfigConvertor.get_head_size): kv_lora_rank + qk_rope_head_dim. The
+# dense MLA backends take the sizes of MLACommonBackend.get_supported_head_sizes (v0.12.0 to v0.17.1: 576, DeepSeek's
+# 512 + 64; v0.19.1: and 320; v0.30.0: and 512; vllm/model_executor/layers/attention/mla_attention.py, before v0.15.1
+# vllm/v1/attention/backends/mla/common.py); Triton MLA inherits them up to v0.17.1 and takes any size from v0.19.1
+# (its own empty list, triton_mla.py). Another size leaves Triton MLA, or before v0.19.1 no backend (vLLM fails).
+MLA_HEAD_SIZES: list[tuple[str, tuple[int, ...]]] = [("0.12.0", (576,)), ("0.19.1", (320, 576)),
+                                                     ("0.30.0", (320, 512, 576))]  # fmt: skip
+TRITON_MLA_ANY_HEAD: list[tuple[str, bool]] = [("0.12.0", False), ("0.19.1", True)]
+
+
+def mla_head_size(model) -> int:
+    return (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
 
 
 def _fa_sinks(major: int, version: str) -> bool:
