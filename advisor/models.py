@@ -520,9 +520,9 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
         kda_attention=_kda_attention(config) or _kda_attention(text),
         context_lengths=_context_lengths(config, text),
-        rope_scalings=_rope_scalings(config),
+        rope_scalings=_rope_scalings(text or config),
         modelopt_kv_cache=_modelopt_kv_cache(config),
-        original_max_position_embeddings=_int(config.get("original_max_position_embeddings")),
+        original_max_position_embeddings=_int((text or config).get("original_max_position_embeddings")),
         is_encoder_decoder=merged.get("is_encoder_decoder") is True,
     )
     spec = ModelSpec(**fields)

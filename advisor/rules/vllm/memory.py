@@ -111,8 +111,8 @@ def chunked_prefill_on(s: Scenario, version: str) -> bool:
 DEFAULT_MAX_MODEL_LEN = 2048
 
 
-# _get_and_verify_max_len (vllm/config/model.py) scales the derived length by the RoPE scaling factor of the top-level
-# config's rope_parameters (none for a model_type containing "gemma3", whose length is already scaled), except for the
+# _get_and_verify_max_len (vllm/config/model.py, called with hf_text_config) scales the derived length by the RoPE scaling
+# factor of the language model's rope_parameters (none for a model_type containing "gemma3", already scaled), except for the
 # rope types listed here; up to v0.29.0 a yarn entry first resets the length to its original_max_position_embeddings
 # (then scaled), from v0.30.0 the yarn types leave the length as it is. A longrope entry makes the default
 # max_model_len the config's original_max_position_embeddings.
@@ -128,7 +128,7 @@ def derived_max_model_len(model, version: str) -> int | None:
     """max_model_len as vLLM derives it from the config (ModelArchConfigConvertor.derived_max_model_len_and_key,
     vllm/transformers_utils/model_arch_config_convertor.py): the smallest context-length key the language model's
     config sets, model_max_length over all of them, 2048 when it sets none (Mamba's configs); then scaled by the RoPE
-    scaling of the top-level config (_get_and_verify_max_len, vllm/config/model.py; ROPE_UNSCALED)."""
+    scaling of the language model's config (_get_and_verify_max_len, vllm/config/model.py; ROPE_UNSCALED)."""
     if model is None:
         return None
     lengths = dict(model.context_lengths)
@@ -139,7 +139,7 @@ def derived_max_model_len(model, version: str) -> int | None:
     else:
         derived = model.max_position_embeddings or DEFAULT_MAX_MODEL_LEN
     ropes = model.rope_scalings
-    if not ropes or ROPE_SCALING_SKIPPED_MODEL_TYPE in (model.model_type or ""):
+    if not ropes or ROPE_SCALING_SKIPPED_MODEL_TYPE in (model.text_model_type or model.model_type or ""):
         return derived
     factor = 1.0
     for rope_type, rope_factor, original in ropes:
