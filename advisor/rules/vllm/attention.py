@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
-from advisor.rules.vllm.architectures import uses_mla, uses_sparse_mla
+from advisor.rules.vllm.architectures import mla_model_types, uses_mla, uses_sparse_mla
 from advisor.rules.vllm.common import ATTENTION_FLAG, PLATFORM_FILE, rules_release
 from advisor.rules.vllm.memory import kv_cache_dtype
 
@@ -112,7 +112,9 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
     if uses_sparse_mla(model, version):
         return sparse_mla_backend(s, version, kv_cache_dtype)
     if uses_mla(model, version):
-        if not model.compress_ratios and mla_head_size(model) not in at(MLA_HEAD_SIZES, version):
+        listed = (model.text_model_type or model.model_type) in mla_model_types(version)
+        head = mla_head_size(model) if listed else selector_head_size(model)  # a Transformers-backend MLA model: its own
+        if not model.compress_ratios and head not in at(MLA_HEAD_SIZES, version):
             return "TRITON_MLA" if at(TRITON_MLA_ANY_HEAD, version) else None
         sm100 = at(MLA_SM100_FIRST, version)
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
@@ -121,6 +123,8 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
     order = ["FLASHINFER", "FLASH_ATTN"] if major == 10 else ["FLASH_ATTN", "FLASHINFER"]
     for name in [*order, "TRITON_ATTN", "FLEX_ATTENTION"]:
         if head is not None and not supports_head_size(name, head, major, version):
+            continue
+        if name == "FLASH_ATTN" and kv_cache_dtype not in UNQUANTIZED_KV and major not in FA_QUANTIZED_KV_MAJORS:
             continue
         if sinks and (name == "FLASHINFER" or (name == "FLASH_ATTN" and not _fa_sinks(major, version))):
             continue
@@ -140,6 +144,15 @@ TRITON_MLA_ANY_HEAD: list[tuple[str, bool]] = [("0.12.0", False), ("0.19.1", Tru
 
 def mla_head_size(model) -> int:
     return (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+
+
+# FlashAttention takes a quantized (fp8) KV cache only where FA3 (9.x) or, in later releases, FA4 (10.x) runs
+# (FlashAttentionBackend.supports_kv_cache_dtype, vllm/v1/attention/backends/flash_attn.py: flash_attn_supports_fp8 up
+# to v0.20.2, FA3 on SM90 in v0.25.1, flash_attn_supports_kv_cache_dtype from v0.30.0); FA2 (8.x) never, so an A100
+# with an fp8 KV cache (a ModelOpt checkpoint's, --kv-cache-dtype fp8) gets FlashInfer. Which 9.x / 10.x head sizes FA3 /
+# FA4 take with it is not modelled.
+UNQUANTIZED_KV = ("auto", "float16", "bfloat16")
+FA_QUANTIZED_KV_MAJORS = (9, 10)
 
 
 def _fa_sinks(major: int, version: str) -> bool:
