@@ -80,7 +80,7 @@ def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | 
             order = [fi, *order] if head == MLA_HEAD_SIZE_FOR_FLASHINFER_SM90 else [*order, fi]
     else:
         order = ["FLASHMLA_SPARSE"]
-    head = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) or None
+    head = mla_selector_head_size(model, version) or None
     return next((name for name in order if major in SPARSE_SUPPORT[name] and _sparse_head_ok(name, head, version)),
                 None)  # fmt: skip
 
@@ -112,9 +112,7 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
     if uses_sparse_mla(model, version):
         return sparse_mla_backend(s, version, kv_cache_dtype)
     if uses_mla(model, version):
-        listed = (model.text_model_type or model.model_type) in mla_model_types(version)
-        head = mla_head_size(model) if listed else selector_head_size(model)  # a Transformers-backend MLA model: its own
-        if not model.compress_ratios and head not in at(MLA_HEAD_SIZES, version):
+        if not model.compress_ratios and mla_selector_head_size(model, version) not in at(MLA_HEAD_SIZES, version):
             return "TRITON_MLA" if at(TRITON_MLA_ANY_HEAD, version) else None
         sm100 = at(MLA_SM100_FIRST, version)
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
@@ -142,8 +140,13 @@ MLA_HEAD_SIZES: list[tuple[str, tuple[int, ...]]] = [("0.12.0", (576,)), ("0.19.
 TRITON_MLA_ANY_HEAD: list[tuple[str, bool]] = [("0.12.0", False), ("0.19.1", True)]
 
 
-def mla_head_size(model) -> int:
-    return (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+def mla_selector_head_size(model, version: str) -> int | None:
+    """The head size the selector checks for an MLA model: kv_lora_rank + qk_rope_head_dim where the release lists the
+    model type as MLA (get_head_size's is_deepseek_mla branch); a Transformers-backend MLA model (v0.28.0+, whose
+    model type is off the list) gets the standard head size."""
+    if (model.text_model_type or model.model_type) in mla_model_types(version):
+        return (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+    return selector_head_size(model)
 
 
 # FlashAttention takes a quantized (fp8) KV cache only where FA3 (9.x) or, in later releases, FA4 (10.x) runs
