@@ -310,6 +310,20 @@ def _modelopt_kv_cache(config: Mapping[str, Any]) -> str | None:
     return algo.lower() if isinstance(algo, str) else None
 
 
+WRAPPERS = ("thinker_config", "vlm_config")  # an omni model's / a retrieval model's language model sits one level down
+
+
+def _language_config(config: Mapping[str, Any], text: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The language model's own config as vLLM's hf_text_config is built from it: a wrapper's text_config (empty where
+    the wrapper states none: its config class's defaults apply), else text_config, else the top level."""
+    for outer in WRAPPERS:
+        wrapper = config.get(outer)
+        if isinstance(wrapper, Mapping):
+            inner = wrapper.get("text_config")
+            return inner if isinstance(inner, Mapping) else {}
+    return text or config
+
+
 def _rope_scalings(config: Mapping[str, Any]) -> tuple[tuple[str, float | None, int | None], ...]:
     rope = config.get("rope_scaling") or config.get("rope_parameters")  # transformers: a legacy rope_scaling wins
     if not isinstance(rope, Mapping) or not rope:
@@ -520,9 +534,9 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
         kda_attention=_kda_attention(config) or _kda_attention(text),
         context_lengths=_context_lengths(config, text),
-        rope_scalings=_rope_scalings(text or config),
+        rope_scalings=_rope_scalings(_language_config(config, text)),
         modelopt_kv_cache=_modelopt_kv_cache(config),
-        original_max_position_embeddings=_int((text or config).get("original_max_position_embeddings")),
+        original_max_position_embeddings=_int(_language_config(config, text).get("original_max_position_embeddings")),
         is_encoder_decoder=merged.get("is_encoder_decoder") is True,
     )
     spec = ModelSpec(**fields)
