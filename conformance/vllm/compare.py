@@ -13,8 +13,8 @@ from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import load_profile
 from advisor.rules.engine import ARCHITECTURE_NOT_NAMED, FORCED_OFF
 from advisor.rules.vllm import compilation as vllm_compilation
-from advisor.rules.vllm.attention import NO_BACKEND
 from advisor.rules.vllm import fusion as vllm_fusion
+from advisor.rules.vllm.attention import NO_BACKEND
 
 MiB = 2**20
 # What vLLM says when its registry serves no architecture of the config (_raise_for_unsupported), and when tp does not
@@ -57,7 +57,9 @@ def differences(record: dict, plan, profile: str, tp: int, version: str) -> dict
     golden = {key: record.get(key) for key in expected if key != "fusion_runs"}
     if str(golden["attention_backend"]).startswith("error:"):  # no backend fits: vLLM fails, the plan picks none
         golden["attention_backend"] = None
-    golden["fusion_runs"] = bool(record["fuse_allreduce_rms"]) and record["compilation_mode"] == vllm_compilation.VLLM_COMPILE
+    golden["fusion_runs"] = (
+        bool(record["fuse_allreduce_rms"]) and record["compilation_mode"] == vllm_compilation.VLLM_COMPILE
+    )
     if record.get("fi_allreduce_fusion_max_bytes") is not None or record["fuse_allreduce_rms"]:
         size = vllm_fusion.max_size_mb(facts(profile).engine_gpus[0].capability, tp, version)
         expected["fi_allreduce_fusion_max_bytes"] = int(size * MiB) if size is not None else None
@@ -69,7 +71,9 @@ def refusal_class(error: str, plan) -> str | None:
     """None when the plan refuses what vLLM refused with ``error``; else the class of the disagreement."""
     errors = [p for p in plan.problems if p.severity == "error"]
     if REFUSED in error:
-        return None if any(p.id == ARCHITECTURE_NOT_NAMED for p in plan.problems) else "refusal: architecture not served"
+        return (
+            None if any(p.id == ARCHITECTURE_NOT_NAMED for p in plan.problems) else "refusal: architecture not served"
+        )
     if NOT_DIVISIBLE in error:
         return None if any(p.id == "tp_not_divisible" for p in errors) else "refusal: tp does not split the heads"
     return None if errors else "refusal: " + error.split(":")[0]
