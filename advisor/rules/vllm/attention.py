@@ -81,8 +81,8 @@ def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | 
     else:
         order = ["FLASHMLA_SPARSE"]
     head = mla_selector_head_size(model, version) or None
-    return next((name for name in order if major in SPARSE_SUPPORT[name] and _sparse_head_ok(name, head, version)),
-                None)  # fmt: skip
+    return next((name for name in order if major in SPARSE_SUPPORT[name] and _sparse_head_ok(name, head, version)
+                 and _sparse_kv_ok(name, kv_cache_dtype, version)), None)  # fmt: skip
 
 
 # The MLA head sizes (kv_lora_rank + qk_rope_head_dim) each sparse backend takes (get_supported_head_sizes in
@@ -94,6 +94,26 @@ SPARSE_HEAD_SIZES: dict[str, list[tuple[str, tuple[int, ...]]]] = {
     "FLASHINFER_MLA_SPARSE": [("0.12.0", (576,)), ("0.30.0", ())],
     "FLASHINFER_MLA_SPARSE_SM90": [("0.12.0", (512, 576))],
 }
+
+
+# The KV-cache dtypes each sparse backend takes (supported_kv_cache_dtypes of its class, vllm/v1/attention/backends/mla/
+# *sparse*.py; "auto" always): FlashMLA's sparse kernel its own fp8_ds_mla layout ("fp8" an alias from v0.19.1), never
+# fp8_e4m3, so a ModelOpt checkpoint's fp8 KV cache leaves it; FlashAttention's sparse ones no quantized dtype.
+_FI_SPARSE = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
+SPARSE_KV_DTYPES: dict[str, list[tuple[str, tuple[str, ...]]]] = {
+    "FLASHMLA_SPARSE": [("0.12.0", ("auto", "fp8_ds_mla")), ("0.15.1", ("auto", "bfloat16", "fp8_ds_mla")),
+                        ("0.19.1", ("auto", "bfloat16", "fp8_ds_mla", "fp8")),
+                        ("0.30.0", ("auto", "bfloat16", "fp8_ds_mla", "fp8", "nvfp4_ds_mla"))],
+    "FLASHINFER_MLA_SPARSE": [("0.12.0", ("auto", "bfloat16")), ("0.19.1", _FI_SPARSE)],
+    "FLASH_ATTN_MLA_SPARSE": [("0.12.0", ("auto", "float16", "bfloat16"))],
+    "FLASH_ATTN_MLA_SPARSE_FA4": [("0.12.0", ("auto", "bfloat16"))],
+    "FLASHINFER_MLA_SPARSE_SM90": [("0.12.0", ("auto", "bfloat16", "fp8", "fp8_e4m3"))],
+    "FLASHINFER_MLA_SPARSE_SM120": [("0.12.0", ("auto", "fp8", "fp8_e4m3", "fp8_ds_mla"))],
+}  # fmt: skip
+
+
+def _sparse_kv_ok(backend: str, kv_cache_dtype: str, version: str) -> bool:
+    return kv_cache_dtype == "auto" or kv_cache_dtype in at(SPARSE_KV_DTYPES[backend], version)
 
 
 def _sparse_head_ok(backend: str, head: int | None, version: str) -> bool:
