@@ -124,7 +124,7 @@ YARN_FROM_ORIGINAL: list[tuple[str, bool]] = [("0.12.0", True), ("0.30.0", False
 ROPE_SCALING_SKIPPED_MODEL_TYPE = "gemma3"
 
 
-def derived_max_model_len(model, version: str) -> int | None:
+def derived_max_model_len(model, version: str = NEWEST) -> int | None:
     """max_model_len as vLLM derives it from the config (ModelArchConfigConvertor.derived_max_model_len_and_key,
     vllm/transformers_utils/model_arch_config_convertor.py): the smallest context-length key the language model's
     config sets, model_max_length over all of them, 2048 when it sets none (Mamba's configs); then scaled by the RoPE
