@@ -98,3 +98,14 @@ def test_transformers_backend_mla_follows_kv_lora_rank(tmp_path: Path, version: 
               "qk_rope_head_dim": 64}  # fmt: skip
     config.pop("rope_scaling")
     assert _plan(tmp_path, config, version).decision("attention_backend").value == expected
+
+
+@pytest.mark.parametrize(("version", "refused"), [("0.27.1", False), ("0.28.0", True), ("0.33.0", True)])
+def test_a_dropped_quantization_method_is_refused(tmp_path: Path, version: str, refused: bool):
+    """bitsandbytes left QUANTIZATION_METHODS in v0.28.0: vLLM refuses such a checkpoint ('Unknown quantization
+    method'); a method no release lists (auto-round, which INC's override claims) is left alone."""
+    bnb = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}
+    plan = _plan(tmp_path, {**LLAMA, "quantization_config": bnb}, version)
+    assert any(p.id == "vllm_quantization_unknown" and p.severity == "error" for p in plan.problems) == refused
+    auto_round = _plan(tmp_path, {**LLAMA, "quantization_config": {"quant_method": "auto-round", "bits": 4}}, version)
+    assert not any(p.id == "vllm_quantization_unknown" for p in auto_round.problems)

@@ -39,6 +39,7 @@ from advisor.rules.vllm.memory import (
     YARN_FROM_ORIGINAL,
     memory_decision,
 )
+from advisor.rules.vllm.quantization import quantization_problems
 from advisor.rules.vllm.scheduling import (
     ASYNC_SCHEDULING_DEFAULT_ON,
     HYBRID_PREFIX_CACHING,
@@ -61,6 +62,7 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
         *(switch_decision(s, version, sw[0]) for sw in SWITCHES),
     ]
     problems += architecture_problems(s, version) + attention_problems(s, version, attention)
+    problems += quantization_problems(s, version)
     return decisions, problems + plan_problems(s) + rejected(s, release)
 
 
