@@ -5,8 +5,8 @@ compressed_tensors spelled compressed-tensors; the text_config's where the top l
 outside QUANTIZATION_METHODS ("Unknown quantization method: ... Must be one of [...]"). quant_methods.json holds each
 release's list (written by ``python -m conformance.vllm.quant_methods``). The rule flags only a method an earlier
 release listed and this one does not (bitsandbytes from v0.28.0, gguf from v0.25.1, ...) and that no
-override_quantization_method of the release compares against (``claimed``: INC takes auto-round checkpoints after
-v0.14.1 dropped the name); a name no release lists is left alone.
+override_quantization_method of the release compares against (``claimed``: INC takes auto-round checkpoints, which
+v0.15.1 dropped from the list); a name no release lists is left alone.
 """
 
 from __future__ import annotations
