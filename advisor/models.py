@@ -184,15 +184,19 @@ class ModelSpec:
     # Every context-length key of CONTEXT_LENGTH_KEYS the language model's config sets, as written (text_config's, or
     # thinker_config.text_config's for an omni model, over the top level's): vLLM derives max_model_len from them.
     context_lengths: tuple[tuple[str, int], ...] = ()
+    # A ModelOpt checkpoint's KV-cache quantization as the top-level quantization_config states it (kv_cache_scheme or
+    # kv_cache_quant_algo, lowercased; an object as "fp8" / "nvfp4" / "other" by its num_bits, type and dynamic):
+    # vLLM's "auto" KV-cache dtype follows it (rules/vllm/memory.py).
+    modelopt_kv_cache: str | None = None
     is_encoder_decoder: bool = False  # the config (or its text_config) sets is_encoder_decoder: true (Whisper)
-    # The language model's RoPE scaling dicts (text_config's over the top level's), and its top-level
-    # original_max_position_embeddings: SGLang's get_context_length and vLLM's _get_and_verify_max_len scale by them.
     # quantization_config.quant_method as written, lower-cased (the engines' _verify_quantization read it so); the
     # ``quantization`` above names ModelOpt checkpoints by their algorithm
     quant_method: str | None = None
     # quantization_config's scalar entries as written (bits, group_size, sym, desc_act, checkpoint_format, ...): what the
     # engines' detection steps read (SGLang's GPTQ-to-Marlin check)
     quant_config: tuple[tuple[str, Any], ...] = ()
+    # The language model's RoPE scaling dicts (text_config's over the top level's), and its top-level
+    # original_max_position_embeddings: SGLang's get_context_length and vLLM's _get_and_verify_max_len scale by them.
     rope: tuple[Rope, ...] = ()
     original_max_position_embeddings: int | None = None
     # use_bidirectional_attention as written, truthy (EmbeddingGemma: SGLang's is_embedding_gemma reads it with getattr)
@@ -346,6 +350,21 @@ def _rope(config: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[Rope, ...
         else:
             found.append(_rope_entry(key, None, rope))
     return tuple(found)
+
+
+def _modelopt_kv_cache(config: Mapping[str, Any]) -> str | None:
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping) or not str(qc.get("quant_method") or "").startswith("modelopt"):
+        return None
+    inner = qc.get("quantization", qc)
+    inner = inner if isinstance(inner, Mapping) else qc
+    algo = (inner.get("kv_cache_scheme") or qc.get("kv_cache_scheme") or inner.get("kv_cache_quant_algo")
+            or qc.get("kv_cache_quant_algo"))  # fmt: skip
+    if isinstance(algo, Mapping):
+        if algo.get("dynamic") is False and algo.get("num_bits") == 8 and algo.get("type") == "float":
+            return "fp8"
+        return "nvfp4" if algo.get("num_bits") == 4 and algo.get("type") == "float" else "other"
+    return algo.lower() if isinstance(algo, str) else None
 
 
 def _kda_attention(config: Mapping[str, Any]) -> bool:
@@ -542,6 +561,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
         kda_attention=_kda_attention(config) or _kda_attention(text),
         context_lengths=_context_lengths(config, text),
+        modelopt_kv_cache=_modelopt_kv_cache(config),
         is_encoder_decoder=merged.get("is_encoder_decoder") is True,
         bidirectional_attention=bool(merged.get("use_bidirectional_attention")),
         rope=_rope(config, text),

@@ -138,8 +138,8 @@ def derived_max_model_len(model, version: str = NEWEST) -> int | None:
     if model is None:
         return None
     length: float = _config_length(model)
-    # vLLM reads rope_parameters (patch_rope_parameters moves rope_scaling there)
-    ropes = [r for r in model.rope if r.key == "rope_parameters"] or [r for r in model.rope if r.key == "rope_scaling"]
+    # vLLM reads rope_parameters, but patch_rope_parameters first moves a legacy rope_scaling there: rope_scaling wins
+    ropes = [r for r in model.rope if r.key == "rope_scaling"] or [r for r in model.rope if r.key == "rope_parameters"]
     model_type = model.text_model_type or model.model_type or ""
     if ropes and "gemma3" not in model_type:
         unscaled = at(UNSCALED_ROPE_TYPES, rules_release(version)) or UNSCALED_ROPE_TYPES[-1][1]
@@ -200,10 +200,30 @@ def block_size(raw: str) -> int:
     return value
 
 
+# From v0.14.1 EngineArgs.create_engine_config resolves an "auto" KV-cache dtype from a ModelOpt checkpoint's
+# quantization_config (resolve_kv_cache_dtype_string, get_kv_cache_quant_algo_string in vllm/utils/torch_utils.py): its
+# kv_cache_scheme / kv_cache_quant_algo through MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP, "auto" for a value the map lacks.
+# v0.12.0 has no such step; v0.20.2 adds nvfp4 (v0.14.1 to v0.19.1 map fp8 only).
+MODELOPT_KV_CACHE_DTYPES: list[tuple[str, dict[str, str] | None]] = [
+    ("0.12.0", None), ("0.14.1", {"fp8": "fp8_e4m3"}), ("0.20.2", {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"})]  # fmt: skip
+
+
+def modelopt_kv_cache_dtype(model, version: str) -> str | None:
+    """The KV-cache dtype a ModelOpt checkpoint's quantization_config sets in place of auto; None: it sets none."""
+    table = at(MODELOPT_KV_CACHE_DTYPES, version)
+    if table is None or model is None or model.modelopt_kv_cache is None:
+        return None
+    return table.get(model.modelopt_kv_cache, "auto")
+
+
 def kv_cache_dtype(s: Scenario, version: str) -> str:
-    """--kv-cache-dtype, or in place of auto the dtype the model's config fix-up sets (GLM-5 on SM10x, v0.33.0)."""
+    """--kv-cache-dtype, or in place of auto the dtype a ModelOpt checkpoint states, else the one the model's config
+    fix-up sets (GLM-5 on SM10x, v0.33.0, which runs later and sees the resolved value)."""
     given = s.flag(MEMORY_FLAGS["kv_cache_dtype"]) or "auto"
     if given != "auto" or s.no_gpu:
+        return given
+    given = modelopt_kv_cache_dtype(s.model, version) or given
+    if given != "auto":
         return given
     return model_kv_cache_dtype(s.model, s.capability, version) or given
 
