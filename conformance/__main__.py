@@ -1,11 +1,11 @@
-"""python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-coverage,sglang-fuzz,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ...: see each harness's --help."""
+"""python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-config-defaults,sglang-coverage,sglang-fuzz,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ...: see each harness's --help."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-USAGE = "usage: python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-coverage,sglang-fuzz,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
+USAGE = "usage: python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-config-defaults,sglang-coverage,sglang-fuzz,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
 
 
 def main(argv: list[str]) -> int:
@@ -27,6 +27,8 @@ def main(argv: list[str]) -> int:
         from conformance.sglang.architectures import main as run
     elif command == "sglang-config-keys":
         from conformance.sglang.config_keys import main as run
+    elif command == "sglang-config-defaults":
+        from conformance.sglang.config_defaults import main as run
     elif command == "sglang-configs":
         from conformance.sglang.config_writer import main as run
     elif command == "vllm-architectures":
