@@ -290,6 +290,11 @@ def _context_lengths(config: Mapping[str, Any], text: Mapping[str, Any]) -> tupl
     return tuple((k, part[k]) for k in CONTEXT_LENGTH_KEYS if _int(part.get(k)) is not None and part[k] > 0)
 
 
+def _set_not_null(config: Mapping[str, Any], key: str) -> bool | None:
+    """Whether config.json sets ``key`` to a value (True) or to null (False); None where it leaves the key out."""
+    return (config[key] is not None) if key in config else None
+
+
 def _kda_attention(config: Mapping[str, Any]) -> bool:
     linear = config.get("linear_attn_config")
     if isinstance(linear, Mapping) and linear.get("kda_layers"):
@@ -481,7 +486,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         use_mla=merged.get("use_mla") if isinstance(merged.get("use_mla"), bool) else None,
         layer_types=_layer_types(merged.get("layer_types")),
         has_text_config=bool(text) or any(isinstance(config.get(k), Mapping) and config.get(k) for k in SUB_CONFIGS),
-        sliding_window_pattern=(merged["sliding_window_pattern"] is not None) if "sliding_window_pattern" in merged else None,
+        sliding_window_pattern=_set_not_null(merged, "sliding_window_pattern"),
         kda_attention=_kda_attention(config) or _kda_attention(text),
         context_lengths=_context_lengths(config, text),
         is_encoder_decoder=merged.get("is_encoder_decoder") is True,

@@ -216,8 +216,8 @@ def test_config_class_defaults_decide_where_config_json_leaves_a_key_out():
     hy = spec({**LLAMA, "architectures": ["MyHyForCausalLM"], "model_type": "hy_v4"})
     assert hy.learnable_sink is None
     assert model_config.has_attention_sinks(hy, "0.5.23")
-    assert not model_config.has_attention_sinks(spec({**LLAMA, "architectures": ["MyHyForCausalLM"],
-                                                      "model_type": "hy_v4", "learnable_sink": False}), "0.5.23")
+    said_no = spec({**LLAMA, "architectures": ["MyHyForCausalLM"], "model_type": "hy_v4", "learnable_sink": False})
+    assert not model_config.has_attention_sinks(said_no, "0.5.23")
     assert not model_config.has_attention_sinks(hy, "0.5.20")  # v0.5.20 was not read: config.json alone
     assert _scenario("a100-sxm-8", hy).decision("attention_backend").value == "triton"
     flat_vl = spec({**LLAMA, "architectures": ["MyVlForConditionalGeneration"], "model_type": "qwen3_vl"})

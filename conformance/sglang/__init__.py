@@ -203,9 +203,7 @@ def run_job(release: str, job: dict, expected: int, log_name: str | None = None)
                                   stderr=subprocess.STDOUT, cwd=tmp)  # fmt: skip
         results = [json.loads(line) for line in out_file.read_text().splitlines()] if out_file.exists() else []
     if done.returncode != 0 or len(results) != expected:
-        raise HarnessError(
-            f"the sglang {release} runner stopped after {len(results)}/{expected} scenarios; see {log}"
-        )
+        raise HarnessError(f"the sglang {release} runner stopped after {len(results)}/{expected} scenarios; see {log}")
     return results
 
 
