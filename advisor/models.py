@@ -166,6 +166,8 @@ class ModelSpec:
     # the model keeps its language model in a sub-config (text_config, llm_config, language_config, thinker_config: the
     # ones SGLang's get_hf_text_config unwraps), as multimodal wrappers do
     has_text_config: bool = False
+    # which of those holds it ("text_config", or one of SUB_CONFIGS, whose sizes the fields above do not read); None: none
+    language_config: str | None = None
     # the config sets sliding_window_pattern (EXAONE 4's interleaved sliding layers): True to a value, False to null,
     # None: it leaves the key out (the config class's default then decides)
     sliding_window_pattern: bool | None = None
@@ -486,6 +488,8 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         use_mla=merged.get("use_mla") if isinstance(merged.get("use_mla"), bool) else None,
         layer_types=_layer_types(merged.get("layer_types")),
         has_text_config=bool(text) or any(isinstance(config.get(k), Mapping) and config.get(k) for k in SUB_CONFIGS),
+        language_config=next((k for k in (*SUB_CONFIGS, "text_config") if isinstance(config.get(k), Mapping)
+                              and config.get(k)), None),  # fmt: skip
         sliding_window_pattern=_set_not_null(merged, "sliding_window_pattern"),
         kda_attention=_kda_attention(config) or _kda_attention(text),
         context_lengths=_context_lengths(config, text),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import random
 import sys
@@ -226,13 +227,15 @@ def scenarios(count: int, seed: int, root: Path) -> list[dict]:
         model = f"fuzz-{i:04d}"
         folder = root / model
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "config.json").write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
+        text = json.dumps(config, indent=1, sort_keys=True) + "\n"
+        (folder / "config.json").write_text(text)
         layouts = PLAIN_LAYOUTS + (MOE_LAYOUTS if _is_moe(folder) else ())
         layout, gpu = rng.choice(layouts), rng.choice(GPUS)
         from conformance.sglang.grid import scenario_id
 
         out.append({"id": scenario_id(gpu, model, layout), "gpu": gpu, "model": model, **layout,
-                    "config_dir": str(folder), "base": base, "tags": tags})  # fmt: skip
+                    "config_dir": str(folder), "base": base, "tags": tags,
+                    "config_sha": hashlib.sha256(text.encode()).hexdigest()[:16]})  # fmt: skip
     return out
 
 
@@ -247,7 +250,7 @@ def release_results(release: str, count: int, seed: int, rerun: bool) -> list[di
     items = scenarios(count, seed, root / "configs")
     if saved.exists() and not rerun:
         lines = [json.loads(line) for line in saved.read_text().splitlines()]
-        if [line["scenario"]["id"] for line in lines] == [sc["id"] for sc in items]:
+        if [line["scenario"] for line in lines] == items:  # the same scenarios and configs (a changed generator: rerun)
             return lines
     job, by_id = _job(release, None, "fuzz", items)
     results = run_job(release, job, len(by_id), log_name=f"runner-fuzz-{release}.log")

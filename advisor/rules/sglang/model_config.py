@@ -131,12 +131,15 @@ def has_asymmetric_kv(model, release: str) -> bool:
     if is_deepseek_v4(model, release):
         return False  # _derive_model_shapes gives V4 and its drafts v_head_dim = head_dim
 
+    if model.language_config not in (None, "text_config") or (
+        model.language_config is None and class_text_config(model, release)
+    ):
+        # get_hf_text_config returns a sub-config the advisor does not size from (llm_config, language_config,
+        # thinker_config, or the default text_config the class builds): the release compares K and V there, not the
+        # top-level head_dim / v_head_dim (InternVL, Bailing-MM, a flattened Qwen3.5 in the fuzz golden)
+        return False
     head, v_head = kv_head_dims(model)
     if head is None:
-        if model.has_text_config:
-            # the language model's sizes sit in a sub-config the advisor does not size from (llm_config): the release
-            # reads K and V from that one text config, so a top-level v_head_dim is not what it compares
-            return False
         # no head_dim and no heads: _derive_model_shapes gives a pure SSM head_dim 0 (any other model stops there)
         head, v_head = 0, model.v_head_dim or 0
     swa_head = model.swa_head_dim or head
