@@ -325,20 +325,23 @@ def report(release: str, lines: list[dict]) -> dict[str, list]:
     return found
 
 
-def write_golden(release: str, lines: list[dict], ids: list[str]) -> Path:
-    """Store the scenarios ``ids`` with their configs and what the release resolved."""
+def write_golden(release: str, lines: list[dict], ids: list[str], run: str) -> Path:
+    """Add the scenarios ``ids`` of the run ``run`` (s<seed>-n<count>) to the release's fuzz golden, with their configs
+    and what the release resolved; lines of other runs stay."""
     wanted = set(ids)
     path = GOLDEN / f"sglang-fuzz-{release}.jsonl"
-    with open(path, "w") as f:
-        for line in lines:
-            sc = line["scenario"]
-            if sc["id"] not in wanted:
-                continue
-            config = json.loads((Path(sc["config_dir"]) / "config.json").read_text())
-            stored = {k: v for k, v in sc.items() if k not in ("id", "config_dir")}
-            out = {"id": sc["id"], "scenario": stored, "config": config}
-            out.update({"error": line["error"]} if "error" in line else {"fields": line["fields"]})
-            f.write(json.dumps(out, separators=(",", ":"), sort_keys=True) + "\n")
+    kept = [json.loads(t) for t in path.read_text().splitlines()] if path.exists() else []
+    kept = [line for line in kept if not line["id"].startswith(f"{run}/")]
+    for line in lines:
+        sc = line["scenario"]
+        if sc["id"] not in wanted:
+            continue
+        config = json.loads((Path(sc["config_dir"]) / "config.json").read_text())
+        stored = {k: v for k, v in sc.items() if k not in ("id", "config_dir", "config_sha")}
+        out = {"id": f"{run}/{sc['id']}", "scenario": stored, "config": config}
+        out.update({"error": line["error"]} if "error" in line else {"fields": line["fields"]})
+        kept.append(out)
+    path.write_text("".join(json.dumps(line, separators=(",", ":"), sort_keys=True) + "\n" for line in kept))
     return path
 
 
@@ -366,5 +369,6 @@ def main(argv: list[str]) -> int:
     print(f"\ndisagreeing ids -> {out}")
     if args.write_golden:
         ids = json.loads(args.write_golden.read_text())
-        print(f"golden -> {write_golden(release, lines, list(ids))}")
+        run = f"s{args.seed}-n{args.count}"
+        print(f"golden -> {write_golden(release, lines, list(ids), run)}")
     return 1 if found else 0

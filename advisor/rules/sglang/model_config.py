@@ -131,12 +131,11 @@ def has_asymmetric_kv(model, release: str) -> bool:
     if is_deepseek_v4(model, release):
         return False  # _derive_model_shapes gives V4 and its drafts v_head_dim = head_dim
 
-    if model.language_config not in (None, "text_config") or (
-        model.language_config is None and class_text_config(model, release)
-    ):
+    if model.language_config not in (None, "text_config"):
         # get_hf_text_config returns a sub-config the advisor does not size from (llm_config, language_config,
-        # thinker_config, or the default text_config the class builds): the release compares K and V there, not the
-        # top-level head_dim / v_head_dim (InternVL, Bailing-MM, a flattened Qwen3.5 in the fuzz golden)
+        # thinker_config): the release compares K and V there, not the top-level head_dim / v_head_dim (InternVL,
+        # Bailing-MM in the fuzz golden). Not modelled: the default text_config a class builds for a config.json
+        # without one, whose widths are the class's (a flattened Qwen3.5 reads 256 / 256 whatever the top level says)
         return False
     head, v_head = kv_head_dims(model)
     if head is None:
