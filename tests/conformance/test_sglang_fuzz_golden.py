@@ -51,3 +51,15 @@ def test_fuzz_case_agrees_with_the_release(release, line, tmp_path):
         return
     differ = differing_fields(golden_values(line["fields"]), plan_values(plan))
     assert not differ, f"{differ} differ from sglang {release} ({scenario['base']} with {scenario['tags']})"
+
+
+def test_fuzz_scenarios_are_deterministic_from_the_seed(tmp_path):
+    from conformance.sglang.fuzz import CAUSES, scenarios
+
+    def run(root, seed):
+        return [{k: v for k, v in sc.items() if k != "config_dir"} for sc in scenarios(12, seed, root)]
+
+    first, again, other = run(tmp_path / "a", 5), run(tmp_path / "b", 5), run(tmp_path / "c", 6)
+    assert first == again and first != other
+    assert all(tag.split(":")[0] in CAUSES for sc in first for tag in sc["tags"])
+    assert all((tmp_path / "a" / sc["model"] / "config.json").is_file() for sc in first)
