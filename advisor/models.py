@@ -170,14 +170,20 @@ class ModelSpec:
     config_head_dim: int | None = None  # head_dim as written (head_dim above is derived when the config lacks it)
     swa_head_dim: int | None = None  # sliding-window layers' K / V widths where they differ from head_dim (MiMo V2)
     swa_v_head_dim: int | None = None
-    learnable_sink: bool = False  # learned attention sinks declared by the config (SGLang from v0.5.20)
+    # learned attention sinks declared by the config (SGLang from v0.5.20); None: config.json leaves the key out (the
+    # config class's default then decides: advisor/rules/sglang/config_defaults.json)
+    learnable_sink: bool | None = None
     hybrid_swa: bool = False  # is_hybrid_swa: true, a custom hybrid sliding-window model's opt-in (SGLang from v0.5.13)
     use_mla: bool | None = None  # DeepSeek-VL2's switch between MLA and MHA (absent: MLA)
     layer_types: tuple[str, ...] = ()  # per-layer attention kinds ("full_attention", "sliding_attention", ...)
     # the model keeps its language model in a sub-config (text_config, llm_config, language_config, thinker_config: the
     # ones SGLang's get_hf_text_config unwraps), as multimodal wrappers do
     has_text_config: bool = False
-    sliding_window_pattern: bool = False  # the config sets sliding_window_pattern (EXAONE 4's interleaved sliding layers)
+    # which of those holds it ("text_config", or one of SUB_CONFIGS, whose sizes the fields above do not read); None: none
+    language_config: str | None = None
+    # the config sets sliding_window_pattern (EXAONE 4's interleaved sliding layers): True to a value, False to null,
+    # None: it leaves the key out (the config class's default then decides)
+    sliding_window_pattern: bool | None = None
     # Kimi delta attention layers: linear_attn_config.kda_layers, or linear_attention layers with linear_num_heads and
     # linear_head_dim (SGLang's uses_kda_attention, v0.5.20+)
     kda_attention: bool = False
@@ -367,6 +373,11 @@ def _modelopt_kv_cache(config: Mapping[str, Any]) -> str | None:
     return algo.lower() if isinstance(algo, str) else None
 
 
+def _set_not_null(config: Mapping[str, Any], key: str) -> bool | None:
+    """Whether config.json sets ``key`` to a value (True) or to null (False); None where it leaves the key out."""
+    return (config[key] is not None) if key in config else None
+
+
 def _kda_attention(config: Mapping[str, Any]) -> bool:
     linear = config.get("linear_attn_config")
     if isinstance(linear, Mapping) and linear.get("kda_layers"):
@@ -553,12 +564,14 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         config_head_dim=size("head_dim"),
         swa_head_dim=size("swa_head_dim"),
         swa_v_head_dim=size("swa_v_head_dim"),
-        learnable_sink=merged.get("learnable_sink") is True,
+        learnable_sink=bool(merged["learnable_sink"]) if "learnable_sink" in merged else None,
         hybrid_swa=merged.get("is_hybrid_swa") is True,
         use_mla=merged.get("use_mla") if isinstance(merged.get("use_mla"), bool) else None,
         layer_types=_layer_types(merged.get("layer_types")),
         has_text_config=bool(text) or any(isinstance(config.get(k), Mapping) and config.get(k) for k in SUB_CONFIGS),
-        sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
+        language_config=next((k for k in (*SUB_CONFIGS, "text_config") if isinstance(config.get(k), Mapping)
+                              and config.get(k)), None),  # fmt: skip
+        sliding_window_pattern=_set_not_null(merged, "sliding_window_pattern"),
         kda_attention=_kda_attention(config) or _kda_attention(text),
         context_lengths=_context_lengths(config, text),
         modelopt_kv_cache=_modelopt_kv_cache(config),

@@ -1,11 +1,11 @@
-"""python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-quantization,vllm-quantization,sglang-coverage,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ...: see each harness's --help."""
+"""python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-config-defaults,sglang-quantization,vllm-quantization,sglang-coverage,sglang-fuzz,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ...: see each harness's --help."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-USAGE = "usage: python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-quantization,vllm-quantization,sglang-coverage,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
+USAGE = "usage: python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-config-defaults,sglang-quantization,vllm-quantization,sglang-coverage,sglang-fuzz,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
 
 
 def main(argv: list[str]) -> int:
@@ -31,12 +31,16 @@ def main(argv: list[str]) -> int:
         from conformance.vllm.quantization import main as run
     elif command == "sglang-config-keys":
         from conformance.sglang.config_keys import main as run
+    elif command == "sglang-config-defaults":
+        from conformance.sglang.config_defaults import main as run
     elif command == "sglang-configs":
         from conformance.sglang.config_writer import main as run
     elif command == "vllm-architectures":
         from conformance.vllm.architectures import main as run
     elif command == "sglang-coverage":
         from conformance.sglang.coverage import main as run
+    elif command == "sglang-fuzz":
+        from conformance.sglang.fuzz import main as run
     elif command == "vllm-coverage":
         from conformance.vllm.coverage import main as run
     elif command == "coverage-docs":

@@ -140,9 +140,13 @@ def test_override_steps_follow_the_release_registration_and_config():
     assert override_step("MyLlama4VariantForCausalLM", "0.5.14") is None
     exaone = {**LLAMA, "architectures": ["Exaone4ForCausalLM"], "model_type": "exaone4"}
     with_pattern = _scenario("a100-sxm-8", spec({**exaone, "sliding_window_pattern": 4}))
-    without = _scenario("a100-sxm-8", spec(exaone))
+    without = _scenario("a100-sxm-8", spec({**exaone, "sliding_window_pattern": None}))
     assert with_pattern.decision("attention_backend").value == "fa3"  # the step needs the sliding layers
     assert without.decision("attention_backend").value == "flashinfer"
+    # left out, Exaone4Config's default (4) holds: the step applies (the fuzz golden's EXAONE cases)
+    assert _scenario("a100-sxm-8", spec(exaone)).decision("attention_backend").value == "fa3"
+    renamed = {**exaone, "architectures": ["MyExaoneForCausalLM"]}
+    assert _scenario("a100-sxm-8", spec(renamed)).decision("attention_backend").value == "flashinfer"  # name-keyed
 
 
 def test_an_unnamed_mla_config_takes_the_mha_defaults_on_sm100():
@@ -204,3 +208,18 @@ def test_post_capture_sizing_only_for_muse_spark_in_v0_5_23():
     assert round(value, 3) == 0.88
     llama = _plan("a100-sxm-8", spec(LLAMA), "0.5.23").decision("memory_defaults").value["mem_fraction_static"]
     assert llama < 0.87  # the activation and graph reserve stays for everything else
+
+
+def test_config_class_defaults_decide_where_config_json_leaves_a_key_out():
+    """config_defaults.json (read from each release's config classes): HY-V4's class defaults learnable_sink to true,
+    a multimodal class builds a text sub-config for a config.json without one; a release not read keeps config.json."""
+    hy = spec({**LLAMA, "architectures": ["MyHyForCausalLM"], "model_type": "hy_v4"})
+    assert hy.learnable_sink is None
+    assert model_config.has_attention_sinks(hy, "0.5.23")
+    said_no = spec({**LLAMA, "architectures": ["MyHyForCausalLM"], "model_type": "hy_v4", "learnable_sink": False})
+    assert not model_config.has_attention_sinks(said_no, "0.5.23")
+    assert not model_config.has_attention_sinks(hy, "0.5.20")  # v0.5.20 was not read: config.json alone
+    assert _scenario("a100-sxm-8", hy).decision("attention_backend").value == "triton"
+    flat_vl = spec({**LLAMA, "architectures": ["MyVlForConditionalGeneration"], "model_type": "qwen3_vl"})
+    assert not flat_vl.has_text_config
+    assert model_config.is_multimodal(flat_vl, "0.5.23") and not model_config.is_multimodal(flat_vl, "0.5.20")

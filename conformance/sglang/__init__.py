@@ -162,8 +162,8 @@ def _job(
         key = f"{sc['gpu']}/speculative" if speculative else sc["gpu"]
         group = groups.setdefault(key, {"gpu": gpu["fake"], "torch_cuda": gpu["torch_cuda"], "scenarios": [],
                                         "isolate_env": speculative or grid != "main",
-                                        "remote_code_stand_in": grid == "named"})  # fmt: skip
-        config_dir = str(CONFIGS / sc["model"])
+                                        "remote_code_stand_in": grid in ("named", "fuzz")})  # fmt: skip
+        config_dir = sc.get("config_dir") or str(CONFIGS / sc["model"])  # the fuzz grid writes its own folders
         draft_dir = str(CONFIGS / sc["draft"]) if sc.get("draft") else None
         group["scenarios"].append({"id": sc["id"], "config_dir": config_dir, "draft_dir": draft_dir,
                                    "argv": sc_argv(sc, config_dir, draft_dir)})  # fmt: skip
@@ -187,26 +187,31 @@ def sc_argv(sc: dict, config_dir: str, draft_dir: str | None = None) -> list[str
     return argv
 
 
-def generate(release: str, limit: int | None = None, grid: str = "main") -> tuple[Path, float, int, int]:
-    """Run the release over the grid and write its golden file; (path, seconds, scenarios, rejected)."""
-    start = time.monotonic()
+def run_job(release: str, job: dict, expected: int, log_name: str | None = None) -> list[dict]:
+    """Run the runner over ``job`` in the release's venv; its result lines (one per scenario). The runner's output goes
+    to CACHE/``log_name`` (default runner-X.log)."""
     python = base_python()
     target = release_dir(release)
-    job, by_id = _job(release, limit, grid)
     with tempfile.TemporaryDirectory() as tmp:
         job_file, out_file = Path(tmp) / "job.json", Path(tmp) / "out.jsonl"
         job_file.write_text(json.dumps(job))
         env = {**os.environ, "PYTHONPATH": str(target), "SGLANG_LOGGING_CONFIG_PATH": ""}
         env.pop("CUDA_VISIBLE_DEVICES", None)
-        log = CACHE / f"runner-{release}.log"
+        log = CACHE / (log_name or f"runner-{release}.log")
         with open(log, "w") as err:
             done = subprocess.run([str(python), str(RUNNER), str(job_file), str(out_file)], env=env, stdout=err,
                                   stderr=subprocess.STDOUT, cwd=tmp)  # fmt: skip
         results = [json.loads(line) for line in out_file.read_text().splitlines()] if out_file.exists() else []
-    if done.returncode != 0 or len(results) != len(by_id):
-        raise HarnessError(
-            f"the sglang {release} runner stopped after {len(results)}/{len(by_id)} scenarios; see {log}"
-        )
+    if done.returncode != 0 or len(results) != expected:
+        raise HarnessError(f"the sglang {release} runner stopped after {len(results)}/{expected} scenarios; see {log}")
+    return results
+
+
+def generate(release: str, limit: int | None = None, grid: str = "main") -> tuple[Path, float, int, int]:
+    """Run the release over the grid and write its golden file; (path, seconds, scenarios, rejected)."""
+    start = time.monotonic()
+    job, by_id = _job(release, limit, grid)
+    results = run_job(release, job, len(by_id))
     GOLDEN.mkdir(parents=True, exist_ok=True)
     path = golden_path(release, grid)
     rejected = 0

@@ -108,15 +108,27 @@ def engine_args(scenario: dict) -> tuple[str, ...]:
 
 
 def advisor_values(release: str, scenario: dict) -> dict:
+    """The advisor's values of FIELDS for the scenario."""
+    return plan_values(advisor_plan(release, scenario))
+
+
+def advisor_plan(release: str, scenario: dict, model=None):
+    """The advisor's plan for the scenario (``model``: a ModelSpec read elsewhere; default: the scenario's folder under
+    CONFIGS)."""
     from advisor.plan import Intent, build_plan
-    from advisor.rules.engine import FORCED_OFF
 
     intent = Intent(
         model=scenario["model"], tp=scenario["tp"], nnodes=scenario["nnodes"], dp_attention=scenario["dp_attention"],
         dp_size=scenario["dp_size"], moe_a2a_backend=scenario["a2a"], engine="sglang", engine_version=release,
         overrides=engine_args(scenario),
     )  # fmt: skip
-    plan = build_plan(_facts(scenario["gpu"]), _model(scenario["model"]), intent)
+    return build_plan(_facts(scenario["gpu"]), _model(scenario["model"]) if model is None else model, intent)
+
+
+def plan_values(plan) -> dict:
+    """The FIELDS as the plan resolves them."""
+    from advisor.rules.engine import FORCED_OFF
+
     memory = plan.decision("memory_defaults").value or {}
     fraction = memory.get("mem_fraction_static")
     return {
@@ -150,14 +162,21 @@ def disagreements(release: str, grid: str = "main") -> tuple[set[tuple[str, str,
             continue
         compared += 1
         want, got = golden_values(line["fields"]), advisor_values(release, line["scenario"])
-        for field in FIELDS:
-            a, b = want[field], got[field]
-            if a is ABSENT:
-                continue  # this golden does not record the field (OPTIONAL_FIELDS)
-            if field == "mem_fraction_static" and a is not None and b is not None:
-                same = round(a, 3) == round(b, 3)
-            else:
-                same = a == b
-            if not same:
-                out.add((release, line["id"], field))
+        out |= {(release, line["id"], field) for field in differing_fields(want, got)}
     return out, compared, rejected
+
+
+def differing_fields(want: dict, got: dict) -> list[str]:
+    """The FIELDS where the advisor's values (``got``) differ from the release's (``want``: golden_values)."""
+    out = []
+    for field in FIELDS:
+        a, b = want[field], got[field]
+        if a is ABSENT:
+            continue  # this golden does not record the field (OPTIONAL_FIELDS)
+        if field == "mem_fraction_static" and a is not None and b is not None:
+            same = round(a, 3) == round(b, 3)
+        else:
+            same = a == b
+        if not same:
+            out.append(field)
+    return out

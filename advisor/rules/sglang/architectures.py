@@ -54,12 +54,25 @@ def seen_architecture(architecture: str, release: str) -> str:
 DEEPSEEK_V32_LOADED_AS = ("deepseek_v32", "DeepseekV3ForCausalLM", "0.5.7", "0.5.11")
 
 
+# get_config's last step replaces architectures by model_type, whatever config.json names (v0.5.7-v0.5.10
+# utils/hf_transformers_utils.py, v0.5.11+ utils/hf_transformers/config.py: 'if config.model_type == "longcat_flash":
+# _set_architectures(config, "LongcatFlashForCausalLM")'): a renamed LongCat-Flash is LongCat-Flash to every list (MLA,
+# the DeepSeek family step), found by the fuzz run. model_type -> (architecture, first release, last or None).
+MODEL_TYPE_LOADED_AS: dict[str, tuple[str, str, str | None]] = {
+    "multi_modality": ("MultiModalityCausalLM", "0.5.7", None),
+    "longcat_flash": ("LongcatFlashForCausalLM", "0.5.10", None),
+}
+
+
 def loaded_architecture(model, release: str) -> str:
     """architectures[0] as ``release`` holds it after loading the config: the name renames of architectures.py, and the
-    model_type-keyed DeepSeek V3.2 load of v0.5.7 to v0.5.11."""
+    model_type-keyed loads (DeepSeek V3.2 in v0.5.7 to v0.5.11, MODEL_TYPE_LOADED_AS)."""
     model_type, loaded, first, last = DEEPSEEK_V32_LOADED_AS
     if model.model_type == model_type and within(release, first, last):
         return loaded
+    by_type = MODEL_TYPE_LOADED_AS.get(model.model_type or "")
+    if by_type is not None and within(release, by_type[1], by_type[2]):
+        return by_type[0]
     return seen_architecture(model.architecture, release)
 
 

@@ -227,6 +227,10 @@ def _default_attention(
     rules = rules_release(version) if version else NEWEST
     if loaded_architecture(model, rules) == "DeepseekV4ForCausalLM" and release >= parse_release(DEEPSEEK_V4_PAGE_FROM):
         return "dsv4"  # its own step, on every GPU (deepseek_v4_hook.py; v0.5.19+ model_overrides/deepseek_v4.py)
+    if s is not None and steps and is_hrm_text(model, rules):
+        # keyed on model_type hrm_text as well as the name (model_hook.py handle_model_capability_adjustments; v0.5.16
+        # to v0.5.18 server_args.py _handle_model_capability_adjustments): a renamed HRM-Text takes triton too
+        return "triton"
     if s is not None and steps:
         stepped = step_attention(s, loaded_architecture(model, rules), rules)
         if stepped is not None:

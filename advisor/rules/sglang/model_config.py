@@ -39,6 +39,45 @@ ROPE_HEAD_DIM_MODEL_TYPES = frozenset({
 })  # fmt: skip
 
 
+# What the release's config class (SGLang's own _CONFIG_REGISTRY class, else its transformers') gives a config.json that
+# leaves a key out, per model_type: read from each release by ``python -m conformance sglang-config-defaults X.Y.Z``
+# (conformance/sglang/config_defaults_reader.py). A release not read there keeps what config.json says.
+CONFIG_DEFAULTS_FILE = Path(__file__).with_name("config_defaults.json")
+
+
+@cache
+def _config_defaults() -> dict[str, dict[str, list[str]]]:
+    return json.loads(CONFIG_DEFAULTS_FILE.read_text(encoding="utf-8"))["releases"]
+
+
+def class_default(model_type: str | None, key: str, release: str) -> bool:
+    """Whether ``release``'s config class for ``model_type`` sets ``key`` (learnable_sink true, a sliding_window_pattern,
+    a text sub-config) when config.json leaves it out; False where the release was not read."""
+    return model_type is not None and model_type in _config_defaults().get(release, {}).get(key, ())
+
+
+def config_learnable_sink(model, release: str) -> bool:
+    """hf_text_config.learnable_sink as the release's config class holds it: config.json's value, else the class
+    default (SGLang's HYV4Config defaults it to true, configs/hy_v4.py)."""
+    if model.learnable_sink is not None:
+        return model.learnable_sink
+    return class_default(model.text_model_type or model.model_type, "learnable_sink", release)
+
+
+def config_sliding_window_pattern(model, release: str) -> bool:
+    """hf_config.sliding_window_pattern is not None as the release's config class holds it: config.json's key, else the
+    class default (transformers' Exaone4Config / ExaoneMoeConfig default it to 4, and to 0 without a sliding window)."""
+    if model.sliding_window_pattern is not None:
+        return model.sliding_window_pattern
+    return class_default(model.model_type, "sliding_window_pattern", release)
+
+
+def class_text_config(model, release: str) -> bool:
+    """The release's config class for the model_type builds a default text sub-config when config.json has none
+    (get_hf_text_config then returns it, so ModelConfig sees a multimodal wrapper)."""
+    return class_default(model.model_type, "text_sub_config", release)
+
+
 @cache
 def _config_keys() -> dict[str, dict]:
     return json.loads(CONFIG_KEYS_FILE.read_text(encoding="utf-8"))["releases"]
@@ -92,7 +131,16 @@ def has_asymmetric_kv(model, release: str) -> bool:
     if is_deepseek_v4(model, release):
         return False  # _derive_model_shapes gives V4 and its drafts v_head_dim = head_dim
 
+    if model.language_config not in (None, "text_config"):
+        # get_hf_text_config returns a sub-config the advisor does not size from (llm_config, language_config,
+        # thinker_config): the release compares K and V there, not the top-level head_dim / v_head_dim (InternVL,
+        # Bailing-MM in the fuzz golden). Not modelled: the default text_config a class builds for a config.json
+        # without one, whose widths are the class's (a flattened Qwen3.5 reads 256 / 256 whatever the top level says)
+        return False
     head, v_head = kv_head_dims(model)
+    if head is None:
+        # no head_dim and no heads: _derive_model_shapes gives a pure SSM head_dim 0 (any other model stops there)
+        head, v_head = 0, model.v_head_dim or 0
     swa_head = model.swa_head_dim or head
     swa_v_head = model.swa_v_head_dim or swa_head
     return head != v_head or swa_head != swa_v_head
@@ -103,7 +151,9 @@ def has_attention_sinks(model, release: str) -> bool:
     learnable_sink. Not read: MiMo V2's add_swa_attention_sink_bias / add_full_attention_sink_bias."""
     if model is None:
         return False
-    return named_sinks(model, release) or (model.learnable_sink and within(release, LEARNABLE_SINK_FROM, None))
+    return named_sinks(model, release) or (
+        within(release, LEARNABLE_SINK_FROM, None) and config_learnable_sink(model, release)
+    )
 
 
 # ModelConfig.__init__'s multimodal test beyond the name list: v0.5.10 any config with a text sub-config or a
@@ -127,7 +177,8 @@ def is_multimodal(model, release: str) -> bool:
         return True
     if not within(release, SUBCONFIG_MULTIMODAL_FROM, None):
         return False
-    return model.has_text_config or (within(release, ANY_VISION_CONFIG_MULTIMODAL_IN, ANY_VISION_CONFIG_MULTIMODAL_IN)
+    has_text = model.has_text_config or class_text_config(model, release)
+    return has_text or (within(release, ANY_VISION_CONFIG_MULTIMODAL_IN, ANY_VISION_CONFIG_MULTIMODAL_IN)
                                      and model.vision is not None)  # fmt: skip
 
 

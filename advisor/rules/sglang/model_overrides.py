@@ -204,8 +204,14 @@ def has_mamba_layers(model, release: str) -> bool:
     return "mamba" in types or ("linear_attention" in types and within(release, MAMBA_LAYER_ALIAS_FROM, None))
 
 
+def _sliding_window_pattern(model, release: str) -> bool:
+    from advisor.rules.sglang.model_config import config_sliding_window_pattern
+
+    return config_sliding_window_pattern(model, release)
+
+
 # step.needs names a ModelSpec flag, or one of these release-aware tests of the config
-RELEASE_NEEDS = {"mamba_layers": has_mamba_layers}
+RELEASE_NEEDS = {"mamba_layers": has_mamba_layers, "sliding_window_pattern": _sliding_window_pattern}
 
 
 def _needs_met(step: AttentionStep, model, release: str) -> bool:

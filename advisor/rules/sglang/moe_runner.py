@@ -57,6 +57,13 @@ _LONGCAT = frozenset({"LongcatFlashForCausalLM"})
 _DOTS3 = frozenset({"Dots3NoteForCausalLM"})
 _GLM5_NEXT_HY_V4 = frozenset({"Glm5NextForConditionalGeneration", "HYV4ForCausalLM"})
 _COHERE2_MOE = frozenset({"Cohere2VisionForConditionalGeneration", "Cohere2MoeForCausalLM"})
+# Gemma 4's step (v0.5.13-v0.5.14 inline in server_args.py _handle_model_specific_adjustments, v0.5.15-v0.5.18
+# arg_groups/overrides.py, v0.5.19+ arg_groups/model_overrides/gemma4.py _gemma4_overrides): on SM10x a modelopt_fp4
+# checkpoint gets flashinfer_trtllm ("Use flashinfer_trtllm as MoE runner backend on SM100 for Gemma-4 (modelopt_fp4)"),
+# MoE or not and whatever the a2a backend; from v0.5.15 for every name the step registers (architectures.json; the
+# fuzz run found it with a quantization_config added to the named configs).
+_GEMMA4 = frozenset({"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4UnifiedForConditionalGeneration"})
+GEMMA4_STEP, GEMMA4_STEP_FROM = "arg_groups/model_overrides/gemma4.py:_gemma4_overrides", "0.5.15"
 # fmt: off
 MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     # DeepSeek family: fp8/modelopt checkpoints; an unquantized DeepSeek V3 is defaulted to fp8 first ("Quantization not
@@ -83,6 +90,7 @@ MOE_RUNNER_TABLE: tuple[MoeRunnerRow, ...] = (
     # Command A+ (arg_groups/model_overrides/cohere2_moe.py, v0.5.19+): unquantized (or NVFP4-packed, not modelled)
     # checkpoints on SM10x, whatever the a2a backend
     MoeRunnerRow("0.5.19", None, _COHERE2_MOE, frozenset({None}), "flashinfer_trtllm", a2a_blocks=False),
+    MoeRunnerRow("0.5.13", None, _GEMMA4, frozenset({"modelopt_fp4"}), "flashinfer_trtllm", a2a_blocks=False),
     MoeRunnerRow("0.5.7", "0.5.7", _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4"}), "flashinfer_trtllm"),
     # v0.5.8: unquantized checkpoints too ("self.quantization in (fp8, modelopt_fp4) or self.quantization is None")
     MoeRunnerRow("0.5.8", None, _QWEN_FAMILY, frozenset({"fp8", "modelopt_fp4", None}), "flashinfer_trtllm"),
@@ -127,6 +135,8 @@ def _in_family(row: MoeRunnerRow, architecture: str, release: str) -> bool:
     if row.families is _DEEPSEEK_FAMILY and within(release, DEEPSEEK_FAMILY_LIST_FROM, None):
         skipped = architecture.startswith("LongcatFlash") and within(release, LONGCAT_SKIPPED_FROM, None)
         return placed_in(architecture, release, DEEPSEEK_FAMILY_LIST) and not skipped
+    if row.families is _GEMMA4:
+        return within(release, GEMMA4_STEP_FROM, None) and bool(registered_by(architecture, release, GEMMA4_STEP))
     if row.families is not _QWEN_FAMILY:
         return False
     name, first, last = QWEN_INLINE_INTERN_S2
