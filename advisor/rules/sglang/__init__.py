@@ -16,6 +16,7 @@ from advisor.rules.engine import Decision, Problem, Release, Scenario
 from advisor.rules.sglang.architectures import NOT_NAMED, architecture_problems
 from advisor.rules.sglang.arguments import argument_problems, plan_problems
 from advisor.rules.sglang.attention import attention_decision
+from advisor.rules.sglang.context import context_problems
 from advisor.rules.sglang.custom_allreduce import custom_allreduce_decision
 from advisor.rules.sglang.embedding import embedding_mode, embedding_problems
 from advisor.rules.sglang.fusion import fusion_decision, fusion_problems
@@ -49,5 +50,5 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
     # A release newer than the modelled ones is not judged by the newest one's parser: its own may know more.
     arguments = [] if release.newer else argument_problems(s, version)
     problems = fusion_problems(s, fusion, version) + arguments + plan_problems(s) + embedding_problems(s, version)
-    problems += quantization_problems(s, version)
+    problems += quantization_problems(s, version) + context_problems(s, version)
     return decisions, problems + unnamed

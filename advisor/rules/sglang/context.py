@@ -14,6 +14,7 @@ architectures.json at ModelConfig._derive_context_length).
 
 from __future__ import annotations
 
+from advisor.rules.engine import Problem, Scenario
 from advisor.rules.releases import within
 
 # get_context_length's CONTEXT_LENGTH_KEYS, in its order: the first one the config sets wins.
@@ -28,6 +29,7 @@ DEFAULT_CONTEXT = 2048  # where the config sets none of them
 TRANSFORMERS_5_FROM = "0.5.10"  # the release whose pinned transformers standardizes the RoPE dict (transformers==5.3.0)
 # transformers 5's standardize_rope_params gives these types original_max_position_embeddings
 STANDARDIZED_ORIGINAL = frozenset({"llama3", "yarn", "longrope"})
+CONTEXT_FLAG = "--context-length"
 CAPPED_CONTEXT = ("configs/model_config.py:ModelConfig._derive_context_length", 8192)
 
 
@@ -44,18 +46,49 @@ def rope_factor(model, release: str) -> float:
     return rope.factor if rope.factor is not None else 1.0
 
 
-def derived_context_length(model, release: str) -> tuple[int, str]:
-    """(ModelConfig.context_len without --context-length, where it comes from)."""
-    from advisor.rules.sglang.architectures import loaded_architecture, placed_in
-
+def config_context_length(model, release: str) -> tuple[int, str]:
+    """(get_context_length's value for the model, where it comes from): the bound a --context-length is held to."""
     lengths = dict(model.context_lengths)
     key = next((k for k in CONTEXT_LENGTH_KEYS if k in lengths), None)
     if key is None:
         return DEFAULT_CONTEXT, "SGLang's default where config.json names no context length, get_context_length"
     factor = rope_factor(model, release)
-    length = int(factor * lengths[key])
-    source = f"the model's {key}" + (f" x rope_scaling factor {factor:g}" if factor != 1 else "")
+    return int(factor * lengths[key]), f"the model's {key}" + (f" x rope_scaling factor {factor:g}" if factor != 1 else "")
+
+
+def derived_context_length(model, release: str) -> tuple[int, str]:
+    """(ModelConfig.context_len without --context-length, where it comes from)."""
+    from advisor.rules.sglang.architectures import loaded_architecture, placed_in
+
+    length, source = config_context_length(model, release)
     where, cap = CAPPED_CONTEXT
     if length > cap and placed_in(loaded_architecture(model, release), release, where):
         return cap, f"{source}, capped at {cap} for this architecture (ModelConfig._derive_context_length)"
     return length, source
+
+
+LONGER_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+CI_ENV = "SGLANG_IS_IN_CI"  # is_in_ci() lets a longer context through too
+ENV_TRUE = ("true", "1", "yes", "y")  # environ.py EnvBool.parse (lower-cased)
+CONTEXT_TOO_LONG_ID = "sglang_context_length_too_long"
+
+
+def context_problems(s: Scenario, release: str) -> list[Problem]:
+    """A --context-length above get_context_length's value: ModelConfig._derive_context_length (configs/
+    model_config.py, every modelled release) raises ValueError unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN (or
+    SGLANG_IS_IN_CI) is set."""
+    given = s.int_flag(CONTEXT_FLAG)
+    if given is None or given <= 0 or s.model is None:
+        return []
+    bound, source = config_context_length(s.model, release)
+    env = s.facts.environment
+    if given <= bound or any(str(env.get(name, "")).lower() in ENV_TRUE for name in (LONGER_CONTEXT_ENV, CI_ENV)):
+        return []
+    return [Problem(
+        CONTEXT_TOO_LONG_ID, "error",
+        f"--context-length {given} is above the {bound} tokens sglang v{release} derives from the model's config"
+        f" ({source}); SGLang refuses it at start-up with a ValueError",
+        f"pass --context-length {bound} or less (or set {LONGER_CONTEXT_ENV}=1 if the model really takes longer"
+        " sequences)",
+        f"sglang v{release}, configs/model_config.py (ModelConfig._derive_context_length)",
+    )]  # fmt: skip

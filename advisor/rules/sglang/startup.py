@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules.engine import Decision, Release, Scenario, parse_release
-from advisor.rules.sglang.context import derived_context_length
+from advisor.rules.sglang.context import CONTEXT_FLAG, derived_context_length
 from advisor.rules.sglang.model_config import is_mla
 from advisor.rules.startup import (
     Startup,
@@ -35,7 +35,6 @@ from advisor.rules.startup_overhead import ESTIMATE as OVERHEAD_ESTIMATE
 from advisor.rules.startup_overhead import MIB, free_before_load_mib
 
 GIB = 1024**3
-CONTEXT_FLAG = "--context-length"
 KV_DTYPE_FLAG = "--kv-cache-dtype"
 MAX_TOTAL_TOKENS_FLAG = "--max-total-tokens"
 FRACTION_FLAG = "--mem-fraction-static"

@@ -36,6 +36,7 @@ from advisor.rules.vllm.memory import (
     GPU_MEMORY_UTILIZATION,
     MODELOPT_KV_CACHE_DTYPES,
     UNSCALED_ROPE_TYPES,
+    max_model_len_problems,
     memory_decision,
 )
 from advisor.rules.vllm.quantization import problems as quantization_problems
@@ -61,7 +62,7 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
         *(switch_decision(s, version, sw[0]) for sw in SWITCHES),
     ]
     problems += architecture_problems(s, version) + attention_problems(s, version, attention)
-    problems += quantization_problems(s, version)
+    problems += quantization_problems(s, version) + max_model_len_problems(s, version)
     return decisions, problems + plan_problems(s) + rejected(s, release)
 
 

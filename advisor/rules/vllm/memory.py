@@ -4,7 +4,7 @@ how vLLM sizes GPU memory for advisor.layouts and the gpu_memory_in_use check.""
 from __future__ import annotations
 
 from advisor.rules import engine as rules
-from advisor.rules.engine import Decision, ReleaseError, Scenario, finite_float
+from advisor.rules.engine import Decision, Problem, ReleaseError, Scenario, finite_float
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import model_kv_cache_dtype, model_max_num_seqs, uses_mla, uses_sparse_mla
 from advisor.rules.vllm.common import ARG_UTILS_FILE, ATTENTION_FLAG, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
@@ -129,17 +129,17 @@ def _config_length(model) -> int:
     return model.max_position_embeddings or DEFAULT_MAX_MODEL_LEN
 
 
-def derived_max_model_len(model, version: str = NEWEST) -> int | None:
-    """max_model_len as vLLM derives it from the config: the smallest context-length key the language model's config
-    sets, model_max_length over all of them, 2048 when it sets none (Mamba's configs)
-    (ModelArchConfigConvertor.derived_max_model_len_and_key, vllm/transformers_utils/model_arch_config_convertor.py;
-    vllm/config/model.py v0.12.0); then _get_and_verify_max_len's RoPE scaling (UNSCALED_ROPE_TYPES), and for a
-    longrope model the top-level original_max_position_embeddings as the default."""
-    if model is None:
-        return None
-    length: float = _config_length(model)
+def _ropes(model) -> list:
     # vLLM reads rope_parameters, but patch_rope_parameters first moves a legacy rope_scaling there: rope_scaling wins
-    ropes = [r for r in model.rope if r.key == "rope_scaling"] or [r for r in model.rope if r.key == "rope_parameters"]
+    return [r for r in model.rope if r.key == "rope_scaling"] or [r for r in model.rope if r.key == "rope_parameters"]
+
+
+def scaled_max_model_len(model, version: str = NEWEST) -> int:
+    """The length _get_and_verify_max_len holds a given --max-model-len against: the config's length
+    (ModelArchConfigConvertor.derived_max_model_len_and_key, vllm/transformers_utils/model_arch_config_convertor.py;
+    vllm/config/model.py v0.12.0), scaled by the RoPE factor (UNSCALED_ROPE_TYPES)."""
+    length: float = _config_length(model)
+    ropes = _ropes(model)
     model_type = model.text_model_type or model.model_type or ""
     if ropes and "gemma3" not in model_type:
         unscaled = at(UNSCALED_ROPE_TYPES, rules_release(version)) or UNSCALED_ROPE_TYPES[-1][1]
@@ -151,9 +151,48 @@ def derived_max_model_len(model, version: str = NEWEST) -> int | None:
                 if kind == "yarn" and rope.original_max_position_embeddings is not None:
                     length = rope.original_max_position_embeddings  # up to v0.29.x only: later yarn is unscaled
         length *= factor
-    if any((r.type or "") == "longrope" for r in ropes):
-        return int(model.original_max_position_embeddings or length)
     return int(length)
+
+
+def derived_max_model_len(model, version: str = NEWEST) -> int | None:
+    """max_model_len as vLLM derives it without --max-model-len: scaled_max_model_len, 2048 when the config sets no
+    context-length key (Mamba's configs), and for a longrope model the top-level original_max_position_embeddings."""
+    if model is None:
+        return None
+    length = scaled_max_model_len(model, version)
+    if any((r.type or "") == "longrope" for r in _ropes(model)):
+        return int(model.original_max_position_embeddings or length)
+    return length
+
+
+LONG_MAX_MODEL_LEN_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"  # vllm/envs.py: "1" or "true" (stripped, any case)
+MAX_MODEL_LEN_ID = "vllm_max_model_len_too_long"
+
+
+def max_model_len_problems(s: Scenario, version: str) -> list[Problem]:
+    """A --max-model-len above what the config allows: _get_and_verify_max_len (vllm/config/model.py, every modelled
+    release) raises ValueError unless the config's model_max_length admits it or VLLM_ALLOW_LONG_MAX_MODEL_LEN is set.
+    With no context-length key in the config vLLM takes the given length as it is; --disable-sliding-window lowers the
+    bound to the sliding window; -1 asks vLLM to fit the length to memory."""
+    given = _number(s.flag(MEMORY_FLAGS["max_model_len"]), int, None)
+    model = s.model
+    if given is None or given <= 0 or model is None or not model.context_lengths:
+        return []
+    bound = scaled_max_model_len(model, version)
+    if s.has("--disable-sliding-window") and model.sliding_window and model.sliding_window < bound:
+        bound = model.sliding_window
+    model_max_length = dict(model.context_lengths).get("model_max_length")
+    allowed = str(s.facts.environment.get(LONG_MAX_MODEL_LEN_ENV, "0")).strip().lower() in ("1", "true")
+    if given <= bound or (model_max_length is not None and given <= model_max_length) or allowed:
+        return []
+    return [Problem(
+        MAX_MODEL_LEN_ID, "error",
+        f"--max-model-len {given} is above the {bound} tokens vllm {version} derives from the model's config (its"
+        " context-length keys and RoPE scaling); vLLM refuses it at start-up with a ValueError",
+        f"pass --max-model-len {bound} or less (or set {LONG_MAX_MODEL_LEN_ENV}=1 if the model really takes longer"
+        " sequences)",
+        f"vllm v{version}, vllm/config/model.py (_get_and_verify_max_len)",
+    )]  # fmt: skip
 
 
 def mla_block_size(s: Scenario, version: str, block: int) -> int:
