@@ -61,9 +61,6 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
     ("named-Qwen3ASRForConditionalGeneration", None, None, "max_model_len", "0.12.0", "0.25.1"):
         "up to v0.25.1 vLLM reads Qwen3-ASR's length from its own config class (128000), not the text_config's 65536 "
         "the advisor reads (v0.27.1 reads the text_config's)",
-    ("named-Glm5NextForConditionalGeneration", "b200-8", None, "attention_backend", "0.19.1", "0.20.2"):
-        "v0.19.1 and v0.20.2 take FlashAttention for GLM-5-Next's default config on SM100 with no backend ruled out in its log; "
-        "not traced (later releases agree)",
     **{(name, None, None, "block_size", "0.12.0", "0.19.1"):
        "up to v0.19.x the hybrid block size follows the recurrent state's size; this family's state (Mamba1 d_state "
        "/ d_conv / expand, Falcon-H1's and Granite's mamba_d_* naming, Zamba2) is not read by advisor/rules/vllm/hybrid.py"
