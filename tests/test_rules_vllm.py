@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -299,3 +300,13 @@ def test_zero_head_dim_is_a_head_size_up_to_v0_20(version, backend):
                      dtype="bfloat16")  # fmt: skip
     assert vllm_attention.attention_decision(scenario("b200-8", zero, tp=1), version).value == backend
     assert vllm_attention.selector_head_size(zero, version) == (0 if backend == "FLASH_ATTN" else 128)
+
+
+# GLM-5 (DeepSeek sparse attention, qk_nope_head_dim 192) at 8 heads per rank on SM100: FlashInfer's sparse MLA backend
+# comes first at 16 heads or fewer, but takes qk_nope_head_dim 128 only in v0.17.1 (FlashMLA's sparse kernel runs),
+# 128 and 192 from v0.19.1 (FlashInferMLASparseBackend.supports_combination).
+@pytest.mark.parametrize(("version", "backend"), [("0.17.1", "FLASHMLA_SPARSE"), ("0.19.1", "FLASHINFER_MLA_SPARSE")])
+def test_sparse_mla_on_sm100_follows_qk_nope_head_dim(version, backend):
+    glm5 = resolve_model(str(Path(__file__).parent / "conformance" / "configs" / "glm-5"))
+    assert glm5.qk_nope_head_dim == 192 and glm5.num_heads // 8 <= 16
+    assert vllm_attention.attention_decision(scenario("b200-8", glm5, tp=8), version).value == backend

@@ -222,7 +222,9 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
                      "named-Dots3NoteForCausalLMNextN", "named-Gemma4AssistantForCausalLM",
                      "named-KimiVLForConditionalGeneration", "named-Olmo3ForCausalLM"), _STRICT),
     "named-Mamba2ForCausalLM": _DEFAULT_CONFIG + " (v0.15.1, v0.17.1: num_attention_heads)",
-    "named-Qwen3ASRForConditionalGeneration": _DEFAULT_CONFIG + " (v0.15.1: its config module; v0.17.1: thinker_config)",
+    "named-Qwen3ASRForConditionalGeneration": "v0.15.1's config table names vllm/transformers_utils/configs/qwen3_asr.py, "
+                                              "which its wheel does not ship; v0.17.1 reads a thinker_config the default "
+                                              "config lacks",
     "vllm-ColModernVBertForRetrieval": _DEFAULT_CONFIG + " (v0.17.1: text_config)",
     **dict.fromkeys(("named-LightOnOCRForConditionalGeneration", "named-MiDashengLMModel",
                      "named-PixtralForConditionalGeneration"), _INSPECTION),

@@ -87,8 +87,8 @@ def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | 
     else:
         order = ["FLASHMLA_SPARSE"]
     head = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) or None
-    return next((name for name in order if major in SPARSE_SUPPORT[name] and _sparse_head_ok(name, head, version)),
-                None)  # fmt: skip
+    return next((name for name in order if major in SPARSE_SUPPORT[name] and _sparse_head_ok(name, head, version)
+                 and _sparse_nope_ok(name, model, version)), None)  # fmt: skip
 
 
 # The MLA head sizes (kv_lora_rank + qk_rope_head_dim) each sparse backend takes (get_supported_head_sizes in
@@ -100,6 +100,20 @@ SPARSE_HEAD_SIZES: dict[str, list[tuple[str, tuple[int, ...]]]] = {
     "FLASHINFER_MLA_SPARSE": [("0.12.0", (576,)), ("0.30.0", ())],
     "FLASHINFER_MLA_SPARSE_SM90": [("0.12.0", (512, 576))],
 }
+
+
+# The qk_nope_head_dim values FlashInfer's sparse MLA backend takes (FlashInferMLASparseBackend.supports_combination,
+# vllm/v1/attention/backends/mla/flashinfer_mla_sparse.py): 128 only in its first release v0.17.1 (GLM-5's 192 then
+# gets FlashMLA's sparse kernel on SM100 at any head count), 128 / 192 from v0.19.1. From v0.30.0 the check depends on
+# the head size too (256 for a 512-wide head): not modelled, no value ruled out.
+FLASHINFER_MLA_SPARSE_NOPE: list[tuple[str, tuple[int, ...] | None]] = [("0.12.0", (128,)), ("0.19.1", (128, 192)),
+                                                                         ("0.30.0", None)]  # fmt: skip
+
+
+def _sparse_nope_ok(backend: str, model, version: str) -> bool:
+    allowed = at(FLASHINFER_MLA_SPARSE_NOPE, version) if backend == "FLASHINFER_MLA_SPARSE" else None
+    nope = qk_nope_head_dim(model)
+    return allowed is None or nope is None or nope in allowed
 
 
 def _sparse_head_ok(backend: str, head: int | None, version: str) -> bool:
