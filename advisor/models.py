@@ -113,6 +113,19 @@ class ModelError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Rope:
+    """One RoPE scaling dict of config.json as written: rope_scaling or rope_parameters (``key``), whole or one layer
+    type's entry of a nested one (``layer``). The engines multiply the context length by ``factor`` for some types."""
+
+    key: str  # "rope_scaling" or "rope_parameters"
+    layer: str | None  # the layer type of a nested dict ({"full_attention": {...}, ...}); None for a flat one
+    type: str | None  # rope_type, else type, as written
+    factor: float | None
+    original_max_position_embeddings: int | None
+    has_original: bool  # the dict holds original_max_position_embeddings (SGLang then applies no factor)
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSpec:
     id: str  # what the user asked for: "Qwen/Qwen3-30B-A3B" or a directory
     architecture: str  # architectures[0]
@@ -173,7 +186,23 @@ class ModelSpec:
     # Every context-length key of CONTEXT_LENGTH_KEYS the language model's config sets, as written (text_config's, or
     # thinker_config.text_config's for an omni model, over the top level's): vLLM derives max_model_len from them.
     context_lengths: tuple[tuple[str, int], ...] = ()
+    # A ModelOpt checkpoint's KV-cache quantization as the top-level quantization_config states it (kv_cache_scheme or
+    # kv_cache_quant_algo, lowercased; an object as "fp8" / "nvfp4" / "other" by its num_bits, type and dynamic):
+    # vLLM's "auto" KV-cache dtype follows it (rules/vllm/memory.py).
+    modelopt_kv_cache: str | None = None
     is_encoder_decoder: bool = False  # the config (or its text_config) sets is_encoder_decoder: true (Whisper)
+    # quantization_config.quant_method as written, lower-cased (the engines' _verify_quantization read it so); the
+    # ``quantization`` above names ModelOpt checkpoints by their algorithm
+    quant_method: str | None = None
+    # quantization_config's scalar entries as written (bits, group_size, sym, desc_act, checkpoint_format, ...): what the
+    # engines' detection steps read (SGLang's GPTQ-to-Marlin check)
+    quant_config: tuple[tuple[str, Any], ...] = ()
+    # The language model's RoPE scaling dicts (text_config's over the top level's), and its top-level
+    # original_max_position_embeddings: SGLang's get_context_length and vLLM's _get_and_verify_max_len scale by them.
+    rope: tuple[Rope, ...] = ()
+    original_max_position_embeddings: int | None = None
+    # use_bidirectional_attention as written, truthy (EmbeddingGemma: SGLang's is_embedding_gemma reads it with getattr)
+    bidirectional_attention: bool = False
 
     @property
     def is_moe(self) -> bool:
@@ -236,6 +265,19 @@ def _quantization(config: Mapping[str, Any]) -> str | None:
     return method
 
 
+def _quant_method(config: Mapping[str, Any]) -> str | None:
+    qc = config.get("quantization_config")
+    method = qc.get("quant_method") if isinstance(qc, Mapping) else None
+    return method.lower() if isinstance(method, str) else None
+
+
+def _quant_config(config: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return ()
+    return tuple((str(k), v) for k, v in qc.items() if v is None or isinstance(v, (str, int, float, bool)))
+
+
 def _check_quantization(config: Mapping[str, Any], where: str) -> None:
     """Refuse a quantization_config neither engine can read: not an object (SGLang's _parse_quant_hf_config calls
     .to_dict() on it, vLLM indexes it by "quant_method"), or a quant_method that is not a name (both lower() it)."""
@@ -286,6 +328,45 @@ def _context_lengths(config: Mapping[str, Any], text: Mapping[str, Any]) -> tupl
             break
     part = {**config, **text, **inner}
     return tuple((k, part[k]) for k in CONTEXT_LENGTH_KEYS if _int(part.get(k)) is not None and part[k] > 0)
+
+
+def _rope_entry(key: str, layer: str | None, rope: Mapping[str, Any]) -> Rope:
+    kind = rope.get("rope_type", rope.get("type"))
+    factor = rope.get("factor")
+    number = isinstance(factor, (int, float)) and not isinstance(factor, bool)
+    return Rope(key, layer, kind if isinstance(kind, str) else None, float(factor) if number else None,
+                _int(rope.get("original_max_position_embeddings")), "original_max_position_embeddings" in rope)  # fmt: skip
+
+
+def _rope(config: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[Rope, ...]:
+    """The RoPE scaling dicts the language model's config writes (text_config's where it has one, else the top level's);
+    a nested dict (one entry per layer type) gives one Rope per entry."""
+    found: list[Rope] = []
+    for key in ("rope_scaling", "rope_parameters"):
+        rope = text.get(key) if isinstance(text.get(key), Mapping) else config.get(key)
+        if not isinstance(rope, Mapping) or not rope:
+            continue
+        nested = [(k, v) for k, v in rope.items() if isinstance(v, Mapping)]
+        if nested and len(nested) == len(rope):
+            found += [_rope_entry(key, layer, entry) for layer, entry in nested]
+        else:
+            found.append(_rope_entry(key, None, rope))
+    return tuple(found)
+
+
+def _modelopt_kv_cache(config: Mapping[str, Any]) -> str | None:
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping) or not str(qc.get("quant_method") or "").startswith("modelopt"):
+        return None
+    inner = qc.get("quantization", qc)
+    inner = inner if isinstance(inner, Mapping) else qc
+    algo = (inner.get("kv_cache_scheme") or qc.get("kv_cache_scheme") or inner.get("kv_cache_quant_algo")
+            or qc.get("kv_cache_quant_algo"))  # fmt: skip
+    if isinstance(algo, Mapping):
+        if algo.get("dynamic") is False and algo.get("num_bits") == 8 and algo.get("type") == "float":
+            return "fp8"
+        return "nvfp4" if algo.get("num_bits") == 4 and algo.get("type") == "float" else "other"
+    return algo.lower() if isinstance(algo, str) else None
 
 
 def _kda_attention(config: Mapping[str, Any]) -> bool:
@@ -484,7 +565,13 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         sliding_window_pattern=merged.get("sliding_window_pattern") is not None,
         kda_attention=_kda_attention(config) or _kda_attention(text),
         context_lengths=_context_lengths(config, text),
+        modelopt_kv_cache=_modelopt_kv_cache(config),
         is_encoder_decoder=merged.get("is_encoder_decoder") is True,
+        bidirectional_attention=bool(merged.get("use_bidirectional_attention")),
+        rope=_rope(config, text),
+        quant_method=_quant_method(config) if _quant_method(config) is not None else _quant_method(text),
+        quant_config=_quant_config(config) or _quant_config(text),
+        original_max_position_embeddings=_int(merged.get("original_max_position_embeddings")),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))

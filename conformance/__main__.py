@@ -1,11 +1,11 @@
-"""python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-coverage,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ...: see each harness's --help."""
+"""python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-quantization,vllm-quantization,sglang-coverage,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ...: see each harness's --help."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-USAGE = "usage: python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-coverage,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
+USAGE = "usage: python -m conformance {sglang,sglang-args,sglang-flags,sglang-memory,sglang-architectures,sglang-configs,sglang-config-keys,sglang-quantization,vllm-quantization,sglang-coverage,vllm,vllm-flags,vllm-architectures,vllm-coverage,coverage-docs,report} ARGS (e.g. python -m conformance sglang 0.5.14)"
 
 
 def main(argv: list[str]) -> int:
@@ -25,6 +25,10 @@ def main(argv: list[str]) -> int:
         from conformance.vllm.flags import main as run
     elif command == "sglang-architectures":
         from conformance.sglang.architectures import main as run
+    elif command == "sglang-quantization":
+        from conformance.sglang.quantization import main as run
+    elif command == "vllm-quantization":
+        from conformance.vllm.quantization import main as run
     elif command == "sglang-config-keys":
         from conformance.sglang.config_keys import main as run
     elif command == "sglang-configs":

@@ -108,6 +108,45 @@ def test_reads_what_the_resolution_reaches_and_nothing_else():
     }  # not: UnusedForCausalLM (never read), TooDeepForCausalLM (4 deep), ModelOnlyForCausalLM (not reached)
 
 
+SHAPELESS = {
+    "sglang/srt/server_args.py": """
+from sglang.srt.registry import _register_for
+
+_EMBEDDING_ARCHITECTURES = {"BertModel": 1, "Contriever": 2}
+_OTHER_TABLE = {"NotAnArchModel": 1}
+
+
+@_register_for("EmbeddingGemma2Model")
+def _override(server_args):
+    return {}
+
+
+def resolve(architectures, model_arch, config):
+    if "LlamaEmbeddingModel" in architectures or "Qwen3Model" in set(architectures):
+        return 1
+    if "Llama4" in model_arch:
+        return 2
+    if config.architectures[0] == "CappedModel":
+        return 3
+""",
+    "sglang/srt/registry.py": "def _register_for(*names):\n    return lambda f: f\n",
+}
+
+
+def test_names_of_any_shape_count_where_the_code_says_they_are_architectures():
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as zf:
+        for path, text in SHAPELESS.items():
+            zf.writestr(path, text)
+    names = extractor.read(zipfile.ZipFile(data)).names
+    assert names["BertModel"] == names["Contriever"] == {"server_args.py:_EMBEDDING_ARCHITECTURES"}
+    assert names["EmbeddingGemma2Model"] == {"server_args.py:_override"}  # the override registry's argument
+    assert names["LlamaEmbeddingModel"] == {"server_args.py:resolve"}  # membership in the architectures list
+    assert names["CappedModel"] == {"server_args.py:resolve"}  # equal to an entry of the architectures list
+    # a constant not named for architectures, a call's result, and a substring of one name are not lists of names
+    assert {"NotAnArchModel", "Qwen3Model", "Llama4"}.isdisjoint(names)
+
+
 def test_changes_between_stored_releases():
     releases = {"0.5.1": {"A": [], "B": []}, "0.5.2": {"B": [], "C": []}}
     assert extractor.changes(releases, "0.5.2") == ("0.5.1", ["C"], ["A"])

@@ -88,3 +88,18 @@ def test_interns2_preview_takes_the_qwen3_5_hybrid_steps_from_v0_5_12():
         p = plan("b200-8", interns2, release)
         assert p.decision("attention_backend").value == backend, release
         assert p.decision("moe_runner_backend").value == runner, release
+
+
+STANDARD = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "num_hidden_layers": 32}  # fmt: skip
+
+
+@pytest.mark.parametrize("release", ["0.5.7", "0.5.10", "0.5.11", "0.5.23"])
+def test_phi4_multimodal_vision_tower_is_sglang_fixed_siglip_in_every_release(release):
+    """get_config swaps the config's 27-layer tower for 26 x 1152 (v0.5.7 on); the VLM memory factor reads that."""
+    from advisor.rules.sglang.model_config import multimodal_vision
+
+    config = {"architectures": ["Phi4MMForCausalLM"], "model_type": "phi4_multimodal", **STANDARD,
+              "vision_config": {"num_hidden_layers": 27, "hidden_size": 1152}}  # fmt: skip
+    model = spec_from_config(config, model_id="t", path=None, origin="directory", where="test")
+    assert multimodal_vision(model, release) == (26, 1152)

@@ -208,11 +208,58 @@ def read(
     return reading
 
 
+# A registry call whose string arguments are architecture names whatever their shape: the model-override registry
+# (v0.5.19+ arg_groups/model_override_base.py ``@_register_for("EmbeddingGemma2Model")``).
+REGISTRY_CALLS = frozenset({"_register_for"})
+
+
+def _named_like_architectures(node: ast.AST) -> bool:
+    """Whether ``node`` (a comparison's right side or a constant's target) is named as a list of architectures:
+    ``model_architectures``, ``architecture_set``, ``hf_config.architectures``, ``_EMBEDDING_ARCHITECTURES``."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    # plural only: ``"Llama4" in model_arch`` (v0.5.7-v0.5.10) tests a substring of one name, not a list
+    return any(word in name.lower() for word in ("architectures", "archs", "architecture_set"))
+
+
 def _architecture_names(node: ast.AST) -> set[str]:
     """The architecture names among the string literals under ``node``: those shaped like one, and every string of a
-    list, set, tuple, dict's keys or call's arguments that holds one (so "NemotronH_Omni_Reasoning_V3" beside "NemotronHForCausalLM")."""
+    list, set, tuple, dict's keys or call's arguments that holds one (so "NemotronH_Omni_Reasoning_V3" beside "NemotronHForCausalLM").
+    A name of any shape also counts where the code says it is one: tested for membership in something named for
+    architectures (``"EmbeddingGemma2Model" in architecture_set``), a key or element of a module constant so named
+    (``_EMBEDDING_ARCHITECTURES = {"BertModel": ...}``), or an argument of the override registry's ``_register_for``."""
     found: set[str] = set()
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(_named_like_architectures(t) for t in targets) and node.value is not None:
+            value = node.value
+            elements = value.keys if isinstance(value, ast.Dict) else getattr(value, "elts", None) or []
+            found.update(
+                e.value for e in elements
+                if isinstance(e, ast.Constant) and isinstance(e.value, str) and CLASS_NAME.match(e.value)
+            )  # fmt: skip
     for sub in ast.walk(node):
+        if (
+            isinstance(sub, ast.Compare)
+            and isinstance(sub.left, ast.Constant)
+            and isinstance(sub.left.value, str)
+            and CLASS_NAME.match(sub.left.value)
+            and any(isinstance(op, (ast.In, ast.NotIn)) for op in sub.ops)
+            and any(_named_like_architectures(c) for c in sub.comparators)
+        ):
+            found.add(sub.left.value)
+        if isinstance(sub, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq)) for op in sub.ops):
+            # hf_config.architectures[0] == "EmbeddingGemma2Model": one entry of an architectures list
+            sides = [sub.left, *sub.comparators]
+            if any(isinstance(x, ast.Subscript) and _named_like_architectures(x.value) for x in sides):
+                found.update(
+                    x.value for x in sides
+                    if isinstance(x, ast.Constant) and isinstance(x.value, str) and CLASS_NAME.match(x.value)
+                )  # fmt: skip
+        if isinstance(sub, ast.Call) and getattr(sub.func, "id", getattr(sub.func, "attr", None)) in REGISTRY_CALLS:
+            found.update(
+                a.value for a in sub.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str) and CLASS_NAME.match(a.value)
+            )  # fmt: skip
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and ARCHITECTURE.match(sub.value):
             found.add(sub.value)
         elements = (

@@ -1,6 +1,7 @@
 """vLLM conformance: vLLM's own engine-config resolution, release by release, recorded as goldens.
 
     python -m conformance.vllm 0.33.0 [0.30.0 ...] [--out DIR] [--limit N] [--jobs N] [--grid models|architectures]
+    python -m conformance.vllm 0.33.0 --grid fuzz [--count N] [--seed S] [--rerun] [--write-golden IDS.json]
 
 For each release: a cached environment (conformance.vllm.env), the scenario grid (conformance.vllm.grid) resolved by
 vLLM itself on a faked CUDA platform (conformance/vllm/resolve.py), written to DIR/vllm-X.jsonl (default
@@ -23,7 +24,7 @@ from pathlib import Path
 GOLDEN_DIR = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "golden"
 
 
-GRIDS = ("models", "architectures")
+GRIDS = ("models", "architectures", "fuzz")  # fuzz: conformance/vllm/fuzz.py
 
 
 def golden_path(version: str, out: Path = GOLDEN_DIR, grid: str = "models") -> Path:
@@ -83,7 +84,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N scenarios (a quick try)")
     parser.add_argument("--grid", choices=GRIDS, default="models", help="the scenario grid (default: models)")
     parser.add_argument("--jobs", type=int, default=1, help="releases resolved at once")
+    parser.add_argument("--count", type=int, default=300, help="fuzz: number of scenarios (default 300)")
+    parser.add_argument("--seed", type=int, default=0, help="fuzz: the seed (default 0)")
+    parser.add_argument("--rerun", action="store_true", help="fuzz: resolve again even if the results are cached")
+    parser.add_argument("--write-golden", metavar="IDS.json", type=Path, default=None,
+                        help="fuzz: store these scenario ids (a disagreements file) as the fuzz golden")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.grid == "fuzz":
+        from conformance.vllm import fuzz
+
+        return max(fuzz.main(v, args.count, args.seed, args.rerun, args.write_golden) for v in args.versions)
 
     def one(version: str) -> str:
         start = time.monotonic()

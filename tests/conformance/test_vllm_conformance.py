@@ -66,9 +66,6 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
        "/ d_conv / expand, Falcon-H1's and Granite's mamba_d_* naming, Zamba2) is not read by advisor/rules/vllm/hybrid.py"
        for name in ("named-FalconH1ForCausalLM", "named-GraniteMoeHybridForCausalLM", "vllm-JambaForCausalLM",
                     "vllm-JambaForSequenceClassification", "vllm-Zamba2ForCausalLM")},
-    ("named-HYV4ForCausalLM", None, None, "attention_backend", "0.28.0", "0.28.0"):
-        "the registry does not list HYV4 yet: vLLM runs it through its Transformers backend, which takes the config's MLA "
-        "fields as MLA; the plan keeps an unlisted architecture on the default rules and says so",
 }  # fmt: skip
 
 

@@ -17,9 +17,11 @@ from advisor.rules.sglang.architectures import NOT_NAMED, architecture_problems
 from advisor.rules.sglang.arguments import argument_problems, plan_problems
 from advisor.rules.sglang.attention import attention_decision
 from advisor.rules.sglang.custom_allreduce import custom_allreduce_decision
+from advisor.rules.sglang.embedding import embedding_mode, embedding_problems
 from advisor.rules.sglang.fusion import fusion_decision, fusion_problems
 from advisor.rules.sglang.memory import memory_decision
 from advisor.rules.sglang.moe_runner import moe_runner_decision
+from advisor.rules.sglang.quantization import problems as quantization_problems
 from advisor.rules.sglang.releases import unchecked_note
 
 
@@ -33,6 +35,10 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
         moe_runner_decision(s, version),
         memory_decision(s, version),
     ]
+    embedding = embedding_mode(s, version)
+    if embedding is not None:  # on the memory decision, beside the chunked prefill and cache settings it changes
+        note = f"embedding mode ({embedding}; sglang v{version}, configs/embedding_model_spec.py)"
+        decisions[-1] = replace(decisions[-1], notes=(*decisions[-1].notes, note))
     note = unchecked_note(version)
     if note is not None:
         decisions = [replace(d, notes=(*d.notes, note)) for d in decisions]
@@ -42,4 +48,6 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
         decisions = [replace(d, notes=(*d.notes, note)) for d in decisions]
     # A release newer than the modelled ones is not judged by the newest one's parser: its own may know more.
     arguments = [] if release.newer else argument_problems(s, version)
-    return decisions, fusion_problems(s, fusion, version) + arguments + plan_problems(s) + unnamed
+    problems = fusion_problems(s, fusion, version) + arguments + plan_problems(s) + embedding_problems(s, version)
+    problems += quantization_problems(s, version)
+    return decisions, problems + unnamed

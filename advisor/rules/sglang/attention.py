@@ -178,11 +178,18 @@ def _trtllm_mla(model, release: str) -> bool:
 
 
 def _family_step(model, release: str) -> bool:
-    """The DeepSeek family's step registers the name (v0.5.16+, architectures.json) and the model is not DSA: its
-    "DeepSeek V3/R1/V3.1" branch sets trtllm_mla on SM10x when no backend is given."""
-    if not within(release, FAMILY_STEP_FROM, None) or uses_dsa(model, release):
+    """The DeepSeek family's step registers the name (v0.5.15+, architectures.json) and the model is not DSA: its
+    "DeepSeek V3/R1/V3.1" branch sets trtllm_mla on SM10x when no backend is given. v0.5.7-v0.5.14 do the same inline in
+    server_args.py _handle_model_specific_adjustments for the names that branch lists (model_overrides.py
+    deepseek_branch), MLA or not: the named grid's Pixtral wrapper with a Mistral text config takes trtllm_mla."""
+    if uses_dsa(model, release):
         return False
     arch = loaded_architecture(model, release)
+    inline = deepseek_branch(release)
+    if inline is not None:
+        return arch in inline
+    if not within(release, FAMILY_STEP_FROM, None):
+        return False
     return any(same_function(place, FAMILY_STEP) for place in (named(release) or {}).get(arch, ()))
 
 

@@ -215,12 +215,15 @@ def vlm_factor(vision: tuple[int | None, int | None]) -> float:
 
 
 PREFILL_GRAPH_FROM = "0.5.10"  # --disable-piecewise-cuda-graph (on by default) appears in v0.5.10
-# v0.5.10-v0.5.14, the piecewise (torch.compile) prefill graph: off for the hybrid linear-attention models, multimodal
-# models, DP attention and an a2a backend, and up to v0.5.12 for the DeepSeek sparse-attention models
-# (configs/model_config.py: piecewise_cuda_graph_disabled_model_archs, is_deepseek_nsa).
+# v0.5.10-v0.5.14, the piecewise (torch.compile) prefill graph: off for the architectures on the release's
+# piecewise_cuda_graph_disabled_model_archs (configs/model_config.py, ModelConfig.is_piecewise_cuda_graph_disabled_model,
+# read by server_args.py _handle_piecewise_cuda_graph "1. Disable Model Arch"; read from architectures.json: Qwen3-Next,
+# Bailing V2.5, LLaDA from v0.5.10, DeepSeek V4 and its NextN draft from v0.5.12, ...), multimodal models, DP attention
+# and an a2a backend, and up to v0.5.12 for the DeepSeek sparse-attention models (is_deepseek_nsa).
+PIECEWISE_DISABLED_LIST = "configs/model_config.py:piecewise_cuda_graph_disabled_model_archs"
 NO_PREFILL_GRAPH_ARCHS = frozenset(
     {"Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration"}
-)
+)  # where a release was not read
 DSA_NO_PREFILL_GRAPH_UNTIL = "0.5.12"
 # From v0.5.15 the prefill graph is the "breakable" backend (cuda_graph_config), which keeps the hybrid models; what turns
 # it off is _disable_breakable_cudagraph_if_incompatible in server_args.py, release by release:
@@ -271,6 +274,14 @@ def _breakable_multimodal(architecture: str, release: tuple[int, ...]) -> bool:
     return bool(lists) and architecture in lists[-1]
 
 
+def _piecewise_disabled_model(architecture: str, release: str) -> bool:
+    """On the release's piecewise_cuda_graph_disabled_model_archs (architectures.json, else the table)."""
+    names = named(release)
+    if names is not None:
+        return PIECEWISE_DISABLED_LIST in names.get(architecture, ())
+    return architecture in NO_PREFILL_GRAPH_ARCHS
+
+
 def _piecewise_multimodal(architecture: str, release: tuple[int, ...]) -> bool:
     """On the release's multimodal_piecewise_cuda_graph_supported_model_archs (architectures.json, else the table)."""
     names = named(".".join(map(str, release)))
@@ -293,7 +304,7 @@ def prefill_graph_kind(s: Scenario, version: str, capability_steps: bool = True)
     if release < parse_release(FIRST_BREAKABLE_FROM):  # the piecewise graph
         if s.flag(SPECULATIVE_FLAG) and rules_release(version) in SPEC_NO_PIECEWISE:
             return None
-        if s.intent.dp_attention or a2a != "none" or arch in NO_PREFILL_GRAPH_ARCHS:
+        if s.intent.dp_attention or a2a != "none" or _piecewise_disabled_model(arch, rules_release(version)):
             return None
         if multimodal and not _piecewise_multimodal(arch, release):
             return None

@@ -138,9 +138,10 @@ def is_multimodal(model, release: str) -> bool:
 DICT_VISION_CONFIG_MODEL_TYPES, DICT_VISION_CONFIG_FROM = frozenset({"minimax_m3_vl"}), "0.5.16"
 
 
-# get_config replaces Phi-4-multimodal's vision_config with a fixed SigLIP tower of 26 layers x 1152
-# (utils/hf_transformers/config.py from v0.5.11), whatever config.json says (transformers' converted config: 27 layers).
-FIXED_VISION_TOWERS: dict[str, tuple[tuple[int, int], str]] = {"Phi4MMForCausalLM": ((26, 1152), "0.5.11")}
+# get_config replaces Phi-4-multimodal's vision_config with a fixed SigLIP tower of 26 layers x 1152 in every modelled
+# release (v0.5.7-v0.5.10 utils/hf_transformers_utils.py, from v0.5.11 utils/hf_transformers/config.py), whatever
+# config.json says (transformers' converted config: 27 layers; the named grid's v0.5.10 golden reads 26).
+FIXED_VISION_TOWERS: dict[str, tuple[tuple[int, int], str]] = {"Phi4MMForCausalLM": ((26, 1152), "0.5.7")}
 
 
 def multimodal_vision(model, release: str) -> tuple[int | None, int | None] | None:

@@ -105,6 +105,9 @@ ATTENTION_STEPS: tuple[AttentionStep, ...] = (
     AttentionStep(frozenset({"WhisperForConditionalGeneration"}), "0.5.7", None, (("any", "flashinfer"),),
                   "arg_groups/model_override_base.py:get_default_attn_backend",
                   before=("server_args.py:ServerArgs._get_default_attn_backend",)),
+    # EmbeddingGemma2 (arg_groups/model_overrides/embedding_gemma2.py, v0.5.22+): triton everywhere, radix cache off
+    AttentionStep(frozenset({"EmbeddingGemma2Model"}), "0.5.22", None, _ALL_GPUS,
+                  "arg_groups/model_overrides/embedding_gemma2.py:_embedding_gemma2_overrides"),
     # HRM-Text's bidirectional prefill (config prefix_lm, true when absent): triton everywhere
     AttentionStep(frozenset({"HrmTextForCausalLM"}), "0.5.16", None, _ALL_GPUS,
                   "arg_groups/model_hook.py:handle_model_capability_adjustments"),
@@ -242,12 +245,16 @@ def is_hrm_text(model, release: str) -> bool:
 def chunked_prefill_off(model, release: str) -> str | None:
     """Why SGLang turns chunked prefill off for this model (chunked_prefill_size -1), or None."""
     from advisor.rules.sglang.architectures import loaded_architecture, named
+    from advisor.rules.sglang.embedding import chunked_prefill_off as embedding_chunked_prefill_off
     from advisor.rules.sglang.model_config import is_multimodal
 
     if model is None:
         return None
     if is_hrm_text(model, release):
         return "HRM-Text's bidirectional prefill (model_hook.py handle_model_capability_adjustments)"
+    embedding = embedding_chunked_prefill_off(model, release)
+    if embedding is not None:
+        return embedding
     places = (named(release) or {}).get(loaded_architecture(model, release), ())
     if (
         CHUNKED_UNSUPPORTED in places

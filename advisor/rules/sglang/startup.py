@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from advisor.models import ModelSpec, dtype_bytes
 from advisor.rules.engine import Decision, Release, Scenario, parse_release
+from advisor.rules.sglang.context import derived_context_length
 from advisor.rules.sglang.model_config import is_mla
 from advisor.rules.startup import (
     Startup,
@@ -163,22 +164,14 @@ def error_source(release: str, error: str) -> str:
 # -- the scenario's inputs -------------------------------------------------------------------------------------------
 
 
-# get_context_length (utils/hf_transformers_utils.py, utils/hf_transformers/common.py from v0.5.11; every modelled
-# release): 2048 when the config names no context length.
-DEFAULT_CONTEXT = 2048
-
-
-def context_length(s: Scenario) -> tuple[int | None, str]:
-    """--context-length, else the model's max_position_embeddings (ModelConfig's derived context_len), else SGLang's
-    default."""
+def context_length(s: Scenario, release: str) -> tuple[int | None, str]:
+    """--context-length, else the context length the release derives from the config (advisor/rules/sglang/context.py)."""
     given = s.int_flag(CONTEXT_FLAG)
     if given is not None and given > 0:
         return given, CONTEXT_FLAG
     if s.model is None:
         return None, "no model"
-    if s.model.max_position_embeddings is None:
-        return DEFAULT_CONTEXT, "SGLang's default where config.json names no context length, get_context_length"
-    return s.model.max_position_embeddings, "the model's max_position_embeddings"
+    return derived_context_length(s.model, release)
 
 
 # configs/model_config.py _get_and_verify_dtype (every modelled release): the config's dtype when it names one of these,
@@ -275,7 +268,7 @@ def _layout(s: Scenario, release: str, fraction: float | None, page: int, quanti
         return _Layout(None, "the GPU memory is unknown (NVML did not report it)", weights)
     if fraction is None:
         return _Layout(None, "mem_fraction_static is unknown", weights, total)
-    context, _ = context_length(s)
+    context, _ = context_length(s, release)
     hybrid = bool(model.full_attention_interval and model.full_attention_interval > 1)
     inputs = PoolInputs(mm_reserve_gib=multimodal_reserve_gib(s, release),
         release=release, pre_model_load_gib=free_before_load_mib(total, s.tp) * MIB / GIB, weights_bytes=weights,
@@ -307,7 +300,7 @@ def startup(s: Scenario, release: Release, decisions: Sequence[Decision]) -> Sta
     """SGLang's start-up arithmetic for this plan on its tightest GPU, and the error it raises when it does not fit."""
     if s.model is None:
         return None
-    context, source = context_length(s)
+    context, source = context_length(s, release.rules)
     if s.no_gpu:
         return Startup(context, source, starts=None)
     version = release.rules

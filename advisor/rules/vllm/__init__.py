@@ -16,9 +16,12 @@ from advisor.rules.vllm.architectures import architecture_problems
 from advisor.rules.vllm.arguments import plan_problems
 from advisor.rules.vllm.attention import (
     CUTLASS_FORCED_FOR_SPARSE,
+    MLA_HEAD_SIZES,
     MLA_SM100_FIRST,
     SINKS_SM100,
+    SPARSE_KV_DTYPES,
     SPARSE_MLA_RULE,
+    TRITON_MLA_ANY_HEAD,
     attention_decision,
     attention_problems,
 )
@@ -28,7 +31,14 @@ from advisor.rules.vllm.custom_allreduce import custom_allreduce_decision
 from advisor.rules.vllm.flags import rejected
 from advisor.rules.vllm.fusion import FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, fusion_decision
 from advisor.rules.vllm.hybrid import ALIGN_32_ON_SM10X, HYBRID_BLOCK_AT_CONFIG, NEMOTRON_SSM_DTYPE_FROM_CONFIG
-from advisor.rules.vllm.memory import BATCH_TIERS, GPU_MEMORY_UTILIZATION, memory_decision
+from advisor.rules.vllm.memory import (
+    BATCH_TIERS,
+    GPU_MEMORY_UTILIZATION,
+    MODELOPT_KV_CACHE_DTYPES,
+    UNSCALED_ROPE_TYPES,
+    memory_decision,
+)
+from advisor.rules.vllm.quantization import problems as quantization_problems
 from advisor.rules.vllm.scheduling import (
     ASYNC_SCHEDULING_DEFAULT_ON,
     HYBRID_PREFIX_CACHING,
@@ -51,6 +61,7 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
         *(switch_decision(s, version, sw[0]) for sw in SWITCHES),
     ]
     problems += architecture_problems(s, version) + attention_problems(s, version, attention)
+    problems += quantization_problems(s, version)
     return decisions, problems + plan_problems(s) + rejected(s, release)
 
 
@@ -59,5 +70,6 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
 CHANGE_TABLES = (FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, GPU_MEMORY_UTILIZATION, BATCH_TIERS, EAGER_LOWERS_LEVEL,
                  MLA_SM100_FIRST, SINKS_SM100, ASYNC_SCHEDULING_DEFAULT_ON, SPARSE_MLA_RULE,
                  HYBRID_PREFIX_CACHING, CUTLASS_FORCED_FOR_SPARSE, HYBRID_BLOCK_AT_CONFIG,
-                 NEMOTRON_SSM_DTYPE_FROM_CONFIG, ALIGN_32_ON_SM10X)  # fmt: skip
+                 NEMOTRON_SSM_DTYPE_FROM_CONFIG, ALIGN_32_ON_SM10X, UNSCALED_ROPE_TYPES, MODELOPT_KV_CACHE_DTYPES,
+                 MLA_HEAD_SIZES, TRITON_MLA_ANY_HEAD, *SPARSE_KV_DTYPES.values())  # fmt: skip
 RELEASES = tuple(sorted({*VERIFIED, *(first for table in CHANGE_TABLES for first, _ in table)}, key=rules.parse_release))

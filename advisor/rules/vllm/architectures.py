@@ -176,10 +176,31 @@ def attention_kind(model, version: str) -> str:
     return "attention_free" if arch in _kinds(version, "attention_free") else "decoder"
 
 
+# From v0.28.0 ModelConfig.use_mla (vllm/config/model.py) answers for a model on the Transformers backend
+# (using_transformers_backend: the registry's _TRANSFORMERS_SUPPORTED_MODELS table, or a name no table serves that
+# transformers defines) by the config alone: a kv_lora_rank is MLA, whatever the model_type.
+TRANSFORMERS_BACKEND_MLA_FROM = "0.28.0"
+TRANSFORMERS_SUPPORTED = f"{REGISTRY_FILE}:_TRANSFORMERS_SUPPORTED_MODELS"
+
+
+def on_transformers_backend(model, version: str) -> bool:
+    """Whether vLLM runs the model through its Transformers backend (if it runs it at all: an unserved name it refuses
+    unless transformers defines the class)."""
+    if model is None or named(version) is None:
+        return False
+    arch = registry_architecture(model, version)
+    return arch is None or TRANSFORMERS_SUPPORTED in named(version).get(arch, [])
+
+
 def uses_mla(model, version: str) -> bool:
     """ModelConfig.use_mla: the text config's model_type on the release's list, and a kv_lora_rank (a head_dim for a
-    compressed-attention config). A kv_lora_rank under a model_type off the list is standard attention to vLLM."""
-    if model is None or (model.text_model_type or model.model_type) not in mla_model_types(version):
+    compressed-attention config). A kv_lora_rank under a model_type off the list is standard attention to vLLM, except
+    on the Transformers backend from v0.28.0 (TRANSFORMERS_BACKEND_MLA_FROM)."""
+    if model is None:
+        return False
+    if _from(version, TRANSFORMERS_BACKEND_MLA_FROM) and on_transformers_backend(model, version):
+        return model.kv_lora_rank is not None
+    if (model.text_model_type or model.model_type) not in mla_model_types(version):
         return False
     if model.compress_ratios and _from(version, COMPRESSED_MLA_FROM):
         return model.head_dim is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
-from advisor.rules.vllm.architectures import qk_nope_head_dim, uses_mla, uses_sparse_mla
+from advisor.rules.vllm.architectures import mla_model_types, qk_nope_head_dim, uses_mla, uses_sparse_mla
 from advisor.rules.vllm.common import ATTENTION_FLAG, PLATFORM_FILE, rules_release
 from advisor.rules.vllm.memory import kv_cache_dtype
 
@@ -86,9 +86,10 @@ def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | 
             order = [fi, *order] if head == MLA_HEAD_SIZE_FOR_FLASHINFER_SM90 else [*order, fi]
     else:
         order = ["FLASHMLA_SPARSE"]
-    head = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) or None
+    head = mla_selector_head_size(model, version) or None
     return next((name for name in order if major in SPARSE_SUPPORT[name] and _sparse_head_ok(name, head, version)
-                 and _sparse_nope_ok(name, model, version)), None)  # fmt: skip
+                 and _sparse_kv_ok(name, kv_cache_dtype, version) and _sparse_nope_ok(name, model, version)),
+                None)  # fmt: skip
 
 
 # The MLA head sizes (kv_lora_rank + qk_rope_head_dim) each sparse backend takes (get_supported_head_sizes in
@@ -116,6 +117,26 @@ def _sparse_nope_ok(backend: str, model, version: str) -> bool:
     return allowed is None or nope is None or nope in allowed
 
 
+# The KV-cache dtypes each sparse backend takes (supported_kv_cache_dtypes of its class, vllm/v1/attention/backends/mla/
+# *sparse*.py; "auto" always): FlashMLA's sparse kernel its own fp8_ds_mla layout ("fp8" an alias from v0.19.1), never
+# fp8_e4m3, so a ModelOpt checkpoint's fp8 KV cache leaves it; FlashAttention's sparse ones no quantized dtype.
+_FI_SPARSE = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
+SPARSE_KV_DTYPES: dict[str, list[tuple[str, tuple[str, ...]]]] = {
+    "FLASHMLA_SPARSE": [("0.12.0", ("auto", "fp8_ds_mla")), ("0.15.1", ("auto", "bfloat16", "fp8_ds_mla")),
+                        ("0.19.1", ("auto", "bfloat16", "fp8_ds_mla", "fp8")),
+                        ("0.30.0", ("auto", "bfloat16", "fp8_ds_mla", "fp8", "nvfp4_ds_mla"))],
+    "FLASHINFER_MLA_SPARSE": [("0.12.0", ("auto", "bfloat16")), ("0.19.1", _FI_SPARSE)],
+    "FLASH_ATTN_MLA_SPARSE": [("0.12.0", ("auto", "float16", "bfloat16"))],
+    "FLASH_ATTN_MLA_SPARSE_FA4": [("0.12.0", ("auto", "bfloat16"))],
+    "FLASHINFER_MLA_SPARSE_SM90": [("0.12.0", ("auto", "bfloat16", "fp8", "fp8_e4m3"))],
+    "FLASHINFER_MLA_SPARSE_SM120": [("0.12.0", ("auto", "fp8", "fp8_e4m3", "fp8_ds_mla"))],
+}  # fmt: skip
+
+
+def _sparse_kv_ok(backend: str, kv_cache_dtype: str, version: str) -> bool:
+    return kv_cache_dtype == "auto" or kv_cache_dtype in at(SPARSE_KV_DTYPES[backend], version)
+
+
 def _sparse_head_ok(backend: str, head: int | None, version: str) -> bool:
     sizes = at(SPARSE_HEAD_SIZES[backend], version) if backend in SPARSE_HEAD_SIZES else ()
     return head is None or not sizes or head in sizes
@@ -132,6 +153,8 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
     if uses_sparse_mla(model, version):
         return sparse_mla_backend(s, version, kv_cache_dtype)
     if uses_mla(model, version):
+        if not model.compress_ratios and mla_selector_head_size(model, version) not in at(MLA_HEAD_SIZES, version):
+            return "TRITON_MLA" if at(TRITON_MLA_ANY_HEAD, version) else None
         sm100 = at(MLA_SM100_FIRST, version)
         if sm100 == "FLASHINFER_MLA" and not flashinfer_mla_takes(model, version):
             sm100 = "CUTLASS_MLA"
@@ -141,6 +164,8 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
     order = ["FLASHINFER", "FLASH_ATTN"] if major == 10 else ["FLASH_ATTN", "FLASHINFER"]
     for name in [*order, "TRITON_ATTN", "FLEX_ATTENTION"]:
         if head is not None and not supports_head_size(name, head, major, version):
+            continue
+        if name == "FLASH_ATTN" and kv_cache_dtype not in UNQUANTIZED_KV and major not in FA_QUANTIZED_KV_MAJORS:
             continue
         if sinks and (name == "FLASHINFER" or (name == "FLASH_ATTN" and not _fa_sinks(major, version))):
             continue
@@ -153,6 +178,34 @@ def flashinfer_mla_takes(model, version: str) -> bool:
     allowed = at(FLASHINFER_MLA_NOPE, version)
     nope = qk_nope_head_dim(model)
     return allowed is None or nope is None or nope in allowed
+
+
+# The MLA head size the selector checks (ModelArchConfigConvertor.get_head_size): kv_lora_rank + qk_rope_head_dim. The
+# dense MLA backends take the sizes of MLACommonBackend.get_supported_head_sizes (v0.12.0 to v0.17.1: 576, DeepSeek's
+# 512 + 64; v0.19.1: and 320; v0.30.0: and 512; vllm/model_executor/layers/attention/mla_attention.py, before v0.15.1
+# vllm/v1/attention/backends/mla/common.py); Triton MLA inherits them up to v0.17.1 and takes any size from v0.19.1
+# (its own empty list, triton_mla.py). Another size leaves Triton MLA, or before v0.19.1 no backend (vLLM fails).
+MLA_HEAD_SIZES: list[tuple[str, tuple[int, ...]]] = [("0.12.0", (576,)), ("0.19.1", (320, 576)),
+                                                     ("0.30.0", (320, 512, 576))]  # fmt: skip
+TRITON_MLA_ANY_HEAD: list[tuple[str, bool]] = [("0.12.0", False), ("0.19.1", True)]
+
+
+def mla_selector_head_size(model, version: str) -> int | None:
+    """The head size the selector checks for an MLA model: kv_lora_rank + qk_rope_head_dim where the release lists the
+    model type as MLA (get_head_size's is_deepseek_mla branch); a Transformers-backend MLA model (v0.28.0+, whose
+    model type is off the list) gets the standard head size."""
+    if (model.text_model_type or model.model_type) in mla_model_types(version):
+        return (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+    return selector_head_size(model, version)
+
+
+# FlashAttention takes a quantized (fp8) KV cache only where FA3 (9.x) or, in later releases, FA4 (10.x) runs
+# (FlashAttentionBackend.supports_kv_cache_dtype, vllm/v1/attention/backends/flash_attn.py: flash_attn_supports_fp8 up
+# to v0.20.2, FA3 on SM90 in v0.25.1, flash_attn_supports_kv_cache_dtype from v0.30.0); FA2 (8.x) never, so an A100
+# with an fp8 KV cache (a ModelOpt checkpoint's, --kv-cache-dtype fp8) gets FlashInfer. Which 9.x / 10.x head sizes FA3 /
+# FA4 take with it is not modelled.
+UNQUANTIZED_KV = ("auto", "float16", "bfloat16")
+FA_QUANTIZED_KV_MAJORS = (9, 10)
 
 
 def _fa_sinks(major: int, version: str) -> bool:

@@ -76,7 +76,7 @@ def memory_value(s: Scenario, version: str) -> dict[str, object]:
     if seqs is not None and tokens is not None and not given["max_num_seqs"]:
         seqs = min(seqs, tokens)
     seqs = model_max_num_seqs(s.model, release, seqs)
-    length = _number(given["max_model_len"], int, derived_max_model_len(s.model))
+    length = _number(given["max_model_len"], int, derived_max_model_len(s.model, release))
     if tokens is not None and length and not given["max_num_batched_tokens"]:
         # EngineArgs._set_default_max_num_batched_tokens: without chunked prefill one batch must hold a whole prompt;
         # and a default never exceeds max_num_seqs x max_model_len.
@@ -117,18 +117,49 @@ def chunked_prefill_on(s: Scenario, version: str) -> bool:
 DEFAULT_MAX_MODEL_LEN = 2048
 
 
-def derived_max_model_len(model) -> int | None:
-    """max_model_len as vLLM derives it from the config (ModelArchConfigConvertor.derived_max_model_len_and_key,
-    vllm/transformers_utils/model_arch_config_convertor.py): the smallest context-length key the language model's
-    config sets, model_max_length over all of them, 2048 when it sets none (Mamba's configs)."""
-    if model is None:
-        return None
+# _get_and_verify_max_len (vllm/config/model.py) multiplies the derived length by the RoPE dicts' factor, except for these
+# types (v0.12.0-v0.29.x: yarn takes original_max_position_embeddings x factor instead; from v0.30.0 the YaRN variants
+# keep max_position_embeddings, "already scaled") and for a model_type containing "gemma3" (already scaled).
+UNSCALED_ROPE_TYPES: list[tuple[str, frozenset[str]]] = [
+    ("0.12.0", frozenset({"su", "longrope", "llama3"})),
+    ("0.30.0", frozenset({"su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling"})),
+]
+
+
+def _config_length(model) -> int:
     lengths = dict(model.context_lengths)
     if "model_max_length" in lengths:
         return lengths["model_max_length"]
     if lengths:
         return min(lengths.values())
     return model.max_position_embeddings or DEFAULT_MAX_MODEL_LEN
+
+
+def derived_max_model_len(model, version: str = NEWEST) -> int | None:
+    """max_model_len as vLLM derives it from the config: the smallest context-length key the language model's config
+    sets, model_max_length over all of them, 2048 when it sets none (Mamba's configs)
+    (ModelArchConfigConvertor.derived_max_model_len_and_key, vllm/transformers_utils/model_arch_config_convertor.py;
+    vllm/config/model.py v0.12.0); then _get_and_verify_max_len's RoPE scaling (UNSCALED_ROPE_TYPES), and for a
+    longrope model the top-level original_max_position_embeddings as the default."""
+    if model is None:
+        return None
+    length: float = _config_length(model)
+    # vLLM reads rope_parameters, but patch_rope_parameters first moves a legacy rope_scaling there: rope_scaling wins
+    ropes = [r for r in model.rope if r.key == "rope_scaling"] or [r for r in model.rope if r.key == "rope_parameters"]
+    model_type = model.text_model_type or model.model_type or ""
+    if ropes and "gemma3" not in model_type:
+        unscaled = at(UNSCALED_ROPE_TYPES, rules_release(version)) or UNSCALED_ROPE_TYPES[-1][1]
+        factor = 1.0
+        for rope in ropes:
+            kind = rope.type or "default"
+            if kind not in unscaled:
+                factor = rope.factor if rope.factor is not None else factor
+                if kind == "yarn" and rope.original_max_position_embeddings is not None:
+                    length = rope.original_max_position_embeddings  # up to v0.29.x only: later yarn is unscaled
+        length *= factor
+    if any((r.type or "") == "longrope" for r in ropes):
+        return int(model.original_max_position_embeddings or length)
+    return int(length)
 
 
 def mla_block_size(s: Scenario, version: str, block: int) -> int:
@@ -176,10 +207,30 @@ def block_size(raw: str) -> int:
     return value
 
 
+# From v0.14.1 EngineArgs.create_engine_config resolves an "auto" KV-cache dtype from a ModelOpt checkpoint's
+# quantization_config (resolve_kv_cache_dtype_string, get_kv_cache_quant_algo_string in vllm/utils/torch_utils.py): its
+# kv_cache_scheme / kv_cache_quant_algo through MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP, "auto" for a value the map lacks.
+# v0.12.0 has no such step; v0.20.2 adds nvfp4 (v0.14.1 to v0.19.1 map fp8 only).
+MODELOPT_KV_CACHE_DTYPES: list[tuple[str, dict[str, str] | None]] = [
+    ("0.12.0", None), ("0.14.1", {"fp8": "fp8_e4m3"}), ("0.20.2", {"fp8": "fp8_e4m3", "nvfp4": "nvfp4"})]  # fmt: skip
+
+
+def modelopt_kv_cache_dtype(model, version: str) -> str | None:
+    """The KV-cache dtype a ModelOpt checkpoint's quantization_config sets in place of auto; None: it sets none."""
+    table = at(MODELOPT_KV_CACHE_DTYPES, version)
+    if table is None or model is None or model.modelopt_kv_cache is None:
+        return None
+    return table.get(model.modelopt_kv_cache, "auto")
+
+
 def kv_cache_dtype(s: Scenario, version: str) -> str:
-    """--kv-cache-dtype, or in place of auto the dtype the model's config fix-up sets (GLM-5 on SM10x, v0.33.0)."""
+    """--kv-cache-dtype, or in place of auto the dtype a ModelOpt checkpoint states, else the one the model's config
+    fix-up sets (GLM-5 on SM10x, v0.33.0, which runs later and sees the resolved value)."""
     given = s.flag(MEMORY_FLAGS["kv_cache_dtype"]) or "auto"
     if given != "auto" or s.no_gpu:
+        return given
+    given = modelopt_kv_cache_dtype(s.model, version) or given
+    if given != "auto":
         return given
     return model_kv_cache_dtype(s.model, s.capability, version) or given
 
