@@ -160,6 +160,7 @@ class ModelSpec:
     # For KV-cache sizing (advisor/layouts.py):
     max_position_embeddings: int | None = None  # the model's context length
     qk_rope_head_dim: int | None = None  # MLA: the rotary part of a key, cached next to the latent
+    qk_nope_head_dim: int | None = None  # MLA: a key head's non-rotary part, as written (vLLM's MLA checks read it)
     v_head_dim: int | None = None  # MLA: value head width (others: head_dim)
     q_lora_rank: int | None = None  # MLA: the query's low-rank width (None: full-rank query projection)
     full_attention_interval: int | None = None  # hybrid linear-attention models (Qwen3-Next): every Nth layer has a KV cache
@@ -168,6 +169,7 @@ class ModelSpec:
     # What an engine reads from the config beyond the shapes (issue 31: rules keyed on the config, not the name). Each is
     # the (text_config's, else the top level's) key as written; None / False / () where the config does not set it.
     config_head_dim: int | None = None  # head_dim as written (head_dim above is derived when the config lacks it)
+    head_dim_zero: bool = False  # head_dim written as 0 (a config class's placeholder; config_head_dim is then None)
     swa_head_dim: int | None = None  # sliding-window layers' K / V widths where they differ from head_dim (MiMo V2)
     swa_v_head_dim: int | None = None
     # learned attention sinks declared by the config (SGLang from v0.5.20); None: config.json leaves the key out (the
@@ -555,6 +557,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         state_config=_state_config(merged, where),
         max_position_embeddings=size("max_position_embeddings"),
         qk_rope_head_dim=rope,
+        qk_nope_head_dim=nope,
         v_head_dim=size("v_head_dim"),
         q_lora_rank=size("q_lora_rank"),
         full_attention_interval=size("full_attention_interval"),
@@ -562,6 +565,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         index_topk=size("index_topk"),
         vision=_vision(config, where),
         config_head_dim=size("head_dim"),
+        head_dim_zero=type(merged.get("head_dim")) is int and merged["head_dim"] == 0,
         swa_head_dim=size("swa_head_dim"),
         swa_v_head_dim=size("swa_v_head_dim"),
         learnable_sink=bool(merged["learnable_sink"]) if "learnable_sink" in merged else None,

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor.models import ModelSpec, resolve_model
 from advisor.plan import Intent
@@ -259,3 +262,51 @@ def test_an_optimization_level_vllm_does_not_know_is_an_error(overrides, bad):
         assert f"-O{bad} " in problems[0].message and "-O2" in problems[0].fix
         _, found = vllm.decide(scenario("h200-8", overrides=overrides), Release(vllm_common.NEWEST, vllm_common.NEWEST))
         assert "vllm_optimization_level" in {p.id for p in found}
+
+
+# MLA on SM100 from the text config's qk_nope_head_dim, not head_dim: transformers' DeepSeek V2/V3 and LongCat config
+# classes write head_dim = qk_rope_head_dim (64) while qk_nope_head_dim stays 128 (vllm v0.15.1-v0.17.1
+# CudaPlatform.check_and_update_config forces FlashInfer MLA and its block of 64 for 128 only; FlashInferMLABackend
+# .supports_combination takes 128 only there, 64 / 128 / 192 from v0.19.1, else CUTLASS MLA runs with its block of 128).
+@pytest.mark.parametrize(
+    ("version", "nope", "backend", "block"),
+    [("0.15.1", 128, "FLASHINFER_MLA", 64), ("0.17.1", 128, "FLASHINFER_MLA", 64), ("0.17.1", 192, "CUTLASS_MLA", 128),
+     ("0.15.1", 64, "CUTLASS_MLA", 128), ("0.19.1", 192, "FLASHINFER_MLA", 16), ("0.19.1", 96, "CUTLASS_MLA", 16),
+     ("0.33.0", 64, "FLASHINFER_MLA", 16), ("0.14.1", 128, "CUTLASS_MLA", 128)],
+)  # fmt: skip
+def test_sm100_mla_follows_qk_nope_head_dim(version, nope, backend, block):
+    v3 = replace(resolve_model("deepseek-ai/DeepSeek-V3"), head_dim=64, config_head_dim=64, qk_nope_head_dim=nope)
+    s = scenario("b200-8", v3)
+    assert vllm_attention.attention_decision(s, version).value == backend
+    assert vllm_memory.memory_decision(s, version).value["block_size"] == block
+
+
+@settings(max_examples=60, deadline=None)
+@given(nope=st.integers(1, 512))
+def test_sm100_mla_backend_and_forced_block_agree(nope):
+    """v0.15.1-v0.17.x: the block forced for FlashInfer MLA (64) exactly where FlashInfer MLA is the backend."""
+    s = scenario("b200-8", replace(resolve_model("deepseek-ai/DeepSeek-V3"), qk_nope_head_dim=nope))
+    for version in ("0.15.1", "0.17.1"):
+        flashinfer = vllm_attention.attention_decision(s, version).value == "FLASHINFER_MLA"
+        assert vllm_memory.memory_decision(s, version).value["block_size"] == (64 if flashinfer else 128)
+
+
+# A head_dim written as 0 (GLM-5-Next's config class): up to v0.20.2 vLLM's get_head_size returns it, so FlashInfer is
+# ruled out and FlashAttention (any multiple of 8) runs on SM100; from v0.25.1 the size is derived (FlashInfer).
+@pytest.mark.parametrize(("version", "backend"), [("0.15.1", "FLASH_ATTN"), ("0.20.2", "FLASH_ATTN"),
+                                                  ("0.25.1", "FLASHINFER")])  # fmt: skip
+def test_zero_head_dim_is_a_head_size_up_to_v0_20(version, backend):
+    zero = ModelSpec(id="zero", architecture="LlamaForCausalLM", hidden_size=4096, num_heads=32, head_dim_zero=True,
+                     dtype="bfloat16")  # fmt: skip
+    assert vllm_attention.attention_decision(scenario("b200-8", zero, tp=1), version).value == backend
+    assert vllm_attention.selector_head_size(zero, version) == (0 if backend == "FLASH_ATTN" else 128)
+
+
+# GLM-5 (DeepSeek sparse attention, qk_nope_head_dim 192) at 8 heads per rank on SM100: FlashInfer's sparse MLA backend
+# comes first at 16 heads or fewer, but takes qk_nope_head_dim 128 only in v0.17.1 (FlashMLA's sparse kernel runs),
+# 128 and 192 from v0.19.1 (FlashInferMLASparseBackend.supports_combination).
+@pytest.mark.parametrize(("version", "backend"), [("0.17.1", "FLASHMLA_SPARSE"), ("0.19.1", "FLASHINFER_MLA_SPARSE")])
+def test_sparse_mla_on_sm100_follows_qk_nope_head_dim(version, backend):
+    glm5 = resolve_model(str(Path(__file__).parent / "conformance" / "configs" / "glm-5"))
+    assert glm5.qk_nope_head_dim == 192 and glm5.num_heads // 8 <= 16
+    assert vllm_attention.attention_decision(scenario("b200-8", glm5, tp=8), version).value == backend

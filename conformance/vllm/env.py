@@ -31,8 +31,12 @@ DISTRIBUTIONS = {
 MAX_INSTALLS = 60
 # Never installed: GPU kernel packages whose absence the resolver relies on (without triton vLLM takes its placeholder,
 # which resolve.py's fakes expect), and kernel modules whose PyPI namesake is another project ("quack" is not
-# quack-kernels). A scenario whose model class imports one stays an error line of the golden.
-NOT_INSTALLED = frozenset({"triton", "quack", "cutlass", "cuda", "deep_gemm", "flashinfer"})
+# quack-kernels), and torchaudio, whose compiled library loads only under the torch it was built for (PyPI has none for
+# the CPU torch the harness runs: the release's pin fails to load and stops every scenario), and vllm itself: a
+# submodule the release lacks is the release's own (v0.15.1 names vllm.transformers_utils.configs.qwen3_asr, which its
+# wheel does not ship), and a vllm from PyPI in deps/ would not mend it. A scenario whose model class imports one stays
+# an error line of the golden.
+NOT_INSTALLED = frozenset({"triton", "quack", "cutlass", "cuda", "deep_gemm", "flashinfer", "torchaudio", "vllm"})
 _MISSING = re.compile(r"No module named '([^'.]+)")
 
 

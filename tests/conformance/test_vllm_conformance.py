@@ -61,9 +61,6 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
     ("named-Qwen3ASRForConditionalGeneration", None, None, "max_model_len", "0.12.0", "0.25.1"):
         "up to v0.25.1 vLLM reads Qwen3-ASR's length from its own config class (128000), not the text_config's 65536 "
         "the advisor reads (v0.27.1 reads the text_config's)",
-    ("named-Glm5NextForConditionalGeneration", "b200-8", None, "attention_backend", "0.19.1", "0.20.2"):
-        "v0.19.1 and v0.20.2 take FlashAttention for GLM-5-Next's default config on SM100 with no backend ruled out in its log; "
-        "not traced (later releases agree)",
     **{(name, None, None, "block_size", "0.12.0", "0.19.1"):
        "up to v0.19.x the hybrid block size follows the recurrent state's size; this family's state (Mamba1 d_state "
        "/ d_conv / expand, Falcon-H1's and Granite's mamba_d_* naming, Zamba2) is not read by advisor/rules/vllm/hybrid.py"
@@ -169,6 +166,14 @@ _INSPECTION = ("the registry inspects this model class in a fresh interpreter, w
                "(torchvision's operators are missing from the CPU torch)")  # fmt: skip
 _PROCESSOR = "vLLM loads the model's processor at config time, whose files a config directory does not hold"
 _DEFAULT_CONFIG = "vLLM fails on transformers' default config of this architecture (an attribute it reads is missing)"
+# The named-* configs the SGLang grid added, where the older releases' environments cannot read them (seen in the
+# goldens of v0.15.1 and v0.17.1 on the 301-config grid).
+_REMOTE_CODE = ("the config's auto_map names its config class in remote code (as the published checkpoint's does), which "
+                "transformers runs only with --trust-remote-code; the grid passes none")  # fmt: skip
+_NO_CONFIG_CLASS = ("neither the release's transformers nor its vllm/transformers_utils/configs defines this model_type, so "
+                    "transformers refuses the config (a published checkpoint ships the class as remote code)")  # fmt: skip
+_STRICT = ("the release's transformers rejects the config as the newer transformers that wrote it lays it out (a strict "
+           "dataclass field, rope_parameters without rope_type, or a per-layer attribute vLLM reads as one value)")  # fmt: skip
 KNOWN_ARCH_ERRORS: dict[str, str] = {
     "named-DiffusionGemmaForBlockDiffusion": "without triton the harness runs vLLM's V1 model runner, which refuses "
                                              "diffusion models (a GPU install runs Model Runner V2)",
@@ -192,6 +197,34 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
     "named-Dots3NoteForCausalLM": _DEFAULT_CONFIG, "vllm-CohereAsrForConditionalGeneration": _DEFAULT_CONFIG,
     "named-DeepseekV4ForCausalLM": _DEFAULT_CONFIG + " (up to v0.30.0: its layer types fail transformers' validation)",
     "named-MuseSparkForConditionalGeneration": _DEFAULT_CONFIG + "; v0.30.0 loads its processor first",
+    **dict.fromkeys(("named-BaichuanForCausalLM", "named-BailingMoeForCausalLM", "named-BailingMoeForCausalLMNextN",
+                     "named-BailingMoeV2ForCausalLM", "named-Grok1AForCausalLM", "named-Grok1ForCausalLM",
+                     "named-Grok1VForCausalLM", "named-InternLM2ForCausalLM", "named-InternLM2ForRewardModel",
+                     "named-LLaDA2MoeModelLM", "named-LLaDAModelLM", "named-MiMoForCausalLM", "named-MiniCPMForCausalLM",
+                     "named-MiniCPMO", "named-MiniCPMV", "named-POINTSV15ChatModel"), _REMOTE_CODE),
+    **dict.fromkeys(("named-BailingMM2NativeForConditionalGeneration", "named-BailingMMNativeForConditionalGeneration",
+                     "named-BailingMoeV3VLForConditionalGeneration", "named-DeepseekOCRForCausalLM",
+                     "named-DeepseekV41ForCausalLM", "named-DotsOCRForCausalLM", "named-DotsVLMForCausalLM",
+                     "named-GigaChat35ForCausalLM", "named-GigaChat35ForCausalLMNextN", "named-IQuestLoopCoderForCausalLM",
+                     "named-IQuestQ1ForCausalLM", "named-IQuestQ1MTP", "named-InternS2MobiusForConditionalGeneration",
+                     "named-InternS2PreviewForConditionalGeneration", "named-InternVLChatModel",
+                     "named-JetNemotronForCausalLM", "named-JetVLMForConditionalGeneration",
+                     "named-KimiK3ForConditionalGeneration", "named-LocateAnythingForConditionalGeneration",
+                     "named-MiniCPMSALAForCausalLM", "named-MultiModalityCausalLM", "named-NanbeigeForCausalLM",
+                     "named-NemotronHPuzzleForCausalLM", "named-NemotronH_Nano_Omni_Reasoning_V3",
+                     "named-NemotronH_Nano_VL_V2", "named-UnlimitedOCRForCausalLM"), _NO_CONFIG_CLASS),
+    **dict.fromkeys(("named-BailingMoELinearForCausalLM", "named-BailingMoeV2_5ForCausalLM",
+                     "named-BailingMoeV3ForCausalLM", "named-DeepseekV4ForCausalLMDSpark",
+                     "named-DeepseekV4ForCausalLMNextN", "named-DeepseekVL2ForCausalLM",
+                     "named-Dots3NoteForCausalLMNextN", "named-Gemma4AssistantForCausalLM",
+                     "named-KimiVLForConditionalGeneration", "named-Olmo3ForCausalLM"), _STRICT),
+    "named-Mamba2ForCausalLM": _DEFAULT_CONFIG + " (v0.15.1, v0.17.1: num_attention_heads)",
+    "named-Qwen3ASRForConditionalGeneration": "v0.15.1's config table names vllm/transformers_utils/configs/qwen3_asr.py, "
+                                              "which its wheel does not ship; v0.17.1 reads a thinker_config the default "
+                                              "config lacks",
+    "vllm-ColModernVBertForRetrieval": _DEFAULT_CONFIG + " (v0.17.1: text_config)",
+    **dict.fromkeys(("named-LightOnOCRForConditionalGeneration", "named-MiDashengLMModel",
+                     "named-PixtralForConditionalGeneration"), _INSPECTION),
 }  # fmt: skip
 
 

@@ -207,6 +207,16 @@ def uses_mla(model, version: str) -> bool:
     return model.kv_lora_rank is not None
 
 
+def qk_nope_head_dim(model) -> int | None:
+    """The text config's qk_nope_head_dim, which vLLM's MLA checks read (getattr(hf_text_config, "qk_nope_head_dim"));
+    where the config does not write it, head_dim less qk_rope_head_dim (None: unknown)."""
+    if model.qk_nope_head_dim is not None:
+        return model.qk_nope_head_dim
+    if model.head_dim is None:
+        return None
+    return model.head_dim - (model.qk_rope_head_dim or 0)
+
+
 def uses_sparse_mla(model, version: str) -> bool:
     """DeepSeek sparse attention (V3.2, GLM-5): an MLA model whose config has the indexer's index_topk."""
     return uses_mla(model, version) and model.index_topk is not None

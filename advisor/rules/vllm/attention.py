@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
-from advisor.rules.vllm.architectures import mla_model_types, uses_mla, uses_sparse_mla
+from advisor.rules.vllm.architectures import mla_model_types, qk_nope_head_dim, uses_mla, uses_sparse_mla
 from advisor.rules.vllm.common import ATTENTION_FLAG, PLATFORM_FILE, rules_release
 from advisor.rules.vllm.memory import kv_cache_dtype
 
@@ -19,6 +19,12 @@ MLA_SM100_FIRST: list[tuple[str, str]] = [("0.12.0", "CUTLASS_MLA"), ("0.15.1", 
 # Attention sinks (gpt-oss) on SM100: Triton in v0.12.0 and v0.15.1, FlashAttention from v0.20.2 (goldens; the releases
 # between v0.15.1 and v0.20.2 are unproven).
 SINKS_SM100: list[tuple[str, str]] = [("0.12.0", "TRITON_ATTN"), ("0.20.2", "FLASH_ATTN")]
+# The qk_nope_head_dim values FlashInfer MLA takes (FlashInferMLABackend.supports_combination reads the text config's
+# qk_nope_head_dim, vllm/v1/attention/backends/mla/flashinfer_mla.py): no check before v0.15.1, 128 only in v0.15.1 and
+# v0.17.1, 64 / 128 / 192 from v0.19.1 (to v0.33.0). Where it refuses, the SM100 list's next entry, CUTLASS MLA, runs
+# (GLM-4.7-Flash's 192 up to v0.17.x).
+FLASHINFER_MLA_NOPE: list[tuple[str, tuple[int, ...] | None]] = [("0.12.0", None), ("0.15.1", (128,)),
+                                                                  ("0.19.1", (64, 128, 192))]  # fmt: skip
 
 
 # How a person chooses the backend: v0.12.0 reads the VLLM_ATTENTION_BACKEND environment variable and its parser has no
@@ -82,7 +88,8 @@ def sparse_mla_backend(s: Scenario, version: str, kv_cache_dtype: str) -> str | 
         order = ["FLASHMLA_SPARSE"]
     head = mla_selector_head_size(model, version) or None
     return next((name for name in order if major in SPARSE_SUPPORT[name] and _sparse_head_ok(name, head, version)
-                 and _sparse_kv_ok(name, kv_cache_dtype, version)), None)  # fmt: skip
+                 and _sparse_kv_ok(name, kv_cache_dtype, version) and _sparse_nope_ok(name, model, version)),
+                None)  # fmt: skip
 
 
 # The MLA head sizes (kv_lora_rank + qk_rope_head_dim) each sparse backend takes (get_supported_head_sizes in
@@ -94,6 +101,20 @@ SPARSE_HEAD_SIZES: dict[str, list[tuple[str, tuple[int, ...]]]] = {
     "FLASHINFER_MLA_SPARSE": [("0.12.0", (576,)), ("0.30.0", ())],
     "FLASHINFER_MLA_SPARSE_SM90": [("0.12.0", (512, 576))],
 }
+
+
+# The qk_nope_head_dim values FlashInfer's sparse MLA backend takes (FlashInferMLASparseBackend.supports_combination,
+# vllm/v1/attention/backends/mla/flashinfer_mla_sparse.py): 128 only in its first release v0.17.1 (GLM-5's 192 then
+# gets FlashMLA's sparse kernel on SM100 at any head count), 128 / 192 from v0.19.1. From v0.30.0 the check depends on
+# the head size too (256 for a 512-wide head): not modelled, no value ruled out.
+FLASHINFER_MLA_SPARSE_NOPE: list[tuple[str, tuple[int, ...] | None]] = [("0.12.0", (128,)), ("0.19.1", (128, 192)),
+                                                                         ("0.30.0", None)]  # fmt: skip
+
+
+def _sparse_nope_ok(backend: str, model, version: str) -> bool:
+    allowed = at(FLASHINFER_MLA_SPARSE_NOPE, version) if backend == "FLASHINFER_MLA_SPARSE" else None
+    nope = qk_nope_head_dim(model)
+    return allowed is None or nope is None or nope in allowed
 
 
 # The KV-cache dtypes each sparse backend takes (supported_kv_cache_dtypes of its class, vllm/v1/attention/backends/mla/
@@ -135,9 +156,11 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
         if not model.compress_ratios and mla_selector_head_size(model, version) not in at(MLA_HEAD_SIZES, version):
             return "TRITON_MLA" if at(TRITON_MLA_ANY_HEAD, version) else None
         sm100 = at(MLA_SM100_FIRST, version)
+        if sm100 == "FLASHINFER_MLA" and not flashinfer_mla_takes(model, version):
+            sm100 = "CUTLASS_MLA"
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
     sinks = model.model_type == "gpt_oss"  # attention sinks: FlashInfer's prefill path rejects them
-    head = selector_head_size(model)
+    head = selector_head_size(model, version)
     order = ["FLASHINFER", "FLASH_ATTN"] if major == 10 else ["FLASH_ATTN", "FLASHINFER"]
     for name in [*order, "TRITON_ATTN", "FLEX_ATTENTION"]:
         if head is not None and not supports_head_size(name, head, major, version):
@@ -148,6 +171,13 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
             continue
         return name
     return None
+
+
+def flashinfer_mla_takes(model, version: str) -> bool:
+    """Whether FlashInfer MLA's qk_nope_head_dim check passes (True where the release has none or the width is unknown)."""
+    allowed = at(FLASHINFER_MLA_NOPE, version)
+    nope = qk_nope_head_dim(model)
+    return allowed is None or nope is None or nope in allowed
 
 
 # The MLA head size the selector checks (ModelArchConfigConvertor.get_head_size): kv_lora_rank + qk_rope_head_dim. The
@@ -166,7 +196,7 @@ def mla_selector_head_size(model, version: str) -> int | None:
     model type is off the list) gets the standard head size."""
     if (model.text_model_type or model.model_type) in mla_model_types(version):
         return (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
-    return selector_head_size(model)
+    return selector_head_size(model, version)
 
 
 # FlashAttention takes a quantized (fp8) KV cache only where FA3 (9.x) or, in later releases, FA4 (10.x) runs
@@ -205,12 +235,23 @@ def supports_head_size(backend: str, head: int, major: int, version: str) -> boo
     return True
 
 
-def selector_head_size(model) -> int | None:
+# A head_dim written as 0 (transformers' GLM-5-Next config class; DeepSeek-VL2's materializes one): up to v0.20.2
+# get_head_size returns the config's head_dim whenever it is not None (vllm/config/model.py in v0.12.0,
+# vllm/transformers_utils/model_arch_config_convertor.py from v0.14.1), so the selector checks a head size of 0, which
+# FlashInfer's list rules out and FlashAttention's multiple-of-8 check lets through; v0.25.1 takes it only when positive
+# and derives the size otherwise. The releases between v0.20.2 and v0.25.1 were not read.
+ZERO_HEAD_DIM_IS_SIZE: list[tuple[str, bool]] = [("0.12.0", True), ("0.25.1", False)]
+
+
+def selector_head_size(model, version: str | None = None) -> int | None:
     """The head size vLLM's selector checks for a model without MLA (ModelArchConfigConvertor.get_head_size): the
-    config's head_dim when positive, else hidden_size // num_attention_heads, 0 without attention heads (Mamba); None
-    where the config's text part is not read here (the size unknown: no backend is ruled out for it)."""
+    config's head_dim when positive (when written at all up to v0.20.2, 0 included), else hidden_size //
+    num_attention_heads, 0 without attention heads (Mamba); None where the config's text part is not read here (the
+    size unknown: no backend is ruled out for it)."""
     if model.config_head_dim:
         return model.config_head_dim
+    if model.head_dim_zero and version is not None and at(ZERO_HEAD_DIM_IS_SIZE, version):
+        return 0
     if model.kv_lora_rank and model.qk_rope_head_dim:
         # transformers' DeepSeek-style config classes set head_dim to qk_rope_head_dim where config.json has none
         # (DeepseekV3Config; GLM-5's before vLLM lists it as MLA)

@@ -6,7 +6,13 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, ReleaseError, Scenario, finite_float
 from advisor.rules.releases import at
-from advisor.rules.vllm.architectures import model_kv_cache_dtype, model_max_num_seqs, uses_mla, uses_sparse_mla
+from advisor.rules.vllm.architectures import (
+    model_kv_cache_dtype,
+    model_max_num_seqs,
+    qk_nope_head_dim,
+    uses_mla,
+    uses_sparse_mla,
+)
 from advisor.rules.vllm.common import ARG_UTILS_FILE, ATTENTION_FLAG, CACHE_CONFIG_FILE, NEWEST, GiB, MiB, rules_release
 from advisor.rules.vllm.hybrid import hybrid_block_size
 from advisor.rules.vllm.runner import chunked_prefill_supported
@@ -212,8 +218,9 @@ def mla_block_size(s: Scenario, version: str, block: int) -> int:
         return block if chosen != "FLASHMLA" or cap[0] != 9 or block % 64 == 0 else 64
     # v0.12 tests for capability 10.0 exactly (is_device_capability(100)), v0.15 for the family (10.x)
     if (rule == "0.12" and tuple(cap) == (10, 0)) or (rule == "0.15" and cap[0] == 10):
-        nope = (model.head_dim or 0) - (model.qk_rope_head_dim or 0)
-        if rule == "0.15" and nope == MLA_NOPE_FOR_FLASHINFER:
+        # the text config's qk_nope_head_dim, not head_dim less the rotary part: transformers' DeepSeek V2/V3 and
+        # LongCat config classes set head_dim to qk_rope_head_dim (64), qk_nope_head_dim stays 128
+        if rule == "0.15" and qk_nope_head_dim(model) == MLA_NOPE_FOR_FLASHINFER:
             return block if block == 32 or block % 64 == 0 else 64
         return block if block % 128 == 0 else 128
     if cap[0] == 9:  # FlashMLA (dense) runs on Hopper only
