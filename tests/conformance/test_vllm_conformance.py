@@ -17,6 +17,7 @@ from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import load_profile
 from advisor.rules.engine import ARCHITECTURE_NOT_NAMED, FORCED_OFF
 from advisor.rules.releases import parse_release
+from advisor.rules.vllm import architectures as vllm_architectures
 from advisor.rules.vllm import common as vllm_common
 from advisor.rules.vllm import compilation as vllm_compilation
 from advisor.rules.vllm import fusion as vllm_fusion
@@ -114,7 +115,11 @@ def compare(record: dict) -> dict[str, tuple[object, object]]:
         **{key: memory[key] for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
                                         "kv_cache_dtype", "block_size", "max_model_len")},
     }  # fmt: skip
+    if "architecture" in record:  # the architectures grid records ModelConfig.architecture: the entry vLLM runs
+        expected["architecture"] = vllm_architectures.vllm_architecture(plan.model, version)
     golden = {key: record.get(key) for key in expected if key != "fusion_runs"}
+    if str(golden.get("architecture")).startswith("Transformers"):  # its Transformers backend: the plan names none
+        golden["architecture"] = None
     if str(golden["attention_backend"]).startswith("error:"):  # no backend fits: vLLM fails, the plan picks none
         golden["attention_backend"] = None
     golden["fusion_runs"] = bool(record["fuse_allreduce_rms"]) and record["compilation_mode"] == vllm_compilation.VLLM_COMPILE
