@@ -59,3 +59,19 @@ def test_the_two_entry_configs_put_a_name_the_registry_lacks_or_a_breakable_name
     assert len(several) >= 3
     assert all(any(a in served for a in archs) for archs in several.values())
     assert any(archs[0] not in served for archs in several.values())
+
+
+def test_a_golden_rewritten_from_its_stored_lines_is_the_same_file(tmp_path):
+    """--missing keeps a stored golden's lines as they are: rewriting a golden from them alone reproduces it, in grid
+    order, and leaves out the scenarios the grid no longer has."""
+    import conformance.vllm as harness
+
+    source = harness.golden_path("0.33.0", grid="architectures")
+    kept = harness.stored_results(source)
+    empty = tmp_path / "results.jsonl"
+    empty.write_text("")
+    items = arch_grid.scenarios()
+    written = harness.write_golden("0.33.0", items, empty, tmp_path, "architectures", kept)
+    line_of = dict(zip(kept, source.read_text().splitlines(), strict=True))
+    assert written.read_text().splitlines() == [line_of[s["id"]] for s in items if s["id"] in line_of]
+    assert len(line_of) > len(items) // 2  # most of the grid is kept
