@@ -1,7 +1,7 @@
 """vLLM conformance: vLLM's own engine-config resolution, release by release, recorded as goldens.
 
     python -m conformance.vllm 0.33.0 [0.30.0 ...] [--out DIR] [--limit N] [--jobs N] [--grid models|architectures]
-                               [--missing]
+                               [--missing] [--configs GLOB ...]
 
 For each release: a cached environment (conformance.vllm.env), the scenario grid (conformance.vllm.grid) resolved by
 vLLM itself on a faked CUDA platform (conformance/vllm/resolve.py), written to DIR/vllm-X.jsonl (default
@@ -9,7 +9,8 @@ tests/conformance/golden; vllm-architectures-X.jsonl for the architectures grid,
 per scenario: the scenario, then every resolved field, then the relevant log lines. --missing resolves only the
 scenarios the stored golden lacks (configs added to the grid) and keeps its other lines; a scenario no longer in the
 grid (its config removed) leaves the golden. Each scenario is resolved on its own (resolve.py restores the process
-environment after each), so a kept line is what a full run writes.
+environment after each), so a kept line is what a full run writes. --configs limits the run to the config
+directories whose name matches a pattern (fnmatch; with --missing the golden keeps every other line it has).
 Exit codes: 0 written, 1 a release could not be resolved, 2 bad arguments.
 """
 
@@ -21,6 +22,7 @@ import json
 import sys
 import tempfile
 import time
+from fnmatch import fnmatch
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -49,14 +51,15 @@ def stored_results(path: Path) -> dict[str, dict]:
 
 
 def run_release(version: str, out: Path, limit: int | None = None, log=print, grid_name: str = "models",
-                missing: bool = False) -> Path:  # fmt: skip
+                missing: bool = False, configs: tuple[str, ...] = ()) -> Path:  # fmt: skip
     from conformance.vllm import arch_grid, env
     from conformance.vllm import grid as models_grid
 
     grid = arch_grid if grid_name == "architectures" else models_grid
     items = grid.scenarios()[:limit] if limit else grid.scenarios()
     kept = stored_results(golden_path(version, out, grid_name)) if missing else {}
-    to_resolve = [s for s in items if s["id"] not in kept]
+    to_resolve = [s for s in items if s["id"] not in kept
+                  and (not configs or any(fnmatch(Path(s["model"]).name, c) for c in configs))]  # fmt: skip
     root = env.release_dir(version)
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-") as tmp:
@@ -109,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N scenarios (a quick try)")
     parser.add_argument("--grid", choices=GRIDS, default="models", help="the scenario grid (default: models)")
     parser.add_argument("--jobs", type=int, default=1, help="releases resolved at once")
+    parser.add_argument("--configs", nargs="+", default=(), metavar="GLOB",
+                        help="only the config directories matching these patterns (e.g. 'vllm-*')")  # fmt: skip
     parser.add_argument("--missing", action="store_true",
                         help="resolve only the scenarios the stored golden lacks; keep its other lines")  # fmt: skip
     args = parser.parse_args(argv)
@@ -116,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     def one(version: str) -> str:
         start = time.monotonic()
         try:
-            path = run_release(version, args.out, args.limit, grid_name=args.grid, missing=args.missing)
+            path = run_release(version, args.out, args.limit, grid_name=args.grid, missing=args.missing,
+                               configs=tuple(args.configs))  # fmt: skip
         except EnvError as exc:
             return f"error: {exc}"
         return f"vllm {version}: wrote {path} in {time.monotonic() - start:.0f} s"
