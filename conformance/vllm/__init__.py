@@ -22,8 +22,8 @@ import json
 import sys
 import tempfile
 import time
-from fnmatch import fnmatch
 from concurrent.futures import ThreadPoolExecutor
+from fnmatch import fnmatch
 from pathlib import Path
 
 GOLDEN_DIR = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "golden"

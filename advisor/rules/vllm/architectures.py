@@ -316,6 +316,13 @@ def _first_served(entries: tuple[str, ...], version: str, runner: str | None,
     return None
 
 
+def generative_classes(version: str) -> frozenset[str]:
+    """The registry's names whose class generates text (is_text_generation_model: compute_logits). A release read
+    without the list counts every class that is not a pooling one."""
+    kinds = _kinds(version, "generative")
+    return kinds or served(version) - _kinds(version, "pooling")
+
+
 def resolution(model, version: str) -> Resolution:
     """ModelConfig's reading of the model's architectures list (see above); a plain generative model when unknown."""
     if model is None:
@@ -323,18 +330,20 @@ def resolution(model, version: str) -> Resolution:
     entries, names = model.architecture_entries, served(version)
     first = _first_served(entries, version, None, None)  # registry.is_pooling_model(architectures) before the runner
     pooling_class = first is not None and first[1] in _kinds(version, "pooling")
-    runner = "generate"
+    generative_class = first is not None and first[1] in generative_classes(version)
+    runner = None
     for entry in entries:  # _get_default_runner_type
-        if entry in names:
+        if entry in names and (pooling_class or generative_class):
             runner = "pooling" if pooling_class else "generate"
             break
-        match = suffix_defaults(entry, version)
+        match = suffix_defaults(entry, version)  # a class that neither pools nor generates: its suffix decides
         if match:
             runner = match[1]
             break
+    runner = runner or "generate"
     convert = "embed" if runner == "pooling" else "none"
     for entry in entries:  # _get_default_convert_type
-        if entry in names and pooling_class == (runner == "pooling"):
+        if entry in names and (pooling_class if runner == "pooling" else generative_class):
             convert = "none"
             break
         match = suffix_defaults(entry, version, runner)
