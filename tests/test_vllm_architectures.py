@@ -236,3 +236,16 @@ def test_the_resolved_entry_is_an_entry_the_registry_serves(first, second, relea
         assert [p.id for p in vllm_architectures.architecture_problems(Scenario(load_profile("h100-sxm-8"), model,
                                                                                 Intent(engine="vllm")), release)] == [
             ARCHITECTURE_NOT_NAMED]  # fmt: skip
+
+
+def test_a_registry_class_that_neither_generates_nor_pools_takes_its_suffix_runner():
+    # Gemma3TextModel runs Gemma3Model (no compute_logits, not a pooling class): "Model" makes it an embedder, which
+    # pools the last token; ModernBertModel's class declares CLS pooling, which rules out chunked prefill
+    gemma = _entries("vllm-Gemma3TextModel", "Gemma3TextModel").model
+    found = vllm_architectures.resolution(gemma, "0.33.0")
+    assert (found.runner, found.convert) == ("pooling", "embed")
+    assert vllm_runner.is_pooling(gemma, "0.33.0") and not vllm_runner.pooling_unchunked(gemma, "0.33.0")
+    bert = _entries("vllm-ModernBertModel", "ModernBertModel").model
+    assert vllm_runner.pooling_unchunked(bert, "0.33.0")
+    llama = _entries("llama-3.2-1b", "LlamaModel").model  # LlamaForCausalLM generates: the generate runner
+    assert vllm_architectures.resolution(llama, "0.33.0").runner == "generate"
