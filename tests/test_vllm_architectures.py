@@ -249,3 +249,13 @@ def test_a_registry_class_that_neither_generates_nor_pools_takes_its_suffix_runn
     assert vllm_runner.pooling_unchunked(bert, "0.33.0")
     llama = _entries("llama-3.2-1b", "LlamaModel").model  # LlamaForCausalLM generates: the generate runner
     assert vllm_architectures.resolution(llama, "0.33.0").runner == "generate"
+
+
+def test_an_mla_head_the_common_backends_refuse_gets_triton():
+    # LongCat-Flash-Ngram: kv_lora_rank 512 + qk_rope_head_dim 128 = 640, outside MLACommonBackend's sizes
+    for profile in ("h100-sxm-8", "b200-8"):
+        assert attention_decision(_scenario("named-LongcatFlashNgramForCausalLM", profile), "0.33.0").value == "TRITON_MLA"
+    assert attention_decision(_scenario("named-LongcatFlashForCausalLM"), "0.33.0").value == "FLASH_ATTN_MLA"  # 576
+    head_320 = _scenario("deepseek-v3", qk_rope_head_dim=64, kv_lora_rank=256)
+    assert attention_decision(head_320, "0.17.1").value == "TRITON_MLA"  # [576] up to v0.17.x
+    assert attention_decision(head_320, "0.19.1").value == "FLASH_ATTN_MLA"  # 320 from v0.19.1

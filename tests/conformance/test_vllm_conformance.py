@@ -200,6 +200,8 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
     "named-Dots3NoteForCausalLM": _DEFAULT_CONFIG, "vllm-CohereAsrForConditionalGeneration": _DEFAULT_CONFIG,
     "named-DeepseekV4ForCausalLM": _DEFAULT_CONFIG + " (up to v0.30.0: its layer types fail transformers' validation)",
     "named-MuseSparkForConditionalGeneration": _DEFAULT_CONFIG + "; v0.30.0 loads its processor first",
+    "vllm-NomicBertModel": _DEFAULT_CONFIG + " (transformers' NomicBertConfig has no activation_function)",
+    "vllm-XLMRobertaModel": _DEFAULT_CONFIG + " (transformers 5's XLMRobertaConfig has no position_embedding_type)",
 }  # fmt: skip
 
 

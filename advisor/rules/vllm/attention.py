@@ -101,6 +101,22 @@ def _sparse_head_ok(backend: str, head: int | None, version: str) -> bool:
     return head is None or not sizes or head in sizes
 
 
+# The MLA head sizes (kv_lora_rank + qk_rope_head_dim: get_head_size under use_mla) the dense MLA backends take
+# (MLACommonBackend.get_supported_head_sizes, which FLASH_ATTN_MLA, FLASHMLA, FLASHINFER_MLA and CUTLASS_MLA inherit:
+# vllm/v1/attention/backends/mla/common.py up to v0.14.1, vllm/model_executor/layers/attention/mla_attention.py from
+# v0.15.1); TRITON_MLA (TritonMLABackend: an empty list) takes any, so a 640-wide head (LongCat-Flash-Ngram's 512 + 128)
+# gets Triton on every GPU.
+MLA_COMMON_HEAD_SIZES: list[tuple[str, tuple[int, ...]]] = [("0.12.0", (576,)), ("0.19.1", (320, 576)),
+                                                           ("0.30.0", (320, 512, 576))]  # fmt: skip
+
+
+def _mla_head_ok(model, version: str) -> bool:
+    """Whether the dense MLA backends take the model's MLA head size (True where a size is not stated)."""
+    if model.kv_lora_rank is None or model.qk_rope_head_dim is None:
+        return True
+    return model.kv_lora_rank + model.qk_rope_head_dim in at(MLA_COMMON_HEAD_SIZES, version)
+
+
 def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -> str | None:
     """The backend name vLLM selects for the model's attention layers on this GPU (None when the GPU is unknown, or
     when no backend supports the model there)."""
@@ -112,6 +128,8 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
     if uses_sparse_mla(model, version):
         return sparse_mla_backend(s, version, kv_cache_dtype)
     if uses_mla(model, version):
+        if not _mla_head_ok(model, version):
+            return "TRITON_MLA"  # every other dense MLA backend of the priority lists refuses the head size
         sm100 = at(MLA_SM100_FIRST, version)
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
     sinks = model.model_type == "gpt_oss"  # attention sinks: FlashInfer's prefill path rejects them
