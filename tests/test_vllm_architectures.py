@@ -254,7 +254,8 @@ def test_a_registry_class_that_neither_generates_nor_pools_takes_its_suffix_runn
 def test_an_mla_head_the_common_backends_refuse_gets_triton():
     # LongCat-Flash-Ngram: kv_lora_rank 512 + qk_rope_head_dim 128 = 640, outside MLACommonBackend's sizes
     for profile in ("h100-sxm-8", "b200-8"):
-        assert attention_decision(_scenario("named-LongcatFlashNgramForCausalLM", profile), "0.33.0").value == "TRITON_MLA"
+        ngram = _scenario("named-LongcatFlashNgramForCausalLM", profile)
+        assert attention_decision(ngram, "0.33.0").value == "TRITON_MLA"
     assert attention_decision(_scenario("named-LongcatFlashForCausalLM"), "0.33.0").value == "FLASH_ATTN_MLA"  # 576
     head_320 = _scenario("deepseek-v3", qk_rope_head_dim=64, kv_lora_rank=256)
     assert attention_decision(head_320, "0.17.1").value == "TRITON_MLA"  # [576] up to v0.17.x
