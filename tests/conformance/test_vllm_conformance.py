@@ -70,6 +70,10 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
        "/ d_conv / expand, Falcon-H1's and Granite's mamba_d_* naming, Zamba2) is not read by advisor/rules/vllm/hybrid.py"
        for name in ("named-FalconH1ForCausalLM", "named-GraniteMoeHybridForCausalLM", "vllm-JambaForCausalLM",
                     "vllm-JambaForSequenceClassification", "vllm-Zamba2ForCausalLM")},
+    ("named-MuseGlimmerForCausalLM", None, None, "max_model_len", "0.30.0", None):
+        "the config states no context length; vLLM builds it with a config class that fills one (v0.30.0: its own "
+        "MuseGlimmerAssistantConfig, a Qwen3Config: 32768; v0.33.0: 131072), where the plan takes vLLM's 2048 for a "
+        "config without one: the rules read what config.json states",
     ("named-HYV4ForCausalLM", None, None, "attention_backend", "0.28.0", "0.28.0"):
         "the registry does not list HYV4 yet: vLLM runs it through its Transformers backend, which takes the config's MLA "
         "fields as MLA; the plan keeps an unlisted architecture on the default rules and says so",
@@ -177,6 +181,36 @@ _INSPECTION = ("the registry inspects this model class in a fresh interpreter, w
                "(torchvision's operators are missing from the CPU torch)")  # fmt: skip
 _PROCESSOR = "vLLM loads the model's processor at config time, whose files a config directory does not hold"
 _DEFAULT_CONFIG = "vLLM fails on transformers' default config of this architecture (an attribute it reads is missing)"
+# The named-* configs SGLang's grid wrote from SGLang's own config classes or public checkpoints (docs/architectures.md):
+# vLLM cannot read some as a config at all, before any decision.
+_REMOTE_CODE = ("the config names custom code (auto_map) that vLLM runs only with --trust-remote-code and the "
+                "checkpoint's files, neither of which the grid has")  # fmt: skip
+_UNKNOWN_TYPE = "transformers (as the release's environment has it) does not know the config's model_type"
+_CONFIG_CLASS = "the config's fields fail the validation of the config class vLLM builds it with"
+_NO_TEXT_HEADS = "vLLM's text config of this config has no num_attention_heads (a draft / OCR model's own layout)"
+_NAMED_ERRORS = {
+    _REMOTE_CODE: ("named-BaichuanForCausalLM", "named-BailingMoeForCausalLM", "named-BailingMoeForCausalLMNextN",
+                   "named-BailingMoeV2ForCausalLM", "named-Grok1AForCausalLM", "named-Grok1ForCausalLM",
+                   "named-Grok1VForCausalLM", "named-InternLM2ForCausalLM", "named-InternLM2ForRewardModel",
+                   "named-LLaDA2MoeModelLM", "named-LLaDAModelLM", "named-MiMoForCausalLM", "named-MiniCPMForCausalLM",
+                   "named-MiniCPMO", "named-MiniCPMV", "named-POINTSV15ChatModel"),
+    _UNKNOWN_TYPE: ("named-BailingMM2NativeForConditionalGeneration", "named-BailingMMNativeForConditionalGeneration",
+                    "named-DeepseekOCRForCausalLM", "named-DotsOCRForCausalLM", "named-DotsVLMForCausalLM",
+                    "named-GigaChat35ForCausalLM", "named-GigaChat35ForCausalLMNextN", "named-IQuestLoopCoderForCausalLM",
+                    "named-IQuestQ1ForCausalLM", "named-IQuestQ1MTP", "named-InternS2MobiusForConditionalGeneration",
+                    "named-InternS2PreviewForConditionalGeneration", "named-InternVLChatModel",
+                    "named-JetNemotronForCausalLM", "named-JetVLMForConditionalGeneration",
+                    "named-LocateAnythingForConditionalGeneration", "named-MiniCPMSALAForCausalLM",
+                    "named-MultiModalityCausalLM", "named-NanbeigeForCausalLM", "named-NemotronHPuzzleForCausalLM",
+                    "named-NemotronH_Nano_Omni_Reasoning_V3", "named-NemotronH_Nano_VL_V2"),
+    _CONFIG_CLASS: ("named-BailingMoELinearForCausalLM", "named-BailingMoeV2_5ForCausalLM", "named-BailingMoeV3ForCausalLM",
+                    "named-DeepseekVL2ForCausalLM", "named-KimiVLForConditionalGeneration"),
+    _DEFAULT_CONFIG + " (DeepseekV41Config: max_position_embeddings)": ("named-DeepseekV41ForCausalLM",),
+    _NO_TEXT_HEADS: ("named-Dots3NoteForCausalLMNextN", "named-UnlimitedOCRForCausalLM"),
+    _PROCESSOR: ("named-Gemma4AssistantForCausalLM", "named-GlmImageForConditionalGeneration"),
+    _INSPECTION: ("named-LightOnOCRForConditionalGeneration", "named-MiDashengLMModel",
+                  "named-PixtralForConditionalGeneration"),
+}  # fmt: skip
 KNOWN_ARCH_ERRORS: dict[str, str] = {
     "named-DiffusionGemmaForBlockDiffusion": "without triton the harness runs vLLM's V1 model runner, which refuses "
                                              "diffusion models (a GPU install runs Model Runner V2)",
@@ -202,6 +236,7 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
     "named-MuseSparkForConditionalGeneration": _DEFAULT_CONFIG + "; v0.30.0 loads its processor first",
     "vllm-NomicBertModel": _DEFAULT_CONFIG + " (transformers' NomicBertConfig has no activation_function)",
     "vllm-XLMRobertaModel": _DEFAULT_CONFIG + " (transformers 5's XLMRobertaConfig has no position_embedding_type)",
+    **{name: reason for reason, names in _NAMED_ERRORS.items() for name in names},
 }  # fmt: skip
 
 
