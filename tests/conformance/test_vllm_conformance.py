@@ -207,6 +207,8 @@ _NAMED_ERRORS = {
                     "named-DeepseekVL2ForCausalLM", "named-KimiVLForConditionalGeneration"),
     _DEFAULT_CONFIG + " (DeepseekV41Config: max_position_embeddings)": ("named-DeepseekV41ForCausalLM",),
     _NO_TEXT_HEADS: ("named-Dots3NoteForCausalLMNextN", "named-UnlimitedOCRForCausalLM"),
+    "the model class expects transformers' EmbeddingGemma2Config; the config's model_type builds a Gemma one "
+    "(v0.33.0, 'Invalid type of HuggingFace config')": ("named-EmbeddingGemma2Model",),
     _PROCESSOR: ("named-Gemma4AssistantForCausalLM", "named-GlmImageForConditionalGeneration"),
     _INSPECTION: ("named-LightOnOCRForConditionalGeneration", "named-MiDashengLMModel",
                   "named-PixtralForConditionalGeneration"),
