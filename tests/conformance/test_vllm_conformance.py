@@ -70,10 +70,10 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
        "/ d_conv / expand, Falcon-H1's and Granite's mamba_d_* naming, Zamba2) is not read by advisor/rules/vllm/hybrid.py"
        for name in ("named-FalconH1ForCausalLM", "named-GraniteMoeHybridForCausalLM", "vllm-JambaForCausalLM",
                     "vllm-JambaForSequenceClassification", "vllm-Zamba2ForCausalLM")},
-    ("named-MuseGlimmerForCausalLM", None, None, "max_model_len", "0.30.0", None):
-        "the config states no context length; vLLM builds it with a config class that fills one (v0.30.0: its own "
-        "MuseGlimmerAssistantConfig, a Qwen3Config: 32768; v0.33.0: 131072), where the plan takes vLLM's 2048 for a "
-        "config without one: the rules read what config.json states",
+    ("named-MuseGlimmerForCausalLM", None, None, "max_model_len", "0.28.0", None):
+        "the config states no context length; vLLM builds it with a config class that fills one (v0.28.0-v0.30.0: its "
+        "own MuseGlimmerAssistantConfig, a Qwen3Config: 32768; v0.33.0: 131072), where the plan takes vLLM's 2048 "
+        "for a config without one: the rules read what config.json states",
     ("named-HYV4ForCausalLM", None, None, "attention_backend", "0.28.0", "0.28.0"):
         "the registry does not list HYV4 yet: vLLM runs it through its Transformers backend, which takes the config's MLA "
         "fields as MLA; the plan keeps an unlisted architecture on the default rules and says so",
@@ -194,7 +194,8 @@ _NAMED_ERRORS = {
                    "named-Grok1VForCausalLM", "named-InternLM2ForCausalLM", "named-InternLM2ForRewardModel",
                    "named-LLaDA2MoeModelLM", "named-LLaDAModelLM", "named-MiMoForCausalLM", "named-MiniCPMForCausalLM",
                    "named-MiniCPMO", "named-MiniCPMV", "named-POINTSV15ChatModel"),
-    _UNKNOWN_TYPE: ("named-BailingMM2NativeForConditionalGeneration", "named-BailingMMNativeForConditionalGeneration",
+    _UNKNOWN_TYPE: ("named-BailingMoeV3VLForConditionalGeneration", "named-BailingMM2NativeForConditionalGeneration",
+                    "named-BailingMMNativeForConditionalGeneration",
                     "named-DeepseekOCRForCausalLM", "named-DotsOCRForCausalLM", "named-DotsVLMForCausalLM",
                     "named-GigaChat35ForCausalLM", "named-GigaChat35ForCausalLMNextN", "named-IQuestLoopCoderForCausalLM",
                     "named-IQuestQ1ForCausalLM", "named-IQuestQ1MTP", "named-InternS2MobiusForConditionalGeneration",
@@ -211,7 +212,7 @@ _NAMED_ERRORS = {
     "(v0.33.0, 'Invalid type of HuggingFace config')": ("named-EmbeddingGemma2Model",),
     _PROCESSOR: ("named-Gemma4AssistantForCausalLM", "named-GlmImageForConditionalGeneration"),
     _INSPECTION: ("named-LightOnOCRForConditionalGeneration", "named-MiDashengLMModel",
-                  "named-PixtralForConditionalGeneration"),
+                  "named-PixtralForConditionalGeneration", "named-LongcatFlashNgramForCausalLM"),  # the last: v0.29.0
 }  # fmt: skip
 KNOWN_ARCH_ERRORS: dict[str, str] = {
     "named-DiffusionGemmaForBlockDiffusion": "without triton the harness runs vLLM's V1 model runner, which refuses "
