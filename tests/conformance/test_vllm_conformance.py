@@ -208,6 +208,9 @@ _NAMED_ERRORS = {
                     "named-DeepseekVL2ForCausalLM", "named-KimiVLForConditionalGeneration"),
     _DEFAULT_CONFIG + " (DeepseekV41Config: max_position_embeddings)": ("named-DeepseekV41ForCausalLM",),
     _NO_TEXT_HEADS: ("named-Dots3NoteForCausalLMNextN", "named-UnlimitedOCRForCausalLM"),
+    "transformers of v0.19.1's environment rejects the config's rope_parameters (no 'rope_type')":
+        ("named-DeepseekV4ForCausalLMDSpark", "named-DeepseekV4ForCausalLMNextN"),
+    _UNKNOWN_TYPE + " (v0.19.1-v0.25.1)": ("named-KimiK3ForConditionalGeneration",),
     "the model class expects transformers' EmbeddingGemma2Config; the config's model_type builds a Gemma one "
     "(v0.33.0, 'Invalid type of HuggingFace config')": ("named-EmbeddingGemma2Model",),
     _PROCESSOR: ("named-Gemma4AssistantForCausalLM", "named-GlmImageForConditionalGeneration"),
