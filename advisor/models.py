@@ -209,6 +209,15 @@ class ModelSpec:
     original_max_position_embeddings: int | None = None
     # use_bidirectional_attention as written, truthy (EmbeddingGemma: SGLang's is_embedding_gemma reads it with getattr)
     bidirectional_attention: bool = False
+    # the class names of config.json's architectures list, in order (empty: a catalog entry). SGLang's
+    # decisions key on architectures[0]; vLLM runs the first entry its registry serves (rules/vllm/architectures.py).
+    architectures: tuple[str, ...] = ()
+
+    @property
+    def architecture_entries(self) -> tuple[str, ...]:
+        """config.json's architectures in order; the architecture alone where the list is not known (a catalog entry) or
+        is not this spec's (a spec copied with another architecture)."""
+        return self.architectures if self.architectures[:1] == (self.architecture,) else (self.architecture,)
 
     @property
     def is_moe(self) -> bool:
@@ -476,6 +485,11 @@ def _state_config(merged: Mapping[str, Any], where: str) -> tuple[tuple[str, int
     return tuple(found)
 
 
+def _class_name(value: Any) -> bool:
+    """Whether an architectures entry can name a model class."""
+    return isinstance(value, str) and value.isidentifier() and len(value) <= MAX_ARCHITECTURE_NAME
+
+
 def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: str, where: str) -> ModelSpec:
     """Build a ModelSpec from a parsed config.json. ``where`` names the file in error messages."""
     if not isinstance(config, Mapping):
@@ -485,7 +499,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         raise ModelError(
             f"{where}: config.json has no `architectures` list; add e.g. \"architectures\": [\"Qwen3MoeForCausalLM\"]"
         )
-    if not archs[0].isidentifier() or len(archs[0]) > MAX_ARCHITECTURE_NAME:
+    if not _class_name(archs[0]):
         # SGLang and vLLM look the name up as a model class (their registries, then transformers' attribute of that
         # name): an empty name, one with spaces or control characters, or a page of text is no class, and both stop
         raise ModelError(f"{where}: architectures[0] is {_shown(archs[0])}, not a model class name; write the class,"
@@ -534,6 +548,8 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
     fields = dict(
         id=model_id,
         architecture=archs[0],
+        # a later entry that is no class name is never served (registry lookups by name): kept out of messages
+        architectures=tuple(a for a in archs if _class_name(a)),
         model_type=_name(config, where, "model_type"),
         hidden_size=hidden,
         num_layers=size("num_hidden_layers"),

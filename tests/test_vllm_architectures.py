@@ -153,3 +153,110 @@ def test_model_fixups_keyed_on_the_name_from_0_25():
     ocr = _scenario("llama-3.1-8b", architecture="UnlimitedOCRForCausalLM")
     assert not switch_decision(ocr, "0.25.1", "prefix_caching").enabled
     assert switch_decision(ocr, "0.20.2", "prefix_caching").enabled
+
+
+# -- several architectures entries: vLLM runs the first its registry serves, SGLang keys on architectures[0] ----------
+
+from advisor.rules.sglang import architectures as sglang_architectures  # noqa: E402
+from advisor.rules.vllm import runner as vllm_runner  # noqa: E402
+
+
+def _entries(config: str, *architectures: str) -> Scenario:
+    """The config with its architectures list replaced, read as the advisor reads a config.json."""
+    from advisor.models import spec_from_config
+
+    data = {**json.loads((CONFIGS / config / "config.json").read_text()), "architectures": list(architectures)}
+    model = spec_from_config(data, model_id=config, path=None, origin="directory", where=config)
+    return Scenario(load_profile("h100-sxm-8"), model, Intent(engine="vllm", tp=1))
+
+
+def test_vllm_runs_the_first_entry_its_registry_serves():
+    s = _entries("nemotron-h-56b", "AcmeHybridForCausalLM", "NemotronHForCausalLM")
+    assert s.model.architecture == "AcmeHybridForCausalLM"  # architectures[0], what SGLang keys on
+    for release in ("0.19.1", "0.33.0"):
+        assert vllm_architectures.vllm_architecture(s.model, release) == "NemotronHForCausalLM"
+        assert vllm_architectures.attention_kind(s.model, release) == "hybrid"
+        assert vllm_architectures.architecture_problems(s, release) == []
+    # SGLang's argument resolution compares architectures[0] only: it stays unnamed there
+    assert [p.id for p in sglang_architectures.architecture_problems(s, "0.5.23")] == [sglang_architectures.NOT_NAMED]
+    # the same entries the other way round: vLLM runs the first, served one
+    swapped = _entries("nemotron-h-56b", "NemotronHForCausalLM", "AcmeHybridForCausalLM")
+    assert vllm_architectures.vllm_architecture(swapped.model, "0.33.0") == "NemotronHForCausalLM"
+    assert sglang_architectures.architecture_problems(swapped, "0.5.23") == []
+
+
+def test_a_breakable_entry_anywhere_in_the_list_turns_compilation_off_from_0_25():
+    s = _entries("qwen3-32b", "Qwen3ForCausalLM", "DeepseekV4ForCausalLM")
+    assert vllm_architectures.vllm_architecture(s.model, "0.33.0") == "Qwen3ForCausalLM"
+    assert vllm_architectures.breakable_entry(s.model, "0.33.0") == "DeepseekV4ForCausalLM"
+    assert compilation_value(s, "0.20.2")["compilation_mode"] == 3  # no breakable list yet
+    for release in ("0.25.1", "0.28.0", "0.29.0", "0.33.0"):  # the inline tuple, then the constant
+        assert compilation_value(s, release)["compilation_mode"] == 0, release
+
+
+def test_the_runner_follows_the_first_entry_the_registry_serves_or_whose_suffix_it_knows():
+    # AcmeModel is not served but ends with "Model": the pooling runner (convert embed) for the Llama class that runs
+    s = _entries("llama-3.2-1b", "AcmeModel", "LlamaForCausalLM")
+    found = vllm_architectures.resolution(s.model, "0.33.0")
+    assert (found.entry, found.served_as, found.runner, found.convert) == ("LlamaForCausalLM", "LlamaForCausalLM",
+                                                                           "pooling", "embed")  # fmt: skip
+    assert vllm_runner.is_pooling(s.model, "0.33.0") and not vllm_runner.pooling_unchunked(s.model, "0.33.0")
+    served_first = _entries("llama-3.2-1b", "LlamaForCausalLM", "AcmeModel")
+    assert vllm_architectures.resolution(served_first.model, "0.33.0").runner == "generate"
+    # a classifier suffix converts only under the pooling runner: after a generative first entry it runs nothing
+    mixed = _entries("llama-3.2-1b", "AcmeForCausalLM", "LlamaForSequenceClassification")
+    assert vllm_architectures.vllm_architecture(mixed.model, "0.33.0") is None
+    assert vllm_architectures.vllm_architecture(_entries("llama-3.2-1b", "LlamaForSequenceClassification").model,
+                                                "0.33.0") == "LlamaForSequenceClassification"  # fmt: skip
+
+
+def test_no_entry_served_names_every_entry_and_a_retired_one_first():
+    s = _entries("llama-3.2-1b", "AcmeForCausalLM", "OtherAcmeForCausalLM")
+    (problem,) = vllm_architectures.architecture_problems(s, "0.33.0")
+    assert problem.id == ARCHITECTURE_NOT_NAMED and "AcmeForCausalLM, OtherAcmeForCausalLM" in problem.message
+    retired = next((n for n, places in STORED["0.33.0"].items() if vllm_architectures.RETIRED in places), None)
+    if retired is not None:
+        (problem,) = vllm_architectures.architecture_problems(_entries("llama-3.2-1b", "AcmeForCausalLM", retired),
+                                                              "0.33.0")  # fmt: skip
+        assert problem.message.startswith(f"{retired} was supported by earlier vLLM releases")
+
+
+@settings(max_examples=30, deadline=None)
+@given(first=st.sampled_from(["AcmeForCausalLM", "AcmeModel", "LlamaForCausalLM", "Qwen3ForCausalLM"]),
+       second=st.sampled_from(["LlamaForCausalLM", "AcmeForCausalLM", "BertModel", "DeepseekV4ForCausalLM"]),
+       release=st.sampled_from(["0.19.1", "0.25.1", "0.33.0"]))  # fmt: skip
+def test_the_resolved_entry_is_an_entry_the_registry_serves(first, second, release):
+    model = _entries("llama-3.2-1b", first, second).model
+    found = vllm_architectures.resolution(model, release)
+    if found.entry is not None:
+        assert found.entry in (first, second) and found.served_as in vllm_architectures.served(release)
+        earlier = (first, second)[: (first, second).index(found.entry)]
+        assert not any(vllm_architectures._served_as(a, release, found.runner, found.convert) for a in earlier)
+    else:
+        assert [p.id for p in vllm_architectures.architecture_problems(Scenario(load_profile("h100-sxm-8"), model,
+                                                                                Intent(engine="vllm")), release)] == [
+            ARCHITECTURE_NOT_NAMED]  # fmt: skip
+
+
+def test_a_registry_class_that_neither_generates_nor_pools_takes_its_suffix_runner():
+    # Gemma3TextModel runs Gemma3Model (no compute_logits, not a pooling class): "Model" makes it an embedder, which
+    # pools the last token; ModernBertModel's class declares CLS pooling, which rules out chunked prefill
+    gemma = _entries("vllm-Gemma3TextModel", "Gemma3TextModel").model
+    found = vllm_architectures.resolution(gemma, "0.33.0")
+    assert (found.runner, found.convert) == ("pooling", "embed")
+    assert vllm_runner.is_pooling(gemma, "0.33.0") and not vllm_runner.pooling_unchunked(gemma, "0.33.0")
+    bert = _entries("vllm-ModernBertModel", "ModernBertModel").model
+    assert vllm_runner.pooling_unchunked(bert, "0.33.0")
+    llama = _entries("llama-3.2-1b", "LlamaModel").model  # LlamaForCausalLM generates: the generate runner
+    assert vllm_architectures.resolution(llama, "0.33.0").runner == "generate"
+
+
+def test_an_mla_head_the_common_backends_refuse_gets_triton():
+    # LongCat-Flash-Ngram: kv_lora_rank 512 + qk_rope_head_dim 128 = 640, outside MLACommonBackend's sizes
+    for profile in ("h100-sxm-8", "b200-8"):
+        ngram = _scenario("named-LongcatFlashNgramForCausalLM", profile)
+        assert attention_decision(ngram, "0.33.0").value == "TRITON_MLA"
+    assert attention_decision(_scenario("named-LongcatFlashForCausalLM"), "0.33.0").value == "FLASH_ATTN_MLA"  # 576
+    head_320 = _scenario("deepseek-v3", qk_rope_head_dim=64, kv_lora_rank=256)
+    assert attention_decision(head_320, "0.17.1").value == "TRITON_MLA"  # [576] up to v0.17.x
+    assert attention_decision(head_320, "0.19.1").value == "FLASH_ATTN_MLA"  # 320 from v0.19.1

@@ -1,12 +1,17 @@
 """vLLM conformance: vLLM's own engine-config resolution, release by release, recorded as goldens.
 
     python -m conformance.vllm 0.33.0 [0.30.0 ...] [--out DIR] [--limit N] [--jobs N] [--grid models|architectures]
+                               [--missing] [--configs GLOB ...]
     python -m conformance.vllm 0.33.0 --grid fuzz [--count N] [--seed S] [--rerun] [--write-golden IDS.json]
 
 For each release: a cached environment (conformance.vllm.env), the scenario grid (conformance.vllm.grid) resolved by
 vLLM itself on a faked CUDA platform (conformance/vllm/resolve.py), written to DIR/vllm-X.jsonl (default
 tests/conformance/golden; vllm-architectures-X.jsonl for the architectures grid, conformance.vllm.arch_grid), one line
-per scenario: the scenario, then every resolved field, then the relevant log lines.
+per scenario: the scenario, then every resolved field, then the relevant log lines. --missing resolves only the
+scenarios the stored golden lacks (configs added to the grid) and keeps its other lines; a scenario no longer in the
+grid (its config removed) leaves the golden. Each scenario is resolved on its own (resolve.py restores the process
+environment after each), so a kept line is what a full run writes. --configs limits the run to the config
+directories whose name matches a pattern (fnmatch; with --missing the golden keeps every other line it has).
 Exit codes: 0 written, 1 a release could not be resolved, 2 bad arguments.
 """
 
@@ -19,6 +24,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from fnmatch import fnmatch
 from pathlib import Path
 
 GOLDEN_DIR = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "golden"
@@ -31,18 +37,39 @@ def golden_path(version: str, out: Path = GOLDEN_DIR, grid: str = "models") -> P
     return out / (f"vllm-{version}.jsonl" if grid == "models" else f"vllm-{grid}-{version}.jsonl")
 
 
-def run_release(version: str, out: Path, limit: int | None = None, log=print, grid_name: str = "models") -> Path:
+def stored_results(path: Path) -> dict[str, dict]:
+    """Scenario id -> the stored golden's line as the resolver wrote it (its scenario as the id)."""
+    from conformance.vllm.grid import scenario_id
+
+    out = {}
+    for line in path.read_text().splitlines() if path.exists() else ():
+        record = json.loads(line)
+        s = record.pop("scenario")
+        record.pop("vllm")
+        sid = scenario_id(s["profile"], s["model"], s["tp"], tuple(s["overrides"]))
+        out[sid] = {"scenario": sid, **record}
+    return out
+
+
+def run_release(version: str, out: Path, limit: int | None = None, log=print, grid_name: str = "models",
+                missing: bool = False, configs: tuple[str, ...] = ()) -> Path:  # fmt: skip
     from conformance.vllm import arch_grid, env
     from conformance.vllm import grid as models_grid
 
     grid = arch_grid if grid_name == "architectures" else models_grid
     items = grid.scenarios()[:limit] if limit else grid.scenarios()
+    kept = stored_results(golden_path(version, out, grid_name)) if missing else {}
+    to_resolve = [s for s in items if s["id"] not in kept
+                  and (not configs or any(fnmatch(Path(s["model"]).name, c) for c in configs))]  # fmt: skip
     root = env.release_dir(version)
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"vllm-{version}-") as tmp:
         inputs = Path(tmp) / "scenarios.json"
-        inputs.write_text(json.dumps(grid.resolver_input(env.CACHE, items)))
+        inputs.write_text(json.dumps(grid.resolver_input(env.CACHE, to_resolve)))
         results = Path(tmp) / "results.jsonl"
+        if not to_resolve:
+            results.write_text("")
+            return write_golden(version, items, results, out, grid_name, kept)
         # A new environment is built by running the whole grid (each failed start costs minutes): its last run is the
         # result; an environment already built runs the grid once.
         if not env.ensure(version, inputs, log=log, out=results):
@@ -52,12 +79,14 @@ def run_release(version: str, out: Path, limit: int | None = None, log=print, gr
                 raise env.EnvError(f"vllm {version} resolver failed: {tail[0]}")
             if env.missing_in(results):  # a scenario needed a module the environment lacks: install it, run again
                 env.ensure(version, inputs, log=log, out=results)
-        return write_golden(version, items, results, out, grid_name)
+        return write_golden(version, items, results, out, grid_name, kept)
 
 
-def write_golden(version: str, items: list[dict], results: Path, out: Path = GOLDEN_DIR, grid: str = "models") -> Path:
-    """The golden from the resolver's results, in grid order; scenarios without a result (a run cut short) are left out."""
-    by_id = {}
+def write_golden(version: str, items: list[dict], results: Path, out: Path = GOLDEN_DIR, grid: str = "models",
+                 kept: dict[str, dict] | None = None) -> Path:  # fmt: skip
+    """The golden from the resolver's results (and ``kept`` lines), in grid order; scenarios without a result (a run
+    cut short) are left out."""
+    by_id = dict(kept or {})
     for line in results.read_text().splitlines():
         with contextlib.suppress(ValueError):  # a last line cut mid-write
             record = json.loads(line)
@@ -89,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rerun", action="store_true", help="fuzz: resolve again even if the results are cached")
     parser.add_argument("--write-golden", metavar="IDS.json", type=Path, default=None,
                         help="fuzz: store these scenario ids (a disagreements file) as the fuzz golden")  # fmt: skip
+    parser.add_argument("--configs", nargs="+", default=(), metavar="GLOB",
+                        help="only the config directories matching these patterns (e.g. 'vllm-*')")  # fmt: skip
+    parser.add_argument("--missing", action="store_true",
+                        help="resolve only the scenarios the stored golden lacks; keep its other lines")  # fmt: skip
     args = parser.parse_args(argv)
     if args.grid == "fuzz":
         from conformance.vllm import fuzz
@@ -98,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     def one(version: str) -> str:
         start = time.monotonic()
         try:
-            path = run_release(version, args.out, args.limit, grid_name=args.grid)
+            path = run_release(version, args.out, args.limit, grid_name=args.grid, missing=args.missing,
+                               configs=tuple(args.configs))  # fmt: skip
         except EnvError as exc:
             return f"error: {exc}"
         return f"vllm {version}: wrote {path} in {time.monotonic() - start:.0f} s"

@@ -57,10 +57,18 @@ def synthetic_configs() -> dict[str, dict]:
     nemotron_small = {**_config("nemotron-h-56b"), "mamba_num_heads": 128, "ssm_state_size": 128,
                       "mamba_ssm_cache_dtype": "float16"}  # fmt: skip
     qwen3_next_small = {**_config("qwen3-next-80b-a3b"), "linear_num_value_heads": 16, "linear_value_head_dim": 64}
+    # Several architectures entries. vLLM runs the first its registry serves (_ModelRegistry.inspect_model_cls tries each
+    # in turn), takes the runner from the first it serves or whose suffix it knows (ModelConfig._get_default_runner_type)
+    # and, from v0.25.1, breaks CUDA graphs when any entry is on its breakable list (VllmConfig).
+    first_unknown = {**_config("nemotron-h-56b"), "architectures": ["AcmeHybridForCausalLM", "NemotronHForCausalLM"]}
+    second_breakable = {**_config("qwen3-32b"), "architectures": ["Qwen3ForCausalLM", "DeepseekV4ForCausalLM"]}
+    first_pooling_suffix = {**_config("llama-3.2-1b"), "architectures": ["AcmeModel", "LlamaForCausalLM"]}
     return {f"{SYNTHETIC_PREFIX}{name}": config for name, config in (
         ("unknown-mla", unknown_mla), ("unknown-swa", unknown_swa), ("unknown-mamba", unknown_mamba),
         ("qwen3-swa", qwen3_swa), ("nemotron-h-small-state", nemotron_small),
-        ("qwen3-next-small-state", qwen3_next_small))}  # fmt: skip
+        ("qwen3-next-small-state", qwen3_next_small), ("two-archs-first-unknown", first_unknown),
+        ("two-archs-second-breakable", second_breakable),
+        ("two-archs-first-pooling-suffix", first_pooling_suffix))}  # fmt: skip
 
 
 def write_synthetic() -> None:
@@ -132,6 +140,8 @@ MULTIMODAL_TABLE = "model_executor/models/registry.py:_MULTIMODAL_MODELS"
 POOLING_TABLES = tuple(f"model_executor/models/registry.py:{t}" for t in (
     "_EMBEDDING_MODELS", "_SEQUENCE_CLASSIFICATION_MODELS", "_TOKEN_CLASSIFICATION_MODELS", "_REWARD_MODELS",
     "_LATE_INTERACTION_MODELS"))  # fmt: skip
+# The release whose registry the stored vllm-* configs follow (the newest read into architectures.json).
+VLLM_CONFIGS_RELEASE = "0.33.0"
 EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 
 
@@ -178,12 +188,26 @@ def vllm_configs(version: str) -> dict[str, dict]:
     return out
 
 
-def write_vllm_configs(version: str = "0.33.0") -> list[Path]:
-    """(Re)write the vllm-* configs (committed: the grid and CI read them without transformers' help)."""
+def vllm_config_text(config: dict) -> str:
+    """A vllm-* config.json as the writer stores it."""
+    return json.dumps(config, indent=1, sort_keys=True, default=str) + "\n"
+
+
+def write_vllm_configs(version: str = VLLM_CONFIGS_RELEASE) -> list[Path]:
+    """(Re)write the vllm-* configs (committed: the grid and CI read them without transformers' help), and remove the
+    vllm-* directories the recipe no longer makes (a name another config now covers, or the registry no longer serves:
+    the Omni thinker class names, which v0.12.0-v0.33.0 run only under Qwen2_5OmniModel / Qwen2_5OmniForConditionalGeneration
+    / Qwen3OmniMoeForConditionalGeneration, all covered by named-* configs)."""
+    wanted = vllm_configs(version)
+    for stale in sorted(CONFIGS.glob(f"{VLLM_PREFIX}*/config.json")):
+        if stale.parent.name not in wanted:
+            stale.unlink()
+            if not any(stale.parent.iterdir()):
+                stale.parent.rmdir()
     out = []
-    for name, config in vllm_configs(version).items():
+    for name, config in wanted.items():
         path = CONFIGS / name / "config.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(config, indent=1, sort_keys=True, default=str) + "\n")
+        path.write_text(vllm_config_text(config))
         out.append(path)
     return out

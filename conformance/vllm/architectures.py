@@ -125,7 +125,10 @@ MLA_ABOUT = ("Per vLLM release: mla_model_types, the config model_type values it
              "the releases that have it vllm/transformers_utils/model_arch_config_convertor.py); hybrid and "
              "attention_free, the registry's architectures whose model class derives from IsHybrid / IsAttentionFree "
              "(vllm/model_executor/models/interfaces.py; ModelConfig.is_hybrid / is_attention_free read them through "
-             "the registry's inspection). Read from the wheel with ast by `python -m conformance vllm-architectures "
+             "the registry's inspection); pooling (is_pooling_model), generative (compute_logits: "
+             "is_text_generation_model) and pooling_unchunked (CLS / MEAN / STEP pooling or encoder-only attention "
+             "declared by the class, vllm/model_executor/models/interfaces_base.py). Read from the wheel with ast by "
+             "`python -m conformance vllm-architectures "
              "X.Y.Z ...`; see docs/architectures.md.")  # fmt: skip
 MODELS_DIR = "vllm/model_executor/models/"
 OTHER_MODELS_DIR = "vllm/models/"
@@ -163,12 +166,18 @@ DECORATOR_ATTRIBUTES = {"seq_pooling_type": "default_seq_pooling_type", "tok_poo
 # The pooling types with which ModelConfig.is_chunked_prefill_supported / is_prefix_caching_supported (vllm/config/
 # model.py) turn both off: a whole-sequence pool (CLS, MEAN) or a step pool, and bidirectional attention.
 UNCHUNKED_SEQ, UNCHUNKED_TOK = ("CLS", "MEAN"), ("STEP",)
+# is_text_generation_model (interfaces_base.py): the class has a callable compute_logits. A registry class that is
+# neither generative nor pooling (Gemma3TextModel's Gemma3Model, ModernBertModel) takes the runner its name's suffix
+# names (ModelConfig._get_default_runner_type) and is converted (as_embedding_model), keeping its pooling declarations.
+GENERATIVE_METHOD = "compute_logits"
 
 
 def _declared(node: ast.ClassDef) -> dict[str, object]:
-    """The pooling attributes a class body or its decorators set."""
+    """The pooling attributes a class body or its decorators set, and compute_logits when the body defines it."""
     out: dict[str, object] = {}
     for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == GENERATIVE_METHOD:
+            out[GENERATIVE_METHOD] = True
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else getattr(stmt, "target", None)
         value = getattr(stmt, "value", None)
         if isinstance(target, ast.Name) and target.id in POOLING_ATTRIBUTES and isinstance(value, ast.Constant):
@@ -188,8 +197,9 @@ def _declared(node: ast.ClassDef) -> dict[str, object]:
 
 def model_kinds(release: str) -> dict[str, list[str]]:
     """kind -> the registry's architectures whose class derives (through classes of the models package) from it; and
-    pooling (the class is a pooling model) and pooling_unchunked (a pooling model whose pooling or bidirectional
-    attention rules out chunked prefill and prefix caching)."""
+    pooling (the class is a pooling model), generative (it has compute_logits) and pooling_unchunked (a class whose
+    pooling or bidirectional attention rules out chunked prefill and prefix caching when it runs as a pooling model,
+    declared on a pooling class or on a plain one vLLM converts)."""
     bases: dict[str, set[str]] = {}  # "module.Class" and "Class" -> base class names
     declared: dict[str, dict[str, object]] = {}  # "module.Class" and "Class" -> the pooling attributes it sets
     registry: dict[str, tuple[str, str]] = {}
@@ -244,7 +254,8 @@ def model_kinds(release: str) -> dict[str, list[str]]:
              for kind, interface in KINDS.items()}  # fmt: skip
     pooling = sorted(arch for arch in registry if attr(arch, "is_pooling_model") is True)
     kinds["pooling"] = pooling
-    kinds["pooling_unchunked"] = [arch for arch in pooling
+    kinds["generative"] = sorted(arch for arch in registry if attr(arch, GENERATIVE_METHOD) is True)
+    kinds["pooling_unchunked"] = [arch for arch in sorted(registry)
                                   if attr(arch, "default_seq_pooling_type") in UNCHUNKED_SEQ
                                   or attr(arch, "default_tok_pooling_type") in UNCHUNKED_TOK
                                   or attr(arch, "attn_type") == "encoder_only"]  # fmt: skip

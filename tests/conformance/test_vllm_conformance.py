@@ -17,6 +17,7 @@ from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import load_profile
 from advisor.rules.engine import ARCHITECTURE_NOT_NAMED, FORCED_OFF
 from advisor.rules.releases import parse_release
+from advisor.rules.vllm import architectures as vllm_architectures
 from advisor.rules.vllm import common as vllm_common
 from advisor.rules.vllm import compilation as vllm_compilation
 from advisor.rules.vllm import fusion as vllm_fusion
@@ -66,6 +67,10 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
        "/ d_conv / expand, Falcon-H1's and Granite's mamba_d_* naming, Zamba2) is not read by advisor/rules/vllm/hybrid.py"
        for name in ("named-FalconH1ForCausalLM", "named-GraniteMoeHybridForCausalLM", "vllm-JambaForCausalLM",
                     "vllm-JambaForSequenceClassification", "vllm-Zamba2ForCausalLM")},
+    ("named-MuseGlimmerForCausalLM", None, None, "max_model_len", "0.28.0", None):
+        "the config states no context length; vLLM builds it with a config class that fills one (v0.28.0-v0.30.0: its "
+        "own MuseGlimmerAssistantConfig, a Qwen3Config: 32768; v0.33.0: 131072), where the plan takes vLLM's 2048 "
+        "for a config without one: the rules read what config.json states",
 }  # fmt: skip
 
 
@@ -108,7 +113,11 @@ def compare(record: dict) -> dict[str, tuple[object, object]]:
         **{key: memory[key] for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
                                         "kv_cache_dtype", "block_size", "max_model_len")},
     }  # fmt: skip
+    if "architecture" in record:  # the architectures grid records ModelConfig.architecture: the entry vLLM runs
+        expected["architecture"] = vllm_architectures.vllm_architecture(plan.model, version)
     golden = {key: record.get(key) for key in expected if key != "fusion_runs"}
+    if str(golden.get("architecture")).startswith("Transformers"):  # its Transformers backend: the plan names none
+        golden["architecture"] = None
     if str(golden["attention_backend"]).startswith("error:"):  # no backend fits: vLLM fails, the plan picks none
         golden["attention_backend"] = None
     golden["fusion_runs"] = bool(record["fuse_allreduce_rms"]) and record["compilation_mode"] == vllm_compilation.VLLM_COMPILE
@@ -166,9 +175,45 @@ _INSPECTION = ("the registry inspects this model class in a fresh interpreter, w
                "(torchvision's operators are missing from the CPU torch)")  # fmt: skip
 _PROCESSOR = "vLLM loads the model's processor at config time, whose files a config directory does not hold"
 _DEFAULT_CONFIG = "vLLM fails on transformers' default config of this architecture (an attribute it reads is missing)"
+# The named-* configs SGLang's grid wrote from SGLang's own config classes or public checkpoints (docs/architectures.md):
+# vLLM cannot read some as a config at all, before any decision.
+_REMOTE_CODE = ("the config names custom code (auto_map) that vLLM runs only with --trust-remote-code and the "
+                "checkpoint's files, neither of which the grid has")  # fmt: skip
+_UNKNOWN_TYPE = "transformers (as the release's environment has it) does not know the config's model_type"
+_CONFIG_CLASS = "the config's fields fail the validation of the config class vLLM builds it with"
+_NO_TEXT_HEADS = "vLLM's text config of this config has no num_attention_heads (a draft / OCR model's own layout)"
+_NAMED_ERRORS = {
+    _REMOTE_CODE: ("named-BaichuanForCausalLM", "named-BailingMoeForCausalLM", "named-BailingMoeForCausalLMNextN",
+                   "named-BailingMoeV2ForCausalLM", "named-Grok1AForCausalLM", "named-Grok1ForCausalLM",
+                   "named-Grok1VForCausalLM", "named-InternLM2ForCausalLM", "named-InternLM2ForRewardModel",
+                   "named-LLaDA2MoeModelLM", "named-LLaDAModelLM", "named-MiMoForCausalLM", "named-MiniCPMForCausalLM",
+                   "named-MiniCPMO", "named-MiniCPMV", "named-POINTSV15ChatModel"),
+    _UNKNOWN_TYPE: ("named-BailingMoeV3VLForConditionalGeneration", "named-BailingMM2NativeForConditionalGeneration",
+                    "named-BailingMMNativeForConditionalGeneration",
+                    "named-DeepseekOCRForCausalLM", "named-DotsOCRForCausalLM", "named-DotsVLMForCausalLM",
+                    "named-GigaChat35ForCausalLM", "named-GigaChat35ForCausalLMNextN", "named-IQuestLoopCoderForCausalLM",
+                    "named-IQuestQ1ForCausalLM", "named-IQuestQ1MTP", "named-InternS2MobiusForConditionalGeneration",
+                    "named-InternS2PreviewForConditionalGeneration", "named-InternVLChatModel",
+                    "named-JetNemotronForCausalLM", "named-JetVLMForConditionalGeneration",
+                    "named-LocateAnythingForConditionalGeneration", "named-MiniCPMSALAForCausalLM",
+                    "named-MultiModalityCausalLM", "named-NanbeigeForCausalLM", "named-NemotronHPuzzleForCausalLM",
+                    "named-NemotronH_Nano_Omni_Reasoning_V3", "named-NemotronH_Nano_VL_V2"),
+    _CONFIG_CLASS: ("named-BailingMoELinearForCausalLM", "named-BailingMoeV2_5ForCausalLM", "named-BailingMoeV3ForCausalLM",
+                    "named-DeepseekVL2ForCausalLM", "named-KimiVLForConditionalGeneration"),
+    _DEFAULT_CONFIG + " (DeepseekV41Config: max_position_embeddings)": ("named-DeepseekV41ForCausalLM",),
+    _NO_TEXT_HEADS: ("named-Dots3NoteForCausalLMNextN", "named-UnlimitedOCRForCausalLM"),
+    "transformers of v0.19.1's environment rejects the config's rope_parameters (no 'rope_type')":
+        ("named-DeepseekV4ForCausalLMDSpark", "named-DeepseekV4ForCausalLMNextN"),
+    _UNKNOWN_TYPE + " (v0.19.1-v0.25.1)": ("named-KimiK3ForConditionalGeneration",),
+    "the model class expects transformers' EmbeddingGemma2Config; the config's model_type builds a Gemma one "
+    "(v0.33.0, 'Invalid type of HuggingFace config')": ("named-EmbeddingGemma2Model",),
+    _PROCESSOR: ("named-Gemma4AssistantForCausalLM", "named-GlmImageForConditionalGeneration"),
+    _INSPECTION: ("named-LightOnOCRForConditionalGeneration", "named-MiDashengLMModel",
+                  "named-PixtralForConditionalGeneration", "named-LongcatFlashNgramForCausalLM"),  # the last: v0.29.0
+}  # fmt: skip
 # The named-* configs the SGLang grid added, where the older releases' environments cannot read them (seen in the
 # goldens of v0.15.1 and v0.17.1 on the 301-config grid).
-_REMOTE_CODE = ("the config's auto_map names its config class in remote code (as the published checkpoint's does), which "
+_OLD_REMOTE_CODE = ("the config's auto_map names its config class in remote code (as the published checkpoint's does), which "
                 "transformers runs only with --trust-remote-code; the grid passes none")  # fmt: skip
 _NO_CONFIG_CLASS = ("neither the release's transformers nor its vllm/transformers_utils/configs defines this model_type, so "
                     "transformers refuses the config (a published checkpoint ships the class as remote code)")  # fmt: skip
@@ -197,11 +242,18 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
     "named-Dots3NoteForCausalLM": _DEFAULT_CONFIG, "vllm-CohereAsrForConditionalGeneration": _DEFAULT_CONFIG,
     "named-DeepseekV4ForCausalLM": _DEFAULT_CONFIG + " (up to v0.30.0: its layer types fail transformers' validation)",
     "named-MuseSparkForConditionalGeneration": _DEFAULT_CONFIG + "; v0.30.0 loads its processor first",
+    "vllm-NomicBertModel": _DEFAULT_CONFIG + " (transformers' NomicBertConfig has no activation_function)",
+    "vllm-XLMRobertaModel": _DEFAULT_CONFIG + " (transformers 5's XLMRobertaConfig has no position_embedding_type)",
+    **{name: reason for reason, names in _NAMED_ERRORS.items() for name in names},
+}  # fmt: skip
+# What the older releases (v0.15.1, v0.17.1 on the 301-config grid) cannot read: a config that also fails in a newer
+# release for another reason keeps both reasons.
+_OLDER_RELEASE_ERRORS: dict[str, str] = {
     **dict.fromkeys(("named-BaichuanForCausalLM", "named-BailingMoeForCausalLM", "named-BailingMoeForCausalLMNextN",
                      "named-BailingMoeV2ForCausalLM", "named-Grok1AForCausalLM", "named-Grok1ForCausalLM",
                      "named-Grok1VForCausalLM", "named-InternLM2ForCausalLM", "named-InternLM2ForRewardModel",
                      "named-LLaDA2MoeModelLM", "named-LLaDAModelLM", "named-MiMoForCausalLM", "named-MiniCPMForCausalLM",
-                     "named-MiniCPMO", "named-MiniCPMV", "named-POINTSV15ChatModel"), _REMOTE_CODE),
+                     "named-MiniCPMO", "named-MiniCPMV", "named-POINTSV15ChatModel"), _OLD_REMOTE_CODE),
     **dict.fromkeys(("named-BailingMM2NativeForConditionalGeneration", "named-BailingMMNativeForConditionalGeneration",
                      "named-BailingMoeV3VLForConditionalGeneration", "named-DeepseekOCRForCausalLM",
                      "named-DeepseekV41ForCausalLM", "named-DotsOCRForCausalLM", "named-DotsVLMForCausalLM",
@@ -226,6 +278,9 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
     **dict.fromkeys(("named-LightOnOCRForConditionalGeneration", "named-MiDashengLMModel",
                      "named-PixtralForConditionalGeneration"), _INSPECTION),
 }  # fmt: skip
+for _name, _reason in _OLDER_RELEASE_ERRORS.items():
+    KNOWN_ARCH_ERRORS[_name] = (f"{KNOWN_ARCH_ERRORS[_name]}; older releases: {_reason}" if _name in KNOWN_ARCH_ERRORS
+                                and KNOWN_ARCH_ERRORS[_name] != _reason else _reason)  # fmt: skip
 
 
 def known_arch(records: list[dict]) -> set[tuple[str, str, str]]:

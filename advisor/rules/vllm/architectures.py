@@ -12,6 +12,7 @@ none of its tables serves is refused at start-up unless transformers defines a c
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -62,14 +63,22 @@ def served(version: str) -> frozenset[str]:
                      if any(p.startswith(f"{REGISTRY_FILE}:") and p not in (RETIRED, OUT_OF_TREE) for p in places))  # fmt: skip
 
 
-def breakable_cudagraph(model, version: str) -> bool:
-    """Whether v0.25.1+ turns compilation off for this model (its architecture on the breakable-CUDA-graph list)."""
+def breakable_entry(model, version: str) -> str | None:
+    """The first entry of the model's architectures on the release's breakable-CUDA-graph list (None: none). VllmConfig
+    tests every entry, not the one it runs: v0.25.1-v0.28.0 ``any(a in (...) for a in model_config.architectures)`` in
+    __post_init__, from v0.29.0 ``set(model_config.architectures) & ...`` in _uses_breakable_cudagraph_by_default."""
     names = _with(version, BREAKABLE_CUDAGRAPH) | _with(version, BREAKABLE_CUDAGRAPH_INLINE)
-    return model is not None and model.architecture in names
+    return next((a for a in model.architecture_entries if a in names), None) if model is not None else None
+
+
+def breakable_cudagraph(model, version: str) -> bool:
+    """Whether v0.25.1+ turns compilation off for this model (an entry of architectures on the breakable list)."""
+    return breakable_entry(model, version) is not None
 
 
 def served_by_registry(model, version: str) -> bool | None:
-    """Whether the release's registry serves ``architectures[0]``; None when unknown (no model, release not read)."""
+    """Whether the release's registry serves an entry of ``architectures``; None when unknown (no model, release not
+    read)."""
     if model is None or named(version) is None:
         return None
     return registry_architecture(model, version) is not None
@@ -82,7 +91,9 @@ def architecture_problems(s: Scenario, version: str) -> list[Problem]:
     if served_by_registry(model, version) is not False:
         return []
     release = data_release(version)
-    arch = model.architecture
+    entries = model.architecture_entries
+    # _raise_for_unsupported: the first entry that is retired or out of tree names the way out
+    arch = next((a for a in entries if {RETIRED, OUT_OF_TREE} & set((named(version) or {}).get(a, []))), entries[0])
     places = (named(version) or {}).get(arch, [])
     source = f"vllm v{release}, vllm/{REGISTRY_FILE} (_ModelRegistry.inspect_model_cls, _raise_for_unsupported)"
     if RETIRED in places:
@@ -94,10 +105,16 @@ def architecture_problems(s: Scenario, version: str) -> list[Problem]:
         return [Problem(ARCHITECTURE_NOT_NAMED, "warning",
                         f"{arch} is not served in-tree by vllm {release}: it refuses the model at start-up",
                         "install the out-of-tree plugin vLLM's error message names", source)]  # fmt: skip
+    if len(entries) == 1:
+        unnamed = (f"{arch} is not named by vllm {release}: its model registry serves {len(served(version))} "
+                   "architectures, none of them this one")  # fmt: skip
+    else:  # inspect_model_cls tries each entry; the Transformers backend takes architectures[0]
+        unnamed = (f"no entry of architectures ({', '.join(entries)}) is named by vllm {release}: its model registry "
+                   f"serves {len(served(version))} architectures, none of them these; its fallback reads the first, "
+                   f"{entries[0]}")  # fmt: skip
     return [Problem(
         ARCHITECTURE_NOT_NAMED, "warning",
-        f"{arch} is not named by vllm {release}: its model registry serves {len(served(version))} architectures, none "
-        "of them this one. vLLM runs it through its Transformers backend when the installed transformers defines a "
+        f"{unnamed}. vLLM runs it through its Transformers backend when the installed transformers defines a "
         "class of that name (or config.json's auto_map names one, with --trust-remote-code), on the default rules "
         "of the config's properties; otherwise it refuses the model at start-up ('Model architectures [...] are not "
         "supported for now')",
@@ -123,6 +140,8 @@ NO_COMPILE_FULL_GRAPHS: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"LongcatFlashNgramForCausalLM"}), "0.27.1"),
 )
 MODELS_CONFIG_FILE = "vllm/model_executor/models/config.py"
+# From v0.25.1 try_verify_and_update_config (vllm/config/vllm.py) retries MODELS_CONFIG_MAP with the normalized name.
+FIXUP_NORMALIZED_FROM = "0.25.1"
 
 
 def _from(version: str, first: str) -> bool:
@@ -134,15 +153,15 @@ def model_kv_cache_dtype(model, capability: tuple[int, int] | None, version: str
     if model is None or capability is None or capability[0] != 10:
         return None
     for names, first, needs_index, dtype in KV_DTYPE_ON_SM10X:
-        if model.architecture in names and _from(version, first) and (not needs_index or model.index_topk is not None):
+        indexed = model.index_topk is not None
+        if fixup_names(model, version) & names and _from(version, first) and (indexed or not needs_index):
             return dtype
     return None
 
 
 def no_compile_full_graphs(model, version: str) -> bool:
     """Whether the model's config fix-up turns compilation off and captures FULL CUDA graphs."""
-    return model is not None and any(model.architecture in names and _from(version, first)
-                                     for names, first in NO_COMPILE_FULL_GRAPHS)  # fmt: skip
+    return any(fixup_names(model, version) & names and _from(version, first) for names, first in NO_COMPILE_FULL_GRAPHS)
 
 
 # -- MLA as ModelConfig.is_deepseek_mla decides ----------------------------------------------------------------------
@@ -232,7 +251,7 @@ NO_PREFIX_CACHING: tuple[frozenset[str], str] = (frozenset({"UnlimitedOCRForCaus
 def model_max_num_seqs(model, version: str, seqs: int | None) -> int | None:
     """max_num_seqs after the model's config fix-up."""
     names, first, threshold, few = FEW_SEQS
-    if model is None or seqs is None or model.architecture not in names or not _from(version, first):
+    if seqs is None or not fixup_names(model, version) & names or not _from(version, first):
         return seqs
     return few if seqs >= threshold else seqs
 
@@ -240,44 +259,148 @@ def model_max_num_seqs(model, version: str, seqs: int | None) -> int | None:
 def prefix_caching_forced_off(model, version: str) -> bool:
     """Whether the model's config fix-up turns prefix caching off."""
     names, first = NO_PREFIX_CACHING
-    return model is not None and model.architecture in names and _from(version, first)
+    return bool(fixup_names(model, version) & names) and _from(version, first)
 
 
-# _SUFFIX_TO_DEFAULTS (vllm/config/model.py), in its order: (suffix, runner). v0.12.0 lacks ForTokenClassification;
-# v0.15.1 to v0.33.0 list the same suffixes.
-SUFFIX_RUNNERS: list[tuple[str, tuple[tuple[str, str], ...]]] = [
-    ("0.12.0", (("ForCausalLM", "generate"), ("ForConditionalGeneration", "generate"), ("ChatModel", "generate"),
-                ("LMHeadModel", "generate"), ("ForTextEncoding", "pooling"), ("EmbeddingModel", "pooling"),
-                ("ForSequenceClassification", "pooling"), ("ForAudioClassification", "pooling"),
-                ("ForImageClassification", "pooling"), ("ForVideoClassification", "pooling"),
-                ("ClassificationModel", "pooling"), ("ForRewardModeling", "pooling"), ("RewardModel", "pooling"),
-                ("Model", "pooling"))),
-    ("0.15.1", (("ForCausalLM", "generate"), ("ForConditionalGeneration", "generate"), ("ChatModel", "generate"),
-                ("LMHeadModel", "generate"), ("ForTextEncoding", "pooling"), ("EmbeddingModel", "pooling"),
-                ("ForSequenceClassification", "pooling"), ("ForTokenClassification", "pooling"),
-                ("ForAudioClassification", "pooling"), ("ForImageClassification", "pooling"),
-                ("ForVideoClassification", "pooling"), ("ClassificationModel", "pooling"),
-                ("ForRewardModeling", "pooling"), ("RewardModel", "pooling"), ("Model", "pooling"))),
+# _SUFFIX_TO_DEFAULTS (vllm/config/model.py), in its order: (suffix, runner, convert). v0.12.0 lacks
+# ForTokenClassification and converts the reward suffixes with "reward"; v0.15.1 to v0.33.0 list the same rows.
+SUFFIX_DEFAULTS: list[tuple[str, tuple[tuple[str, str, str], ...]]] = [
+    ("0.12.0", (("ForCausalLM", "generate", "none"), ("ForConditionalGeneration", "generate", "none"),
+                ("ChatModel", "generate", "none"), ("LMHeadModel", "generate", "none"),
+                ("ForTextEncoding", "pooling", "embed"), ("EmbeddingModel", "pooling", "embed"),
+                ("ForSequenceClassification", "pooling", "classify"), ("ForAudioClassification", "pooling", "classify"),
+                ("ForImageClassification", "pooling", "classify"), ("ForVideoClassification", "pooling", "classify"),
+                ("ClassificationModel", "pooling", "classify"), ("ForRewardModeling", "pooling", "reward"),
+                ("RewardModel", "pooling", "reward"), ("Model", "pooling", "embed"))),
+    ("0.15.1", (("ForCausalLM", "generate", "none"), ("ForConditionalGeneration", "generate", "none"),
+                ("ChatModel", "generate", "none"), ("LMHeadModel", "generate", "none"),
+                ("ForTextEncoding", "pooling", "embed"), ("EmbeddingModel", "pooling", "embed"),
+                ("ForSequenceClassification", "pooling", "classify"), ("ForTokenClassification", "pooling", "classify"),
+                ("ForAudioClassification", "pooling", "classify"), ("ForImageClassification", "pooling", "classify"),
+                ("ForVideoClassification", "pooling", "classify"), ("ClassificationModel", "pooling", "classify"),
+                ("ForRewardModeling", "pooling", "embed"), ("RewardModel", "pooling", "embed"),
+                ("Model", "pooling", "embed"))),
 ]  # fmt: skip
 
 
+def suffix_defaults(architecture: str, version: str, runner: str | None = None,
+                    convert: str | None = None) -> tuple[str, str, str] | None:  # fmt: skip
+    """try_match_architecture_defaults: the first (suffix, runner, convert) the name ends with, among the rows of the
+    given runner and convert (None: any)."""
+    rows = at(SUFFIX_DEFAULTS, version)
+    return next((row for row in rows if architecture.endswith(row[0]) and runner in (None, row[1])
+                 and convert in (None, row[2])), None)  # fmt: skip
+
+
 def suffix_runner(architecture: str, version: str) -> tuple[str, str] | None:
-    """try_match_architecture_defaults: the first (suffix, runner) the name ends with."""
-    return next(((sfx, runner) for sfx, runner in at(SUFFIX_RUNNERS, version) if architecture.endswith(sfx)), None)
+    """The first (suffix, runner) the name ends with."""
+    match = suffix_defaults(architecture, version)
+    return match[:2] if match else None
 
 
-def registry_architecture(model, version: str) -> str | None:
-    """The registry's name that serves the model: its own, or the one _normalize_arch converts it from; None: none."""
-    if model is None:
-        return None
+# -- which entry of architectures vLLM runs ------------------------------------------------------------------------
+# vLLM reads every entry of config.json's architectures, in order, and runs the first its registry serves; SGLang's
+# decisions key on architectures[0] alone (advisor/rules/sglang/). The same in v0.12.0 to v0.33.0:
+# - ModelConfig.__post_init__ (vllm/config/model.py) asks the registry whether the model is a pooling / generative one
+#   (_ModelRegistry.inspect_model_cls with runner_type still unset: a suffix of any runner converts), then picks the
+#   runner (_get_default_runner_type: the first entry the registry serves directly decides by its class, or the first
+#   whose suffix _SUFFIX_TO_DEFAULTS lists decides by the suffix), then the convert type (_get_default_convert_type, the
+#   same walk), then inspects again: inspect_model_cls tries each entry in turn, as written or as _normalize_arch
+#   converts it under that runner and convert type, and ModelConfig.architecture is the first entry that resolves.
+# - MODELS_CONFIG_MAP's fix-ups (VllmConfig.try_verify_and_update_config) key on ModelConfig.architecture (from v0.25.1
+#   also on the name _normalize_arch converts it to); the breakable-CUDA-graph list (v0.25.1 onwards) on any entry.
+# - When no entry is served as written and the convert type is "none", inspect_model_cls first tries the Transformers
+#   backend for architectures[0] (a class transformers defines): a case the rules do not know and warn about.
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What ModelConfig resolves from the architectures list with --runner auto and --convert auto."""
+
+    entry: str | None  # ModelConfig.architecture: the first entry the registry runs, as written (None: none)
+    served_as: str | None  # the registry's name that runs it: the entry, or the name _normalize_arch converts it to
+    runner: str  # "generate" or "pooling"
+    convert: str  # "none", "embed", "classify" (v0.12.0: also "reward")
+
+
+def _served_as(architecture: str, version: str, runner: str | None, convert: str | None) -> str | None:
+    """_normalize_arch, then whether the registry has the name: the entry, or the same name with another suffix."""
     names = served(version)
-    arch = model.architecture
-    if arch in names:
-        return arch
-    match = suffix_runner(arch, version)
+    if architecture in names:
+        return architecture
+    match = suffix_defaults(architecture, version, runner, convert)
     if match:
-        for other, _ in at(SUFFIX_RUNNERS, version):
-            base = arch.replace(match[0], other)
+        for other, _, _ in at(SUFFIX_DEFAULTS, version):
+            base = architecture.replace(match[0], other)
             if base in names:
                 return base
     return None
+
+
+def _first_served(entries: tuple[str, ...], version: str, runner: str | None,
+                  convert: str | None) -> tuple[str, str] | None:  # fmt: skip
+    """inspect_model_cls's walk: (entry, registry name) of the first entry that resolves."""
+    for entry in entries:
+        found = _served_as(entry, version, runner, convert)
+        if found:
+            return entry, found
+    return None
+
+
+def generative_classes(version: str) -> frozenset[str]:
+    """The registry's names whose class generates text (is_text_generation_model: compute_logits). A release read
+    without the list counts every class that is not a pooling one."""
+    kinds = _kinds(version, "generative")
+    return kinds or served(version) - _kinds(version, "pooling")
+
+
+def resolution(model, version: str) -> Resolution:
+    """ModelConfig's reading of the model's architectures list (see above); a plain generative model when unknown."""
+    if model is None:
+        return Resolution(None, None, "generate", "none")
+    entries, names = model.architecture_entries, served(version)
+    first = _first_served(entries, version, None, None)  # registry.is_pooling_model(architectures) before the runner
+    pooling_class = first is not None and first[1] in _kinds(version, "pooling")
+    generative_class = first is not None and first[1] in generative_classes(version)
+    runner = None
+    for entry in entries:  # _get_default_runner_type
+        if entry in names and (pooling_class or generative_class):
+            runner = "pooling" if pooling_class else "generate"
+            break
+        match = suffix_defaults(entry, version)  # a class that neither pools nor generates: its suffix decides
+        if match:
+            runner = match[1]
+            break
+    runner = runner or "generate"
+    convert = "embed" if runner == "pooling" else "none"
+    for entry in entries:  # _get_default_convert_type
+        if entry in names and (pooling_class if runner == "pooling" else generative_class):
+            convert = "none"
+            break
+        match = suffix_defaults(entry, version, runner)
+        if match:
+            convert = match[2]
+            break
+    found = _first_served(entries, version, runner, convert)
+    return Resolution(found[0] if found else None, found[1] if found else None, runner, convert)
+
+
+def vllm_architecture(model, version: str) -> str | None:
+    """ModelConfig.architecture: the entry vLLM runs (None: its registry serves none, a refusal or the Transformers
+    backend)."""
+    return resolution(model, version).entry
+
+
+def registry_architecture(model, version: str) -> str | None:
+    """The registry's name that serves the model: the entry vLLM runs, or the one _normalize_arch converts it to; None:
+    none."""
+    return resolution(model, version).served_as
+
+
+def fixup_names(model, version: str) -> frozenset[str]:
+    """The names VllmConfig.try_verify_and_update_config looks MODELS_CONFIG_MAP up with: ModelConfig.architecture and,
+    from v0.25.1, the registry name _normalize_arch converts it to (empty: vLLM runs no registry class)."""
+    found = resolution(model, version)
+    if found.entry is None:
+        return frozenset()
+    return frozenset({found.entry, found.served_as} if _from(version, FIXUP_NORMALIZED_FROM) else {found.entry})

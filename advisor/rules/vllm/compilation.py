@@ -9,7 +9,9 @@ from advisor.rules.vllm.architectures import (
     BREAKABLE_CUDAGRAPH,
     MODELS_CONFIG_FILE,
     breakable_cudagraph,
+    breakable_entry,
     no_compile_full_graphs,
+    vllm_architecture,
 )
 from advisor.rules.vllm.common import ENFORCE_EAGER, NEWEST, VLLM_CONFIG_FILE, rules_release
 from advisor.rules.vllm.runner import encoder_decoder, is_pooling
@@ -109,11 +111,13 @@ def compilation_decision(s: Scenario, version: str) -> Decision:
     notes = [f"compilation mode {'VLLM_COMPILE' if value['compilation_mode'] == VLLM_COMPILE else 'NONE'}, CUDA graphs"
              f" {value['cudagraph_mode']}"]  # fmt: skip
     if breakable_cudagraph(s.model, release):
-        notes.append(f"{s.model.architecture} is on vLLM's breakable-CUDA-graph list (vllm/{BREAKABLE_CUDAGRAPH}): "
+        notes.append(f"{breakable_entry(s.model, release)} is on vLLM's breakable-CUDA-graph list "
+                     f"(vllm/{BREAKABLE_CUDAGRAPH}): "
                      "VllmConfig sets VLLM_USE_BREAKABLE_CUDAGRAPH=1 and compiles nothing; set "
                      "VLLM_USE_BREAKABLE_CUDAGRAPH=0 to compile it")  # fmt: skip
     if no_compile_full_graphs(s.model, release):
-        notes.append(f"{s.model.architecture}'s config fix-up ({MODELS_CONFIG_FILE}, MODELS_CONFIG_MAP) compiles nothing "
+        notes.append(f"{vllm_architecture(s.model, release)}'s config fix-up ({MODELS_CONFIG_FILE}, MODELS_CONFIG_MAP) "
+                     "compiles nothing "
                      "and captures FULL CUDA graphs (prefill runs eager) unless compilation is configured")  # fmt: skip
     if value["compilation_mode"] == COMPILE_NONE:
         notes.append("no compilation pass (e.g. the allreduce + RMSNorm fusion) runs in this mode")

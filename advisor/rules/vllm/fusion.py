@@ -8,6 +8,7 @@ from advisor.models import dtype_bytes
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Scenario
 from advisor.rules.releases import at
+from advisor.rules.vllm.architectures import breakable_entry, vllm_architecture
 from advisor.rules.vllm.common import ENFORCE_EAGER, FUSE_FLAG, NEWEST, PASS_FILE, VLLM_CONFIG_FILE, MiB, rules_release
 from advisor.rules.vllm.compilation import compiles, optimization_level
 
@@ -60,7 +61,9 @@ def fusion_decision(s: Scenario, version: str) -> Decision:
         ok = level >= 2 and compiles(s, release)
         observed = f"-O{level}" + (", --enforce-eager" if eager else "")
         if not eager and level >= 2 and not ok:
-            observed += f", {s.model.architecture} on the breakable-CUDA-graph list (nothing compiled)"
+            listed = breakable_entry(s.model, release)
+            observed += f", {listed} on the breakable-CUDA-graph list (nothing compiled)" if listed else (
+                f", {vllm_architecture(s.model, release)}'s config fix-up compiles nothing")  # fmt: skip
         return ok, observed, "-O2 (default) or -O3, no --enforce-eager"
 
     def cuda(s: Scenario):

@@ -15,7 +15,7 @@ from math import prod
 
 from advisor.models import dtype_bytes
 from advisor.rules.releases import at
-from advisor.rules.vllm.architectures import attention_kind, uses_mla
+from advisor.rules.vllm.architectures import attention_kind, fixup_names, uses_mla
 
 HYBRID_BLOCK_AT_CONFIG: list[tuple[str, bool]] = [("0.12.0", True), ("0.20.2", False)]
 # The 32-token alignment on SM10x at head size 256 (FlashInfer's kernel): up to v0.17.x; v0.19.1 aligns to 16 everywhere.
@@ -55,7 +55,7 @@ def state_bytes(model, tp: int, version: str) -> int | None:
             groups = tp
         conv = (kernel - 1) * _divide(heads * dim + 2 * groups * state, tp)
         ssm_elem = elem
-        if model.architecture in NEMOTRON_FIXUP and at(NEMOTRON_SSM_DTYPE_FROM_CONFIG, version):
+        if fixup_names(model, version) & NEMOTRON_FIXUP and at(NEMOTRON_SSM_DTYPE_FROM_CONFIG, version):
             ssm_elem = DTYPE_BYTES.get(str(c.get("mamba_ssm_cache_dtype") or "float32"), 4)
         return conv * elem + prod((_divide(heads, tp), dim, state)) * ssm_elem
     return None

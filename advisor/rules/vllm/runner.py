@@ -12,7 +12,7 @@ is_prefix_caching_supported: CLS / MEAN pooling, step pooling, bidirectional att
 
 from __future__ import annotations
 
-from advisor.rules.vllm.architectures import _kinds, registry_architecture, served, suffix_runner
+from advisor.rules.vllm.architectures import _kinds, registry_architecture, resolution
 
 # v0.27.1 alone: EngineArgs leaves prefix caching off by default for every hybrid class ("and not
 # model_config.is_hybrid", vllm/engine/arg_utils.py), pooling ones included; v0.25.1 and v0.28.0 have no such clause.
@@ -22,14 +22,9 @@ POOLING_ASYNC_OFF: list[tuple[str, bool]] = [("0.12.0", False), ("0.20.2", True)
 
 
 def runner_type(model, version: str) -> str:
-    """ModelConfig.runner_type for --runner auto."""
-    if model is None:
-        return "generate"
-    arch = model.architecture
-    if arch in served(version):
-        return "pooling" if arch in _kinds(version, "pooling") else "generate"
-    match = suffix_runner(arch, version)
-    return match[1] if match else "generate"
+    """ModelConfig.runner_type for --runner auto (architectures.resolution: the first entry of architectures the
+    registry serves decides by its class, else the first whose suffix vLLM knows by the suffix)."""
+    return resolution(model, version).runner
 
 
 def is_pooling(model, version: str) -> bool:
@@ -41,6 +36,7 @@ def pooling_unchunked(model, version: str) -> bool:
     chunked prefill and prefix caching off. A generative class converted to pooling pools the last token."""
     if not is_pooling(model, version):
         return False
+    # the Transformers backend's class follows architectures[0] (ModelConfig._get_transformers_backend_cls)
     arch = registry_architecture(model, version) or _transformers_pooling_class(model.architecture)
     return arch in _kinds(version, "pooling_unchunked")
 
