@@ -258,5 +258,5 @@ def test_an_mla_head_the_common_backends_refuse_gets_triton():
         assert attention_decision(ngram, "0.33.0").value == "TRITON_MLA"
     assert attention_decision(_scenario("named-LongcatFlashForCausalLM"), "0.33.0").value == "FLASH_ATTN_MLA"  # 576
     head_320 = _scenario("deepseek-v3", qk_rope_head_dim=64, kv_lora_rank=256)
-    assert attention_decision(head_320, "0.17.1").value == "TRITON_MLA"  # [576] up to v0.17.x
+    assert attention_decision(head_320, "0.17.1").value is None  # [576] up to v0.17.x, Triton MLA too: no backend
     assert attention_decision(head_320, "0.19.1").value == "FLASH_ATTN_MLA"  # 320 from v0.19.1

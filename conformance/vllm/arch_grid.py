@@ -170,18 +170,17 @@ def decision_kinds(arch: str, config: dict, version: str) -> list[str]:
 
 def vllm_configs(version: str) -> dict[str, dict]:
     """Directory name -> transformers' default config of each architecture the release's registry serves that no other
-    config of the grid has, SGLang names in no release (the named-* configs are those), and whose config shows
-    something the decisions read (decision_kinds)."""
-    from advisor.rules.sglang import architectures as sglang_architectures
+    config of the grid has (the named-* configs cover what SGLang names and its named grid writes) and whose config shows
+    something the decisions read (decision_kinds). A name SGLang names without a named-* config (its embedding list's
+    BertModel, MistralModel, XLMRobertaModel) keeps its vllm-* config."""
     from advisor.rules.vllm import architectures as registry
     from conformance.sglang.config_grid import transformers_default_config, transformers_model_types
 
     covered = {(json.loads(p.read_text()).get("architectures") or [None])[0]
                for p in CONFIGS.glob("*/config.json") if not p.parent.name.startswith(VLLM_PREFIX)}  # fmt: skip
-    sglang_names = {n for release in sglang_architectures._releases().values() for n in release}
     types = transformers_model_types()
     out = {}
-    for arch in sorted(registry.served(version) - covered - sglang_names):
+    for arch in sorted(registry.served(version) - covered):
         config = transformers_default_config(arch, types)
         if config is not None and decision_kinds(arch, config, version):
             out[VLLM_PREFIX + arch] = config
