@@ -471,6 +471,7 @@ ALIASED_KEYS = ("hidden_size", "num_attention_heads", "num_hidden_layers", "num_
                 "intermediate_size", "vocab_size", "max_position_embeddings", "num_experts", "num_local_experts",
                 "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "kv_lora_rank", "q_lora_rank",
                 "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "sliding_window")  # fmt: skip
+KV_HEADS_IN_ATTN_CONFIG = ("dbrx", "mpt")  # model types whose KV head count lives in attn_config
 ATTRIBUTE_MAPS_FILE = Path(__file__).with_name("transformers_attribute_maps.json")
 
 
@@ -547,6 +548,11 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
                              " head_dim is given, so a head has no width; set head_dim or fix the sizes")  # fmt: skip
         head_dim = hidden // heads
     kv_heads = size("num_key_value_heads")
+    attn_config = config.get("attn_config")
+    if config.get("model_type") in KV_HEADS_IN_ATTN_CONFIG and isinstance(attn_config, Mapping):
+        # vLLM's DbrxModelArchConfigConvertor / MPTModelArchConfigConvertor.get_total_num_kv_heads
+        # (vllm/transformers_utils/model_arch_config_convertor.py) read attn_config's kv_n_heads, never the top level
+        kv_heads = _size(attn_config, where, "kv_n_heads")
     if kv_heads is None:
         kv_heads = heads  # no GQA declared: one kv head per attention head
     if heads and kv_heads and heads % kv_heads and size("kv_lora_rank") is None:
