@@ -473,6 +473,31 @@ STATE_KEYS = ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size",
 
 STATE_DTYPE_KEY = "mamba_ssm_cache_dtype"  # the one state key that names a dtype; every other one is a size
 
+# The size keys spec_from_config reads that a transformers config class may spell another way: its `attribute_map`
+# (PretrainedConfig.__setattr__ / __getattribute__, configuration_utils.py) sends the canonical name to the alias, so
+# GPT-2's `n_head` is its num_attention_heads to every engine that reads the config through transformers (vLLM's
+# ParallelConfig tp check, ModelConfig.get_num_attention_heads). The per-model_type table is read from a release's
+# transformers by `python -m conformance.vllm.attribute_maps X.Y.Z` (transformers_attribute_maps.json).
+ALIASED_KEYS = ("hidden_size", "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "head_dim",
+                "intermediate_size", "vocab_size", "max_position_embeddings", "num_experts", "num_local_experts",
+                "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "kv_lora_rank", "q_lora_rank",
+                "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "sliding_window")  # fmt: skip
+KV_HEADS_IN_ATTN_CONFIG = ("dbrx", "mpt")  # model types whose KV head count lives in attn_config
+ATTRIBUTE_MAPS_FILE = Path(__file__).with_name("transformers_attribute_maps.json")
+
+
+@cache
+def _attribute_maps() -> dict[str, dict[str, str]]:
+    return json.loads(ATTRIBUTE_MAPS_FILE.read_text())["model_types"]
+
+
+def _unaliased(config: Mapping[str, Any], model_type: Any) -> dict[str, Any]:
+    """config with each canonical key its class aliases filled from the alias it is written under (a key written under
+    its canonical name wins, as transformers' __init__ sets it last)."""
+    aliases = _attribute_maps().get(model_type, {}) if isinstance(model_type, str) else {}
+    filled = {key: config[alias] for key, alias in aliases.items() if key not in config and alias in config}
+    return {**config, **filled}
+
 
 def _state_config(merged: Mapping[str, Any], where: str) -> tuple[tuple[str, int | str], ...]:
     """The state keys the config sets: the sizes checked as every size is (_size: vLLM multiplies them into the state's
@@ -517,7 +542,10 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
     _check_rope_scaling(config, where)
     _check_rope_scaling(text, f"{where} text_config")
     # Text settings win when nested (VL models); top-level ones fill what text_config lacks.
-    merged: dict[str, Any] = {**config, **text}
+    merged: dict[str, Any] = {
+        **_unaliased(config, config.get("model_type")),
+        **_unaliased(text, text.get("model_type")),
+    }
 
     def size(*keys: str) -> int | None:
         return _size(merged, where, *keys)
@@ -536,6 +564,11 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
                              " head_dim is given, so a head has no width; set head_dim or fix the sizes")  # fmt: skip
         head_dim = hidden // heads
     kv_heads = size("num_key_value_heads")
+    attn_config = config.get("attn_config")
+    if config.get("model_type") in KV_HEADS_IN_ATTN_CONFIG and isinstance(attn_config, Mapping):
+        # vLLM's DbrxModelArchConfigConvertor / MPTModelArchConfigConvertor.get_total_num_kv_heads
+        # (vllm/transformers_utils/model_arch_config_convertor.py) read attn_config's kv_n_heads, never the top level
+        kv_heads = _size(attn_config, where, "kv_n_heads")
     if kv_heads is None:
         kv_heads = heads  # no GQA declared: one kv head per attention head
     if heads and kv_heads and heads % kv_heads and size("kv_lora_rank") is None:

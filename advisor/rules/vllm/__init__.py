@@ -46,6 +46,7 @@ from advisor.rules.vllm.scheduling import (
     SWITCHES,
     switch_decision,
 )
+from advisor.rules.vllm.text_config import text_config_problems
 
 
 def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]]:
@@ -63,6 +64,7 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
     ]
     problems += architecture_problems(s, version) + attention_problems(s, version, attention)
     problems += quantization_problems(s, version) + max_model_len_problems(s, version)
+    problems += text_config_problems(s, version)
     return decisions, problems + plan_problems(s) + rejected(s, release)
 
 

@@ -1,0 +1,40 @@
+"""vLLM refuses a config.json whose ``text_config`` its model_type's config class keeps as a plain dict.
+
+``get_hf_text_config`` (vllm/transformers_utils/config.py) takes ``config.get_text_config()`` and raises "The
+text_config extracted from the model config does not have `num_attention_heads` attribute" when that is not the config
+itself and has no ``num_attention_heads``; a transformers class with no text sub-config stores the key as a dict.
+Which model types do is read per release from its pinned transformers into config_defaults.json (``python -m
+conformance.vllm.config_defaults X.Y.Z``); a release not read there gets no finding.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from advisor.rules.engine import Problem, Scenario
+
+CONFIG_DEFAULTS_FILE = Path(__file__).with_name("config_defaults.json")
+TEXT_CONFIG_DICT = "vllm_text_config_unread"
+
+
+@cache
+def _text_config_dict(version: str) -> frozenset[str]:
+    releases = json.loads(CONFIG_DEFAULTS_FILE.read_text())["releases"]
+    return frozenset(releases.get(version, {}).get("text_config_dict", ()))
+
+
+def text_config_problems(s: Scenario, version: str) -> list[Problem]:
+    model = s.model
+    if model.language_config != "text_config" or model.model_type not in _text_config_dict(version):
+        return []
+    return [Problem(
+        TEXT_CONFIG_DICT, "error",
+        f"config.json has a text_config, but transformers' config class of model_type {model.model_type!r} has no text"
+        f" sub-config: it keeps the text_config as a plain dict and vllm {version} refuses the model ('The text_config"
+        " extracted from the model config does not have `num_attention_heads` attribute')",
+        "move the text_config keys to the top level of config.json, or set the model_type of a class that has a"
+        " text_config (the model's own)",
+        f"vllm v{version}, vllm/transformers_utils/config.py (get_hf_text_config)",
+    )]  # fmt: skip
