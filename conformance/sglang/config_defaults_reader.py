@@ -37,7 +37,8 @@ def main(job_path: str, out_path: str) -> None:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     registry = _sglang_registry()
-    out: dict[str, list[str]] = {"learnable_sink": [], "sliding_window_pattern": [], "text_sub_config": [], "index_topk": []}
+    keys = ("learnable_sink", "sliding_window_pattern", "text_sub_config", "index_topk")
+    out: dict[str, list[str]] = {key: [] for key in keys}
     for model_type in sorted(set(CONFIG_MAPPING.keys()) | set(registry)):
         # get_config reloads a model_type of SGLang's own registry with SGLang's class
         cls = registry.get(model_type) or CONFIG_MAPPING[model_type]
