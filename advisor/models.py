@@ -165,7 +165,10 @@ class ModelSpec:
     q_lora_rank: int | None = None  # MLA: the query's low-rank width (None: full-rank query projection)
     full_attention_interval: int | None = None  # hybrid linear-attention models (Qwen3-Next): every Nth layer has a KV cache
     sliding_window: int | None = None  # models with sliding-window layers (gpt-oss)
-    index_topk: int | None = None  # DeepSeek sparse attention's indexer (V3.2, GLM-5): SGLang's DSA check reads it
+    index_topk: int | None = None  # DeepSeek sparse attention's indexer (V3.2, GLM-5), text_config's over the top level's
+    # the config's top level sets index_topk (True), sets it to null (False), leaves it out (None: the config class's
+    # default then decides); SGLang's DSA check reads only the top level (is_deepseek_dsa(hf_config))
+    top_level_index_topk: bool | None = None
     # What an engine reads from the config beyond the shapes (issue 31: rules keyed on the config, not the name). Each is
     # the (text_config's, else the top level's) key as written; None / False / () where the config does not set it.
     config_head_dim: int | None = None  # head_dim as written (head_dim above is derived when the config lacks it)
@@ -612,6 +615,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         full_attention_interval=size("full_attention_interval"),
         sliding_window=size("sliding_window"),
         index_topk=size("index_topk"),
+        top_level_index_topk=_set_not_null(config, "index_topk"),
         vision=_vision(config, where),
         config_head_dim=size("head_dim"),
         head_dim_zero=type(merged.get("head_dim")) is int and merged["head_dim"] == 0,

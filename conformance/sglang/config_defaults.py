@@ -17,7 +17,7 @@ from conformance.sglang import HarnessError, _placeholders, _requires_lines, bas
 
 OUT = Path(__file__).resolve().parents[2] / "advisor" / "rules" / "sglang" / "config_defaults.json"
 ABOUT = ("Per release: the model_types whose config class (the release's own, or its pinned transformers') gives a "
-         "config.json that leaves the key out learnable_sink true, a sliding_window_pattern that is not None, or a "
+         "config.json that leaves the key out learnable_sink true, a sliding_window_pattern or index_topk that is not None, or a "
          "default text sub-config (get_hf_text_config returns another object). Written by python -m conformance "
          "sglang-config-defaults X.Y.Z.")  # fmt: skip
 

@@ -3,7 +3,7 @@ a key out, for the keys the advisor's SGLang rules read.
 
 Usage: python -m config_defaults_reader JOB.json OUT.json, JOB {"placeholders": [...]}; OUT {key: [model_type, ...]}:
 every model_type (transformers' CONFIG_MAPPING and SGLang's own _CONFIG_REGISTRY, whose class wins as in get_config) whose class, built with no
-arguments, has learnable_sink true, a sliding_window_pattern that is not None, or a text sub-config the release's own
+arguments, has learnable_sink true, a sliding_window_pattern or an index_topk that is not None, or a text sub-config the release's own
 get_hf_text_config returns (a config class that builds a default text_config for a config.json without one).
 """
 
@@ -37,7 +37,8 @@ def main(job_path: str, out_path: str) -> None:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     registry = _sglang_registry()
-    out: dict[str, list[str]] = {"learnable_sink": [], "sliding_window_pattern": [], "text_sub_config": []}
+    keys = ("learnable_sink", "sliding_window_pattern", "text_sub_config", "index_topk")
+    out: dict[str, list[str]] = {key: [] for key in keys}
     for model_type in sorted(set(CONFIG_MAPPING.keys()) | set(registry)):
         # get_config reloads a model_type of SGLang's own registry with SGLang's class
         cls = registry.get(model_type) or CONFIG_MAPPING[model_type]
@@ -50,6 +51,8 @@ def main(job_path: str, out_path: str) -> None:
             out["learnable_sink"].append(model_type)
         if getattr(config, "sliding_window_pattern", None) is not None:
             out["sliding_window_pattern"].append(model_type)
+        if getattr(config, "index_topk", None) is not None:  # what SGLang's is_deepseek_dsa(hf_config) reads
+            out["index_topk"].append(model_type)
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 text = get_hf_text_config(config)

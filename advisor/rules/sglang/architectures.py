@@ -15,6 +15,7 @@ from pathlib import Path
 
 from advisor.rules.engine import ARCHITECTURE_NOT_NAMED, Problem, Scenario
 from advisor.rules.releases import within
+from advisor.rules.sglang.config_defaults import class_default
 from advisor.rules.sglang.releases import rules_release
 
 ARCHITECTURES_FILE = Path(__file__).with_name("architectures.json")
@@ -100,10 +101,22 @@ def dsa_architectures(release: str) -> frozenset[str]:
     return frozenset(name for name, places in names.items() if any(p in DSA_CHECKS for p in places))
 
 
+def _top_level_index_topk(model, release: str) -> bool:
+    """hf_config.index_topk is not None: config.json's top-level key, else the config class's default."""
+    if model.top_level_index_topk is not None:
+        return model.top_level_index_topk
+    if model.index_topk is not None and not model.has_text_config:
+        return True  # a spec built without the top-level flag (index_topk then is the top level's)
+    return class_default(model.model_type, "index_topk", rules_release(release))
+
+
 def uses_dsa(model, release: str) -> bool:
     """SGLang's is_deepseek_nsa / is_deepseek_dsa: architectures[0] (as loaded) on its list and an index_topk in the
-    config. A name on the list without index_topk (DeepSeek V3) is plain MLA; one off the list never is DSA."""
-    if model is None or model.index_topk is None:
+    config. A name on the list without index_topk (DeepSeek V3) is plain MLA; one off the list never is DSA. The
+    check reads the top-level config (server_args.py / arg_groups: is_deepseek_dsa(hf_config), v0.5.23
+    configs/model_config.py _hf_attr(config, "index_topk")): an index_topk only under text_config is not seen, and a
+    top level without the key takes the config class's default (transformers' GlmMoeDsaConfig sets 2048)."""
+    if model is None or not _top_level_index_topk(model, release):
         return False
     return loaded_architecture(model, release) in dsa_architectures(release)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import has_attention_sinks as named_sinks
 from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture
+from advisor.rules.sglang.config_defaults import class_default
 
 CONFIG_KEYS_FILE = Path(__file__).with_name("config_keys.json")
 # Used before config_keys.json existed and for a release it lacks: MLA by the config's kv_lora_rank or these names.
@@ -37,23 +38,6 @@ ROPE_HEAD_DIM_MODEL_TYPES = frozenset({
     "deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "glm5_next", "hy_v4", "kimi_linear", "minicpm3",
     "youtu", "axk1", "axk2",
 })  # fmt: skip
-
-
-# What the release's config class (SGLang's own _CONFIG_REGISTRY class, else its transformers') gives a config.json that
-# leaves a key out, per model_type: read from each release by ``python -m conformance sglang-config-defaults X.Y.Z``
-# (conformance/sglang/config_defaults_reader.py). A release not read there keeps what config.json says.
-CONFIG_DEFAULTS_FILE = Path(__file__).with_name("config_defaults.json")
-
-
-@cache
-def _config_defaults() -> dict[str, dict[str, list[str]]]:
-    return json.loads(CONFIG_DEFAULTS_FILE.read_text(encoding="utf-8"))["releases"]
-
-
-def class_default(model_type: str | None, key: str, release: str) -> bool:
-    """Whether ``release``'s config class for ``model_type`` sets ``key`` (learnable_sink true, a sliding_window_pattern,
-    a text sub-config) when config.json leaves it out; False where the release was not read."""
-    return model_type is not None and model_type in _config_defaults().get(release, {}).get(key, ())
 
 
 def config_learnable_sink(model, release: str) -> bool:

@@ -1,0 +1,23 @@
+"""What each release's config classes give a config.json that leaves a key out (config_defaults.json)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+# What the release's config class (SGLang's own _CONFIG_REGISTRY class, else its transformers') gives a config.json that
+# leaves a key out, per model_type: read from each release by ``python -m conformance sglang-config-defaults X.Y.Z``
+# (conformance/sglang/config_defaults_reader.py). A release not read there keeps what config.json says.
+CONFIG_DEFAULTS_FILE = Path(__file__).with_name("config_defaults.json")
+
+
+@cache
+def _config_defaults() -> dict[str, dict[str, list[str]]]:
+    return json.loads(CONFIG_DEFAULTS_FILE.read_text(encoding="utf-8"))["releases"]
+
+
+def class_default(model_type: str | None, key: str, release: str) -> bool:
+    """Whether ``release``'s config class for ``model_type`` sets ``key`` (learnable_sink true, a sliding_window_pattern,
+    a text sub-config) when config.json leaves it out; False where the release was not read."""
+    return model_type is not None and model_type in _config_defaults().get(release, {}).get(key, ())
