@@ -13,14 +13,12 @@ get_min_capability VllmConfig._get_quantization_config compares with the GPU's: 
 from __future__ import annotations
 
 import ast
-import json
 import re
 import sys
 import zipfile
 from pathlib import Path
 
-from packaging.version import Version
-
+from conformance.release_json import load, store
 from conformance.sglang.quantization import _classes, _dict_keys, detected, min_capability
 from conformance.vllm.architectures import wheel
 
@@ -67,16 +65,12 @@ def main(argv: list[str]) -> int:
     if bad:
         print(f"error: {bad[0]!r} is not a release; pass versions such as 0.33.0", file=sys.stderr)
         return 2
-    data = json.loads(OUT.read_text()) if OUT.exists() else {"releases": {}}
-    data["about"] = ABOUT
+    data = load(OUT, ABOUT)
     for release in (r.lstrip("v") for r in argv):
         with zipfile.ZipFile(wheel(release)) as zf:
-            data["releases"][release] = read(zf)
-        entry = data["releases"][release]
+            entry = read(zf)
+        store(OUT, data, release, entry)
         print(f"vllm {release}: {len(entry['methods'])} methods, {len(entry['deprecated'])} deprecated", flush=True)
-    releases = dict(sorted(data["releases"].items(), key=lambda item: Version(item[0])))
-    lines = ",\n".join(f"  {json.dumps(r)}: {json.dumps(v)}" for r, v in releases.items())
-    OUT.write_text(f'{{\n "about": {json.dumps(ABOUT)},\n "releases": {{\n{lines}\n }}\n}}\n')
     return 0
 
 
