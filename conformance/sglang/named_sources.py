@@ -167,6 +167,12 @@ SOURCES: dict[str, tuple] = {
     "Gemma4AssistantForCausalLM": ("rename", "named-Gemma4UnifiedAssistantForCausalLM", {}),
     # an embedding model of the Gemma family (EmbeddingGemma is built on Gemma 3's text model)
     "EmbeddingGemma2Model": ("rename", "named-Gemma3ForCausalLM", {}),
+    # embedding models of a family (SGLang's bert.py, llama_embedding.py, lfm2.py): the family's config under the name
+    "Contriever": ("rename", "named-BertModel", {}),  # a Contriever checkpoint is a BERT encoder
+    "LlamaEmbeddingModel": ("rename", "named-LlamaForCausalLM", {}),
+    "Lfm2BidirectionalModel": ("rename", "named-Lfm2ForCausalLM", {}),
+    # SGLang's dspark_minimax.py builds this draft from MiniMax M3's attention and decoder layers
+    "DSparkMiniMaxDraftModel": ("rename", "named-MiniMaxM3SparseForCausalLM", {}),
     "Grok1AForCausalLM": ("rename", "named-Grok1ForCausalLM", {}),
     "Grok1VForCausalLM": ("rename", "named-Grok1ForCausalLM", {}),
     "BaichuanForCausalLM": ("published", {
