@@ -243,7 +243,7 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
     "named-DeepseekV4ForCausalLM": _DEFAULT_CONFIG + " (up to v0.30.0: its layer types fail transformers' validation)",
     "named-MuseSparkForConditionalGeneration": _DEFAULT_CONFIG + "; v0.30.0 loads its processor first",
     "vllm-NomicBertModel": _DEFAULT_CONFIG + " (transformers' NomicBertConfig has no activation_function)",
-    "vllm-XLMRobertaModel": _DEFAULT_CONFIG + " (transformers 5's XLMRobertaConfig has no position_embedding_type)",
+    "named-XLMRobertaModel": _DEFAULT_CONFIG + " (transformers 5's XLMRobertaConfig has no position_embedding_type)",
     **{name: reason for reason, names in _NAMED_ERRORS.items() for name in names},
 }  # fmt: skip
 # What the older releases (v0.15.1, v0.17.1 on the 301-config grid) cannot read: a config that also fails in a newer
