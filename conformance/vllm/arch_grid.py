@@ -171,8 +171,8 @@ def decision_kinds(arch: str, config: dict, version: str) -> list[str]:
 def vllm_configs(version: str) -> dict[str, dict]:
     """Directory name -> transformers' default config of each architecture the release's registry serves that no other
     config of the grid has (the named-* configs cover what SGLang names and its named grid writes) and whose config shows
-    something the decisions read (decision_kinds). A name SGLang names without a named-* config (its embedding list's
-    BertModel, MistralModel, XLMRobertaModel) keeps its vllm-* config."""
+    something the decisions read (decision_kinds). A name that gains a named-* config (as BertModel, MistralModel and
+    XLMRobertaModel did) leaves the vllm-* configs."""
     from advisor.rules.vllm import architectures as registry
     from conformance.sglang.config_grid import transformers_default_config, transformers_model_types
 
