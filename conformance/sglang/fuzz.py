@@ -25,6 +25,7 @@ from collections import Counter, defaultdict
 from functools import cache
 from pathlib import Path
 
+from conformance.fuzz_common import EXPERT_KEYS, PUBLIC, SUB_CONFIG, int_of, p_dtype, p_hybrid, p_kv_heads, text_part
 from conformance.sglang import CACHE, GOLDEN, HarnessError, _job, run_job
 from conformance.sglang.compare import CONFIGS, advisor_plan, differing_fields, golden_values, plan_values
 
@@ -34,28 +35,12 @@ PLAIN_LAYOUTS = (dict(tp=1, nnodes=1, dp_attention=False, dp_size=1, a2a="none")
                  dict(tp=8, nnodes=1, dp_attention=False, dp_size=1, a2a="none"))  # fmt: skip
 MOE_LAYOUTS = (dict(tp=8, nnodes=1, dp_attention=True, dp_size=8, a2a="none"),
                dict(tp=8, nnodes=1, dp_attention=False, dp_size=1, a2a="deepep"))  # fmt: skip
-PUBLIC = ("llama-3.1-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-30b-a3b-fp8", "qwen3-next-80b-a3b", "qwen3-vl-30b-a3b",
-          "qwen3.5-397b-a17b", "deepseek-v3", "deepseek-v3.2", "kimi-k2.5", "glm-4.5", "glm-5", "gpt-oss-120b",
-          "nemotron-h-56b")  # fmt: skip
-EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
-SUB_CONFIG = "text_config"
 CAUSES = ("arch", "swa", "head_dim", "experts", "quant", "mla", "dtype", "context", "kv_heads", "hybrid", "nest")
 
 
 def bases() -> list[str]:
     named = sorted(p.name for p in CONFIGS.glob("named-*") if (p / "config.json").is_file())
     return [*PUBLIC, *named]
-
-
-def _text(config: dict) -> dict:
-    """Where the language model's keys live (text_config when the config nests them)."""
-    sub = config.get(SUB_CONFIG)
-    return sub if isinstance(sub, dict) else config
-
-
-def _int_of(d: dict, key: str, default: int) -> int:
-    value = d.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
 
 
 # -- the perturbations: each changes config in place and returns a tag "cause:detail" (None: not applicable) ----------
@@ -68,8 +53,8 @@ def p_arch(config: dict, rng: random.Random) -> str | None:
 
 
 def p_swa(config: dict, rng: random.Random) -> str | None:
-    text = _text(config)
-    layers = _int_of(text, "num_hidden_layers", 32)
+    text = text_part(config)
+    layers = int_of(text, "num_hidden_layers", 32)
     how = rng.choice(("window", "use_sliding_window", "layer_types", "none"))
     if how == "none":
         for key in ("sliding_window", "layer_types", "use_sliding_window", "sliding_window_pattern"):
@@ -84,7 +69,7 @@ def p_swa(config: dict, rng: random.Random) -> str | None:
 
 
 def p_head_dim(config: dict, rng: random.Random) -> str | None:
-    text = _text(config)
+    text = text_part(config)
     how = rng.choice(("head_dim", "v_head_dim", "both"))
     if how in ("head_dim", "both"):
         text["head_dim"] = rng.choice((64, 128, 192, 256))
@@ -94,7 +79,7 @@ def p_head_dim(config: dict, rng: random.Random) -> str | None:
 
 
 def p_experts(config: dict, rng: random.Random) -> str | None:
-    text = _text(config)
+    text = text_part(config)
     key = rng.choice(EXPERT_KEYS)
     count = rng.choice((0, 8, 64, 128, 256))
     for other in EXPERT_KEYS:
@@ -129,7 +114,7 @@ QUANT_CONFIGS: dict[str, dict] = {
 
 def p_quant(config: dict, rng: random.Random) -> str | None:
     name = rng.choice(sorted(QUANT_CONFIGS))
-    for target in {id(config): config, id(_text(config)): _text(config)}.values():
+    for target in {id(config): config, id(text_part(config)): text_part(config)}.values():
         target.pop("quantization_config", None)
     if name != "none":
         config["quantization_config"] = copy.deepcopy(QUANT_CONFIGS[name])
@@ -137,7 +122,7 @@ def p_quant(config: dict, rng: random.Random) -> str | None:
 
 
 def p_mla(config: dict, rng: random.Random) -> str | None:
-    text = _text(config)
+    text = text_part(config)
     if "kv_lora_rank" in text and rng.random() < 0.4:
         for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"):
             text.pop(key, None)
@@ -148,43 +133,9 @@ def p_mla(config: dict, rng: random.Random) -> str | None:
     return "mla:added"
 
 
-def p_dtype(config: dict, rng: random.Random) -> str | None:
-    dtype = rng.choice(("bfloat16", "float16", "float32"))
-    for target in (config, _text(config)):
-        target["torch_dtype"] = dtype
-        if "dtype" in target:
-            target["dtype"] = dtype
-    return f"dtype:{dtype}"
-
-
 def p_context(config: dict, rng: random.Random) -> str | None:
-    _text(config)["max_position_embeddings"] = rng.choice((2048, 8192, 32768, 131072, 1048576))
+    text_part(config)["max_position_embeddings"] = rng.choice((2048, 8192, 32768, 131072, 1048576))
     return "context"
-
-
-def p_kv_heads(config: dict, rng: random.Random) -> str | None:
-    text = _text(config)
-    heads = _int_of(text, "num_attention_heads", 32)
-    text["num_key_value_heads"] = rng.choice([d for d in (1, 2, 4, 8, heads) if heads % d == 0])
-    return "kv_heads"
-
-
-def p_hybrid(config: dict, rng: random.Random) -> str | None:
-    text = _text(config)
-    layers = _int_of(text, "num_hidden_layers", 32)
-    how = rng.choice(("linear_attention", "mamba_pattern", "full_attention_interval", "mamba_fields"))
-    if how == "linear_attention":
-        text["layer_types"] = ["full_attention" if i % 4 == 3 else "linear_attention" for i in range(layers)]
-        text.update(linear_num_value_heads=32, linear_num_key_heads=16, linear_key_head_dim=128,
-                    linear_value_head_dim=128, linear_conv_kernel_dim=4)  # fmt: skip
-    elif how == "mamba_pattern":
-        text["hybrid_override_pattern"] = "".join("*" if i % 4 == 3 else "M" for i in range(layers))
-        text.update(mamba_num_heads=64, mamba_head_dim=64, ssm_state_size=128, n_groups=8, conv_kernel=4)
-    elif how == "full_attention_interval":
-        text["full_attention_interval"] = 4
-    else:
-        text.update(mamba_d_state=128, mamba_d_conv=4, mamba_expand=2, attn_layer_period=8, attn_layer_offset=4)
-    return f"hybrid:{how}"
 
 
 def p_nest(config: dict, rng: random.Random) -> str | None:

@@ -28,6 +28,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from conformance.fuzz_common import EXPERT_KEYS, PUBLIC, SUB_CONFIG, int_of, p_dtype, p_hybrid, p_kv_heads, text_part
 from conformance.vllm import env
 from conformance.vllm.arch_grid import CONFIGS, DRAFTS
 from conformance.vllm.grid import gpu_of
@@ -35,11 +36,6 @@ from conformance.vllm.grid import gpu_of
 GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "conformance" / "golden"
 PROFILES = ("h100-sxm-8", "b200-8", "a100-sxm-8")
 TPS = (1, 2, 8)
-PUBLIC = ("llama-3.1-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-30b-a3b-fp8", "qwen3-next-80b-a3b", "qwen3-vl-30b-a3b",
-          "qwen3.5-397b-a17b", "deepseek-v3", "deepseek-v3.2", "kimi-k2.5", "glm-4.5", "glm-5", "gpt-oss-120b",
-          "nemotron-h-56b")  # fmt: skip
-EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
-SUB_CONFIG = "text_config"
 
 
 def bases(release: str) -> list[str]:
@@ -57,16 +53,6 @@ def bases(release: str) -> list[str]:
     return [*PUBLIC, *others]
 
 
-def _text(config: dict) -> dict:
-    sub = config.get(SUB_CONFIG)
-    return sub if isinstance(sub, dict) else config
-
-
-def _int_of(d: dict, key: str, default: int) -> int:
-    value = d.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
-
-
 # -- the perturbations: each changes config in place and returns a tag "cause:detail" -----------------------------------
 def p_arch(config: dict, rng: random.Random, served: list[str]) -> str:
     old = (config.get("architectures") or ["XForCausalLM"])[0]
@@ -78,9 +64,9 @@ def p_arch(config: dict, rng: random.Random, served: list[str]) -> str:
     return f"arch:{how}"
 
 
-def p_swa(config: dict, rng: random.Random, served: list[str]) -> str:
-    text = _text(config)
-    layers = _int_of(text, "num_hidden_layers", 32)
+def p_swa(config: dict, rng: random.Random) -> str:
+    text = text_part(config)
+    layers = int_of(text, "num_hidden_layers", 32)
     how = rng.choice(("window", "use_sliding_window", "layer_types", "interleaved", "none"))
     if how == "none":
         for key in ("sliding_window", "layer_types", "use_sliding_window", "sliding_window_pattern",
@@ -97,8 +83,8 @@ def p_swa(config: dict, rng: random.Random, served: list[str]) -> str:
     return f"swa:{how}"
 
 
-def p_head_dim(config: dict, rng: random.Random, served: list[str]) -> str:
-    text = _text(config)
+def p_head_dim(config: dict, rng: random.Random) -> str:
+    text = text_part(config)
     how = rng.choice(("head_dim", "v_head_dim", "both"))
     if how in ("head_dim", "both"):
         text["head_dim"] = rng.choice((64, 80, 128, 192, 256, 512))
@@ -107,8 +93,8 @@ def p_head_dim(config: dict, rng: random.Random, served: list[str]) -> str:
     return f"head_dim:{how}"
 
 
-def p_mla(config: dict, rng: random.Random, served: list[str]) -> str:
-    text = _text(config)
+def p_mla(config: dict, rng: random.Random) -> str:
+    text = text_part(config)
     how = rng.choice(("removed", "added", "ranks", "sparse"))
     if how == "removed" and "kv_lora_rank" in text:
         for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "index_topk"):
@@ -127,8 +113,8 @@ def p_mla(config: dict, rng: random.Random, served: list[str]) -> str:
     return f"mla:{how}"
 
 
-def p_experts(config: dict, rng: random.Random, served: list[str]) -> str:
-    text = _text(config)
+def p_experts(config: dict, rng: random.Random) -> str:
+    text = text_part(config)
     key = rng.choice(EXPERT_KEYS)
     count = rng.choice((0, 1, 8, 64, 256))
     for other in EXPERT_KEYS:
@@ -165,26 +151,17 @@ QUANT_CONFIGS: dict[str, dict] = {
 }  # fmt: skip
 
 
-def p_quant(config: dict, rng: random.Random, served: list[str]) -> str:
+def p_quant(config: dict, rng: random.Random) -> str:
     name = rng.choice(sorted(QUANT_CONFIGS))
-    for target in (config, _text(config)):
+    for target in (config, text_part(config)):
         target.pop("quantization_config", None)
     if name != "none":
         config["quantization_config"] = copy.deepcopy(QUANT_CONFIGS[name])
     return f"quant:{name}"
 
 
-def p_dtype(config: dict, rng: random.Random, served: list[str]) -> str:
-    dtype = rng.choice(("bfloat16", "float16", "float32"))
-    for target in (config, _text(config)):
-        target["torch_dtype"] = dtype
-        if "dtype" in target:
-            target["dtype"] = dtype
-    return f"dtype:{dtype}"
-
-
-def p_context(config: dict, rng: random.Random, served: list[str]) -> str:
-    text = _text(config)
+def p_context(config: dict, rng: random.Random) -> str:
+    text = text_part(config)
     text["max_position_embeddings"] = rng.choice((2048, 8192, 32768, 131072, 1048576))
     how = rng.choice(("plain", "yarn", "linear", "none"))
     if how == "yarn":
@@ -197,32 +174,7 @@ def p_context(config: dict, rng: random.Random, served: list[str]) -> str:
     return f"context:{how}"
 
 
-def p_kv_heads(config: dict, rng: random.Random, served: list[str]) -> str:
-    text = _text(config)
-    heads = _int_of(text, "num_attention_heads", 32)
-    text["num_key_value_heads"] = rng.choice([d for d in (1, 2, 4, 8, heads) if heads % d == 0])
-    return "kv_heads"
-
-
-def p_hybrid(config: dict, rng: random.Random, served: list[str]) -> str:
-    text = _text(config)
-    layers = _int_of(text, "num_hidden_layers", 32)
-    how = rng.choice(("linear_attention", "mamba_pattern", "full_attention_interval", "mamba_fields"))
-    if how == "linear_attention":
-        text["layer_types"] = ["full_attention" if i % 4 == 3 else "linear_attention" for i in range(layers)]
-        text.update(linear_num_value_heads=32, linear_num_key_heads=16, linear_key_head_dim=128,
-                    linear_value_head_dim=128, linear_conv_kernel_dim=4)  # fmt: skip
-    elif how == "mamba_pattern":
-        text["hybrid_override_pattern"] = "".join("*" if i % 4 == 3 else "M" for i in range(layers))
-        text.update(mamba_num_heads=64, mamba_head_dim=64, ssm_state_size=128, n_groups=8, conv_kernel=4)
-    elif how == "full_attention_interval":
-        text["full_attention_interval"] = 4
-    else:
-        text.update(mamba_d_state=128, mamba_d_conv=4, mamba_expand=2, attn_layer_period=8, attn_layer_offset=4)
-    return f"hybrid:{how}"
-
-
-def p_nest(config: dict, rng: random.Random, served: list[str]) -> str:
+def p_nest(config: dict, rng: random.Random) -> str:
     if isinstance(config.get(SUB_CONFIG), dict):
         text = config.pop(SUB_CONFIG)
         for key, value in text.items():
@@ -251,7 +203,7 @@ def scenarios(release: str, count: int, seed: int, root: Path) -> list[dict]:
         base = rng.choice(PUBLIC) if rng.random() < 0.4 else rng.choice(names)
         config = json.loads((CONFIGS / base / "config.json").read_text())
         picks = rng.sample(PERTURBATIONS, rng.choice((1, 1, 2, 2, 3)))
-        tags = [p(config, rng, served) for p in picks]
+        tags = [p(config, rng, served) if p is p_arch else p(config, rng) for p in picks]  # p_arch draws a served name
         model = f"fuzz-{i:04d}"
         folder = root / model
         folder.mkdir(parents=True, exist_ok=True)
