@@ -72,3 +72,13 @@ def test_composite_class_text_config_is_not_refused(tmp_path: Path):
                  "text_config": {**LLAMA, "model_type": "qwen3_vl_text"}}  # fmt: skip
     plan = plan_for("0.33.0", "h100-sxm-8", 1, _load(tmp_path, composite))
     assert not any(p.id == TEXT_CONFIG_DICT for p in plan.problems)
+
+
+def test_a_plan_without_a_model_raises_no_text_config_finding():
+    # the app plans before a model is chosen: the rule has nothing to read then
+    from advisor.intent import Intent
+    from advisor.plan import build_plan
+    from advisor.probe.profiles import load_profile
+
+    plan = build_plan(load_profile("h100-sxm-8"), None, Intent(model=None, engine="vllm", engine_version="0.33.0"))
+    assert "vllm_text_config_unread" not in {p.id for p in plan.problems}

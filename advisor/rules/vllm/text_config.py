@@ -27,7 +27,7 @@ def _text_config_dict(version: str) -> frozenset[str]:
 
 def text_config_problems(s: Scenario, version: str) -> list[Problem]:
     model = s.model
-    if model.language_config != "text_config" or model.model_type not in _text_config_dict(version):
+    if model is None or model.language_config != "text_config" or model.model_type not in _text_config_dict(version):
         return []
     return [Problem(
         TEXT_CONFIG_DICT, "error",
