@@ -203,14 +203,23 @@ def build_layouts(facts: Facts, model: ModelSpec | None, base: Intent, context_l
     length; without it each plan uses the engine's own default."""
     engine_spec = get_engine(base.engine)
     if context_len is not None:
-        limit = model.max_position_embeddings if model is not None else None
+        # the bundled runtime's bound (worker.py); SGLang's and vLLM's come from their own rules, after planning
+        limit = model.max_position_embeddings if model is not None and not engine_spec.context_too_long else None
         if context_len < 1 or (limit and context_len > limit):
-            bound = f"1..{limit} (the model's context)" if limit else "at least 1"
+            bound = f"1..{limit} (the model's max_position_embeddings)" if limit else "at least 1"
             raise usage_error(f"--context-len {context_len} is out of range; pass {bound}")
         if engine_spec.context_flag is None:
             raise usage_error(f"--context-len: {base.engine} takes no context-length flag; leave it out")
         base = replace(base, overrides=(*base.overrides, engine_spec.context_flag, str(context_len)))
     layouts = tuple(size_layout(plan_for(facts, model, intent)) for intent in candidate_intents(facts, model, base))
+    if context_len is not None and engine_spec.context_too_long:
+        # the engine refuses the length whatever the layout: one usage error with its own bound, not a table of refusals
+        refusal = next((p for lay in layouts if lay.plan is not None for p in lay.plan.problems
+                        if p.id == engine_spec.context_too_long), None)  # fmt: skip
+        if refusal is not None:
+            raise usage_error(
+                f"--context-len {context_len} (the engine's {engine_spec.context_flag}): {refusal.message}; {refusal.fix}"
+            )
     if context_len is None:
         context_len = next((lay.plan.startup.context_len for lay in layouts
                             if lay.plan is not None and lay.plan.startup and lay.plan.startup.context_len), 1)  # fmt: skip

@@ -7,6 +7,8 @@ fraction comes from the plan's rules and the free memory before load from the st
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from cli_json import command_json, invoke
 
@@ -241,8 +243,38 @@ def test_context_len_changes_concurrency_and_is_validated():
     result = invoke("layouts", "--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-8B", "--engine", "sglang",
                     "--context-len", "99999")  # fmt: skip
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: --context-len 99999 is out of range; pass 1..40960")
+    assert result.stderr.startswith(
+        "error: --context-len 99999 (the engine's --context-length): --context-length 99999"
+        " is above the 40960 tokens sglang"
+    )
+    assert "pass --context-length 40960 or less" in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(("engine", "flag"), [("sglang", "--context-length"), ("vllm", "--max-model-len")])
+def test_context_len_is_held_to_the_engines_own_bound(tmp_path, engine, flag):
+    """The bound is what the engine derives (here RoPE scaling x4 over max_position_embeddings 4096), not
+    max_position_embeddings: 16384 plans, 16385 is the engine's start-up refusal as a usage error."""
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
+              "num_attention_heads": 8, "num_key_value_heads": 8, "num_hidden_layers": 2, "intermediate_size": 2048,
+              "vocab_size": 32000, "torch_dtype": "bfloat16", "max_position_embeddings": 4096,
+              "rope_scaling": {"rope_type": "linear", "factor": 4.0}}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    common = ("--profile", "h100-sxm-8", "--model", str(tmp_path), "--engine", engine)
+    assert layouts_json(*common, "--context-len", "16384")["context_len"] == 16384
+    result = invoke("layouts", *common, "--context-len", "16385")
+    assert result.exit_code == 2 and f"pass {flag} 16384 or less" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_bundled_context_len_is_held_to_max_position_embeddings():
+    """The bundled runtime refuses a --max-model-len above max_position_embeddings (launcher/runtime/worker.py)."""
+    result = invoke("layouts", "--profile", "h100-sxm-8", "--model", "Qwen/Qwen3-8B", "--engine", "bundled",
+                    "--context-len", "40961")  # fmt: skip
+    assert result.exit_code == 2
+    assert (
+        result.stderr
+        == "error: --context-len 40961 is out of range; pass 1..40960 (the model's max_position_embeddings)\n"
+    )
 
 
 def test_human_table_marks_the_recommended_row():

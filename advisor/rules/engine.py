@@ -613,6 +613,10 @@ class Engine:
     startup: Callable[[Scenario, Release, Sequence[Decision]], Any] | None = None
     # Its flag for the longest sequence (`advisor layouts --context-len` passes it); None: it has none.
     context_flag: str | None = None
+    # The id of the problem its rules raise when that flag is above what it derives from the model's config (RoPE
+    # scaling, context keys, its env overrides): `advisor layouts --context-len` turns it into a usage error with the
+    # engine's own bound. None: layouts holds the flag to the model's max_position_embeddings (the bundled runtime's).
+    context_too_long: str | None = None
     cpu_run: str | None = None  # how it runs on a machine without GPUs; None: it needs CUDA GPUs
     # How its start-up log reads (an advisor.verify.parse.LogPatterns, built in its logs.py); None: `advisor verify`
     # cannot read its logs.

@@ -7,6 +7,7 @@ from advisor.rules.sglang import command, decide
 from advisor.rules.sglang.arguments import DP_FLAGS, TP_FLAGS
 from advisor.rules.sglang.common import BACKEND_FLAG, BOOL_FLAG, DISABLE_CUSTOM_AR, ENFORCE_DISABLE
 from advisor.rules.sglang.common import ENGINE as ENGINE_NAME
+from advisor.rules.sglang.context import CONTEXT_TOO_LONG_ID
 from advisor.rules.sglang.custom_allreduce import PEER_ACCESS, custom_allreduce_decision
 from advisor.rules.sglang.flags import spell_out
 from advisor.rules.sglang.fusion import release_matrix
@@ -62,4 +63,5 @@ ENGINE = Engine(
     multinode=multinode,
     startup=startup,  # its start-up memory arithmetic and errors (advisor.rules.sglang.startup)
     context_flag=CONTEXT_FLAG,
+    context_too_long=CONTEXT_TOO_LONG_ID,
 )

@@ -13,7 +13,7 @@ from advisor.rules.vllm.custom_allreduce import PEER_ACCESS, custom_allreduce_de
 from advisor.rules.vllm.flags import spell_out
 from advisor.rules.vllm.fusion import fusion_decision
 from advisor.rules.vllm.logs import LOGS
-from advisor.rules.vllm.memory import GPU_MEMORY, KV_NOTES
+from advisor.rules.vllm.memory import GPU_MEMORY, KV_NOTES, MAX_MODEL_LEN_ID
 from advisor.rules.vllm.multinode import multinode
 from advisor.rules.vllm.startup import startup
 from launcher.engines import UVICORN_READY
@@ -54,4 +54,5 @@ ENGINE = Engine(
     multinode=multinode,
     startup=startup,
     context_flag="--max-model-len",
+    context_too_long=MAX_MODEL_LEN_ID,
 )
