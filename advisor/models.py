@@ -436,33 +436,35 @@ ZERO_MEANS_NONE = frozenset({"num_experts", "num_local_experts", "n_routed_exper
 WHOLE_FLOAT_READ = frozenset({"max_position_embeddings"})
 
 
-def _whole(key: str, value: Any, where: str) -> Any:
+def _whole(key: str, value: Any, where: str, shown: str) -> Any:
     """``value`` as _size reads it: an int, a whole float where the engines take one, or None for False in a key where
-    zero means none; a ModelError for any other string, boolean or float."""
+    zero means none; a ModelError naming the key as ``shown`` for any other string, boolean or float."""
     if isinstance(value, float) and key in WHOLE_FLOAT_READ and math.isfinite(value) and value.is_integer():
         return int(value)
     if value is False and key in ZERO_MEANS_NONE:
         return None
     if isinstance(value, (str, bool, float)):
         raise ModelError(
-            f"{where}: {key} is {_shown(value)}, not a whole number; write it as one (e.g. \"{key}\": 128) or re-download"
+            f"{where}: {shown} is {_shown(value)}, not a whole number; write it as one (e.g. \"{shown}\": 128) or re-download"
             " config.json"
         )
     return value
 
 
-def _size(config: Mapping[str, Any], where: str, *keys: str) -> int | None:
-    """The first of ``keys`` that ``config`` sets to an integer, checked as a size (see MAX_MODEL_SIZE)."""
+def _size(config: Mapping[str, Any], where: str, *keys: str, written_as: Mapping[str, str] | None = None) -> int | None:
+    """The first of ``keys`` that ``config`` sets to an integer, checked as a size (see MAX_MODEL_SIZE). ``written_as``
+    names a key filled from its alias (_unaliased) the way config.json spells it, for the error."""
     for key in keys:
-        value = _int(_whole(key, config.get(key), where))
+        shown = (written_as or {}).get(key, key)
+        value = _int(_whole(key, config.get(key), where, shown))
         if value is None:
             continue
         if value == 0 and key in ZERO_MEANS_NONE:
             return None
         if not 1 <= value <= MAX_MODEL_SIZE:
-            shown = value if abs(value) < 10**12 else f"a {len(str(abs(value)))}-digit number"
+            figure = value if abs(value) < 10**12 else f"a {len(str(abs(value)))}-digit number"
             raise ModelError(
-                f"{where}: {key} is {shown}, not a size a model can have (1 to 2^40); fix or re-download config.json"
+                f"{where}: {shown} is {figure}, not a size a model can have (1 to 2^40); fix or re-download config.json"
             )
         return value
     return None
@@ -494,12 +496,16 @@ def _attribute_maps() -> dict[str, dict[str, str]]:
     return json.loads(ATTRIBUTE_MAPS_FILE.read_text())["model_types"]
 
 
+def _aliases_used(config: Mapping[str, Any], model_type: Any) -> dict[str, str]:
+    """Each canonical key config's class aliases that config.json lacks, mapped to the alias it is written under."""
+    aliases = _attribute_maps().get(model_type, {}) if isinstance(model_type, str) else {}
+    return {key: alias for key, alias in aliases.items() if key not in config and alias in config}
+
+
 def _unaliased(config: Mapping[str, Any], model_type: Any) -> dict[str, Any]:
     """config with each canonical key its class aliases filled from the alias it is written under (a key written under
     its canonical name wins, as transformers' __init__ sets it last)."""
-    aliases = _attribute_maps().get(model_type, {}) if isinstance(model_type, str) else {}
-    filled = {key: config[alias] for key, alias in aliases.items() if key not in config and alias in config}
-    return {**config, **filled}
+    return {**config, **{key: config[alias] for key, alias in _aliases_used(config, model_type).items()}}
 
 
 def _state_config(merged: Mapping[str, Any], where: str) -> tuple[tuple[str, int | str], ...]:
@@ -550,8 +556,10 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         **_unaliased(text, text.get("model_type")),
     }
 
+    written_as = {**_aliases_used(config, config.get("model_type")), **_aliases_used(text, text.get("model_type"))}
+
     def size(*keys: str) -> int | None:
-        return _size(merged, where, *keys)
+        return _size(merged, where, *keys, written_as=written_as)
 
     hidden = size("hidden_size")
     heads = size("num_attention_heads")

@@ -144,6 +144,16 @@ def test_every_face_refuses_a_size_that_is_no_whole_number(key, value, tmp_path_
     assert_refused_in_one_line(model_dir(tmp_path_factory.mktemp("m"), {**BASE, key: value}), key)
 
 
+@pytest.mark.parametrize("where", ["top", "text_config"])
+def test_a_bad_size_under_a_class_alias_is_named_as_config_json_spells_it(where):
+    # deepseek_v3's attribute_map sends num_local_experts to n_routed_experts: the error names the key in the file
+    fields = {"model_type": "deepseek_v3", "n_routed_experts": math.inf}
+    config = {**BASE, **fields} if where == "top" else {**BASE, "text_config": fields}
+    with pytest.raises(ModelError, match=r"n_routed_experts is Infinity, not a whole number; write it as one \(e.g. "
+                       r'"n_routed_experts": 128\)'):  # fmt: skip
+        spec(config)
+
+
 # -- 3. an MLA architecture without its latent width ------------------------------------------------------------------
 
 DEEPSEEK = {**BASE, "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "num_key_value_heads": 32,
