@@ -1,71 +1,160 @@
-"""Write advisor/rules/vllm/config_defaults.json: per vLLM release, the model_types whose config class (from the
-release's pinned transformers) keeps a config.json's ``text_config`` as a plain dict, which vLLM refuses.
+"""Write advisor/rules/vllm/config_defaults.json: per vLLM release, what the config classes it builds a config.json
+with (vLLM's own ``_CONFIG_REGISTRY`` class for a model_type it registers, else its pinned transformers') make of the
+keys a config.json writes or leaves out.
 
-vLLM's ``get_hf_text_config`` (vllm/transformers_utils/config.py) takes ``config.get_text_config()`` and raises "The
-text_config extracted from the model config does not have `num_attention_heads` attribute" when that is not the config
-itself and has no ``num_attention_heads``: a class with no text sub-config stores the key as a dict. Model types vLLM
-registers its own config class for (``_CONFIG_REGISTRY``, same file) are left out: the table then says nothing.
+- ``text_config_dict``: the model_types whose class keeps a config.json's ``text_config`` as a plain dict. vLLM's
+  ``get_hf_text_config`` (vllm/transformers_utils/config.py) takes ``config.get_text_config()`` and raises "The
+  text_config extracted from the model config does not have `num_attention_heads` attribute" when that is not the
+  config itself and has no ``num_attention_heads``.
+- ``text_defaults``: the composite classes (a text sub-config beside the top level) that build their default text
+  sub-config when config.json has no text_config, top-level text keys not reaching it: ``get_hf_text_config`` then
+  returns that default, so vLLM reads its sizes, not the top level's. Only the keys the advisor reads are kept.
+- ``class_defaults``: what the text config's class gives a key config.json leaves out (the MLA ranks, the sparse
+  indexer's index_topk, max_position_embeddings), where it gives a value.
+- ``head_dim_from_rope``: the classes that set head_dim to qk_rope_head_dim, "always" (over a written head_dim:
+  transformers' MiniCPM3Config) or by "default" (where config.json writes none: DeepseekV3Config).
+- ``missing_attrs``: the MLA attributes (kv_lora_rank, qk_nope_head_dim) an MLA-shaped text class does not have at all
+  (transformers' DeepseekV4Config): vLLM's attention backends read them as attributes.
 
     python -m conformance.vllm.config_defaults 0.33.0 [0.20.2 ...]
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from conformance.vllm.env import pythonpath, release_dir
+from conformance.vllm.env import pythonpath
 
 OUT = Path(__file__).resolve().parents[2] / "advisor" / "rules" / "vllm" / "config_defaults.json"
+RESOLVER_DIR = Path(__file__).resolve().parent  # resolve.py's stubs load the config classes on a CPU torch
 
-# Run on the release's path: prints the model types whose class leaves a text_config dict without num_attention_heads.
+# The keys kept from a default text sub-config and filled from a class: what advisor/models.py reads.
+FILL_KEYS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_topk",
+             "max_position_embeddings")  # fmt: skip
+MLA_ATTRS = ("kv_lora_rank", "qk_nope_head_dim")
+MLA_SHAPE = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "index_topk", "compress_rates", "compress_ratios")
+
+
+def read_keys() -> list[str]:
+    from advisor.models import ALIASED_KEYS, CONTEXT_LENGTH_KEYS, STATE_KEYS
+
+    extra = ("model_type", "index_topk", "layer_types", "rope_scaling", "rope_parameters", "compress_ratios",
+             "compress_rates", "num_nextn_predict_layers", "full_attention_interval", "sliding_window_pattern",
+             "experts_per_token", "moe_topk", "learnable_sink", "use_mla", "tie_word_embeddings", "is_encoder_decoder",
+             "swa_head_dim", "swa_v_head_dim", "original_max_position_embeddings", "use_bidirectional_attention",
+             "is_hybrid_swa", "linear_attn_config", "linear_num_heads", "linear_head_dim")  # fmt: skip
+    return sorted({*ALIASED_KEYS, *CONTEXT_LENGTH_KEYS, *STATE_KEYS, *extra})
+
+
+# Run on the release's path (argv: the keys to keep, JSON).
 _READER = """
-import json, sys
+import json, sys, warnings
+warnings.simplefilter("ignore")
+sys.path.insert(0, RESOLVER_DIR)
+import resolve
+resolve._stub_extensions()
+import torch
+resolve._stub_ops(torch)
 from transformers import AutoConfig
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+from vllm.transformers_utils.config import _CONFIG_REGISTRY
+keys = json.loads(sys.argv[1])
+FILL, MLA_ATTRS, MLA_SHAPE = json.loads(sys.argv[2])
 text = {"hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000}
-out = []
-for model_type in sorted(CONFIG_MAPPING_NAMES):
+# top-level text keys a composite class may hand on to its text sub-config (values no default has)
+flat = {"max_position_embeddings": 4321, "num_hidden_layers": 7}
+out = {"text_config_dict": [], "text_defaults": {}, "class_defaults": {}, "missing_attrs": {}, "head_dim_from_rope": {}}
+own = set(_CONFIG_REGISTRY.keys())
+
+
+def build(model_type, **kwargs):
+    if model_type in own:
+        return _CONFIG_REGISTRY[model_type](**kwargs)
+    return AutoConfig.for_model(model_type, **kwargs)
+
+
+def attr(obj, key, default=None):
     try:
-        config = AutoConfig.for_model(model_type, text_config=dict(text))
+        return getattr(obj, key, default)
+    except Exception:  # a heterogeneous class refuses a per-layer attribute read globally
+        return default
+
+
+def has(obj, key):
+    try:
+        return hasattr(obj, key)
+    except Exception:
+        return True
+
+
+def plain(value):
+    try:
+        json.dumps(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+for model_type in sorted(set(CONFIG_MAPPING_NAMES) | own):
+    try:
+        config = build(model_type, text_config=dict(text))
+        found = config.get_text_config()
+        if found is not config and not has(found, "num_attention_heads"):
+            out["text_config_dict"].append(model_type)
+    except Exception:
+        pass
+    try:
+        config = build(model_type)
         found = config.get_text_config()
     except Exception:
         continue
-    if found is not config and not hasattr(found, "num_attention_heads"):
-        out.append(model_type)
-print(json.dumps(out))
+    if found is not config and has(found, "num_attention_heads"):
+        try:
+            passed = build(model_type, **flat).get_text_config()
+            reaches = all(attr(passed, k) == v for k, v in flat.items())
+        except Exception:
+            reaches = True  # the class refuses top-level text keys: nothing to read in their place
+        if not reaches:
+            try:
+                values = found.to_dict()
+            except Exception:
+                values = {}
+            out["text_defaults"][model_type] = {k: values[k] for k in keys if k in values and plain(values[k])}
+    fills = {k: attr(found, k) for k in FILL if isinstance(attr(found, k), int)}
+    if fills:
+        out["class_defaults"][model_type] = fills
+    if isinstance(attr(found, "qk_rope_head_dim"), int):
+        # the class sets head_dim to qk_rope_head_dim: "always" over a written head_dim, "default" where none is written
+        try:
+            over = build(model_type, head_dim=4321, qk_rope_head_dim=48).get_text_config()
+            left = build(model_type, qk_rope_head_dim=48).get_text_config()
+            how = "always" if attr(over, "head_dim") == 48 else "default" if attr(left, "head_dim") == 48 else None
+        except Exception:
+            how = None
+        if how:
+            out["head_dim_from_rope"][model_type] = how
+    if any(has(found, k) for k in MLA_SHAPE):
+        missing = [k for k in MLA_ATTRS if not has(found, k)]
+        if missing:
+            out["missing_attrs"][model_type] = missing
+print(json.dumps(out, sort_keys=True))
 """
 
 
-def vllm_config_registry(version: str) -> set[str]:
-    """The model types of the release's _CONFIG_REGISTRY (keyword or dict keys), read with ast."""
-    tree = ast.parse((release_dir(version) / "site" / "vllm" / "transformers_utils" / "config.py").read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == "_CONFIG_REGISTRY" for t in targets):
-                value = node.value
-                if isinstance(value, ast.Call):
-                    keys = {k.arg for k in value.keywords if k.arg}
-                    for arg in value.args:
-                        if isinstance(arg, ast.Dict):
-                            keys |= {k.value for k in arg.keys if isinstance(k, ast.Constant)}
-                    return keys
-                if isinstance(value, ast.Dict):
-                    return {k.value for k in value.keys if isinstance(k, ast.Constant)}
-    raise SystemExit(f"vllm {version}: no _CONFIG_REGISTRY in vllm/transformers_utils/config.py")
-
-
-def read(version: str) -> list[str]:
-    env = {**os.environ, "PYTHONPATH": pythonpath(version), "TRANSFORMERS_VERBOSITY": "error"}
-    done = subprocess.run([sys.executable, "-c", _READER], env=env, capture_output=True, text=True, timeout=900,
+def read(version: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": pythonpath(version), "TRANSFORMERS_VERBOSITY": "error", "PYTHONNOUSERSITE": "1",
+           "VLLM_TARGET_DEVICE": "cuda"}  # fmt: skip
+    code = _READER.replace("RESOLVER_DIR", repr(str(RESOLVER_DIR)))
+    argv = [json.dumps(read_keys()), json.dumps([FILL_KEYS, MLA_ATTRS, MLA_SHAPE])]
+    done = subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True, text=True, timeout=1800,
                           check=True)  # fmt: skip
-    own = vllm_config_registry(version)
-    return sorted(set(json.loads(done.stdout.strip().splitlines()[-1])) - own)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found["text_config_dict"] = sorted(found["text_config_dict"])
+    return found
 
 
 def main(argv: list[str]) -> int:
@@ -74,17 +163,24 @@ def main(argv: list[str]) -> int:
         return 2
     doc = json.loads(OUT.read_text()) if OUT.exists() else {}
     doc["about"] = (
-        "Per vLLM release: text_config_dict, the model_types whose config class (the release's pinned transformers;"
-        " types vLLM registers its own class for left out) keeps a config.json's text_config as a dict, so"
-        " get_hf_text_config (vllm/transformers_utils/config.py) refuses the model. Written by python -m"
-        " conformance.vllm.config_defaults X.Y.Z."
+        "Per vLLM release, what the config class vLLM builds a config.json with (its own _CONFIG_REGISTRY class, else"
+        " the pinned transformers') makes of it. text_config_dict: model_types that keep a config.json's text_config"
+        " as a dict, so get_hf_text_config (vllm/transformers_utils/config.py) refuses the model. text_defaults: the"
+        " default text sub-config a composite class builds when config.json has none (top-level text keys do not"
+        " reach it), the keys the advisor reads. class_defaults: what the text class gives a left-out MLA rank,"
+        " index_topk or max_position_embeddings. head_dim_from_rope: classes setting head_dim to qk_rope_head_dim"
+        " (always, or by default where config.json has none). missing_attrs: MLA attributes an MLA-shaped text class"
+        " lacks."
+        " Written by python -m conformance.vllm.config_defaults X.Y.Z (0.20.2: text_config_dict only, read before"
+        " the others and without vLLM's own classes)."
     )
     releases = doc.setdefault("releases", {})
     for version in argv:
-        releases[version] = {"text_config_dict": read(version)}
-        print(f"vllm {version}: {len(releases[version]['text_config_dict'])} model types keep text_config as a dict")
+        releases[version] = read(version)
+        entry = releases[version]
+        print(f"vllm {version}: " + ", ".join(f"{len(v)} {k}" for k, v in entry.items()))
     doc["releases"] = dict(sorted(releases.items(), key=lambda kv: tuple(int(x) for x in kv[0].split("."))))
-    OUT.write_text(json.dumps(doc, indent=1) + "\n")
+    OUT.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     return 0
 
 
