@@ -215,6 +215,12 @@ class ModelSpec:
     # the class names of config.json's architectures list, in order (empty: a catalog entry). SGLang's
     # decisions key on architectures[0]; vLLM runs the first entry its registry serves (rules/vllm/architectures.py).
     architectures: tuple[str, ...] = ()
+    # The keys of CLASS_FILLED_KEYS the language model's config leaves out (text_config's and the top level's together):
+    # the config class an engine builds it with fills them with its own defaults (vLLM: rules/vllm/hf_config.py).
+    unwritten: tuple[str, ...] = ()
+    # DeepSeek V4 as transformers' DeepseekV4Config writes it: compress_rates (per layer type) with layer_types or MTP
+    # layers, from which vLLM derives the per-layer compress ratios (get_compress_ratios, deepseek_v4_utils.py v0.33.0)
+    compress_rates: bool = False
 
     @property
     def architecture_entries(self) -> tuple[str, ...]:
@@ -329,6 +335,10 @@ def _check_rope_scaling(config: Mapping[str, Any], where: str) -> None:
 
 
 SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text_config
+# Keys a config class gives a default when config.json leaves them out, which an engine's checks then read (the MLA
+# ranks, the sparse indexer's index_topk, the context length): ModelSpec.unwritten lists those a config leaves out.
+CLASS_FILLED_KEYS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_topk",
+                     "max_position_embeddings", "head_dim")  # fmt: skip
 MAX_ARCHITECTURE_NAME = 200  # the longest class names in the engines' registries are under 60 characters
 # The keys a config states its context length under (vLLM's ModelArchConfigConvertor.derived_max_model_len_and_key
 # reads these, vllm/transformers_utils/model_arch_config_convertor.py v0.33.0).
@@ -646,6 +656,9 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         quant_method=_quant_method(config) if _quant_method(config) is not None else _quant_method(text),
         quant_config=_quant_config(config) or _quant_config(text),
         original_max_position_embeddings=_int(merged.get("original_max_position_embeddings")),
+        unwritten=tuple(k for k in CLASS_FILLED_KEYS if k not in merged),
+        compress_rates=merged.get("compress_rates") is not None
+        and bool(_layer_types(merged.get("layer_types")) or _int(merged.get("num_nextn_predict_layers"))),
     )
     spec = ModelSpec(**fields)
     tied = bool(merged.get("tie_word_embeddings", False))

@@ -41,9 +41,6 @@ KNOWN: set[tuple[str, str, str]] = set()
 # None, field, first release, last release or None) -> reason; every scenario of a golden that matches is expected to
 # differ in that field (so a regression and a silent fix both fail).
 KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None], str] = {
-    ("named-DeepseekV4ForCausalLM", None, None, "attention_backend", "0.33.0", None):
-        "transformers' default DeepseekV4Config has no kv_lora_rank, which vLLM's MLA head size reads: vLLM's selector "
-        "fails where the plan names a backend (a released checkpoint's config carries its attention fields)",
     ("named-Qwen3OmniMoeForConditionalGeneration", None, None, "attention_backend", "0.12.0", None):
         "the language model's head size sits in thinker_config.text_config (73 wide: only Triton takes it), which the "
         "advisor's config reader does not unwrap",
@@ -67,10 +64,10 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
        "/ d_conv / expand, Falcon-H1's and Granite's mamba_d_* naming, Zamba2) is not read by advisor/rules/vllm/hybrid.py"
        for name in ("named-FalconH1ForCausalLM", "named-GraniteMoeHybridForCausalLM", "vllm-JambaForCausalLM",
                     "vllm-JambaForSequenceClassification", "vllm-Zamba2ForCausalLM")},
-    ("named-MuseGlimmerForCausalLM", None, None, "max_model_len", "0.28.0", None):
+    ("named-MuseGlimmerForCausalLM", None, None, "max_model_len", "0.28.0", "0.30.0"):
         "the config states no context length; vLLM builds it with a config class that fills one (v0.28.0-v0.30.0: its "
-        "own MuseGlimmerAssistantConfig, a Qwen3Config: 32768; v0.33.0: 131072), where the plan takes vLLM's 2048 "
-        "for a config without one: the rules read what config.json states",
+        "own MuseGlimmerAssistantConfig, a Qwen3Config: 32768), where the plan takes vLLM's 2048 for a config without "
+        "one: those releases' config classes were not read (config_defaults.json has v0.33.0's, which fills 131072)",
 }  # fmt: skip
 
 

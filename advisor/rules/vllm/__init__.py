@@ -10,6 +10,8 @@ that defines it; this package itself offers ``decide`` and ``RELEASES``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Release, Scenario
 from advisor.rules.vllm.architectures import architecture_problems
@@ -30,6 +32,7 @@ from advisor.rules.vllm.compilation import EAGER_LOWERS_LEVEL, compilation_decis
 from advisor.rules.vllm.custom_allreduce import custom_allreduce_decision
 from advisor.rules.vllm.flags import rejected
 from advisor.rules.vllm.fusion import FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, fusion_decision
+from advisor.rules.vllm.hf_config import vllm_model
 from advisor.rules.vllm.hybrid import ALIGN_32_ON_SM10X, HYBRID_BLOCK_AT_CONFIG, NEMOTRON_SSM_DTYPE_FROM_CONFIG
 from advisor.rules.vllm.memory import (
     BATCH_TIERS,
@@ -53,6 +56,8 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
     vllm = s.facts.package("vllm")
     problems = version_problems(release.version, vllm.version if vllm.installed else None) + optimization_level_problems(s)
     version = release.version  # the decisions resolve their rules from it, and name it in what they observe
+    # every rule reads the model as vLLM's config class holds it (class defaults for what config.json leaves out)
+    s = replace(s, model=vllm_model(s.model, version))
     attention = attention_decision(s, version)
     decisions = [
         fusion_decision(s, version),

@@ -169,6 +169,15 @@ KINDS_FILE = Path(__file__).with_name("model_kinds.json")
 # From v0.20.2 a config with compress_ratios (DeepSeek V4's compressed attention) is MLA when it has a head_dim
 # (model_arch_config_convertor.py is_deepseek_mla, get_compress_ratios); before, kv_lora_rank decides for every model.
 COMPRESSED_MLA_FROM = "0.20.2"
+# v0.33.0 also derives the compress ratios from transformers' DeepseekV4Config spelling, compress_rates per layer type
+# (get_compress_ratios, vllm/transformers_utils/deepseek_v4_utils.py); the releases between v0.20.2 and v0.33.0 are
+# unread (their transformers refuse that config's layer types anyway).
+COMPRESS_RATES_FROM = "0.33.0"
+
+
+def compressed_attention(model, version: str) -> bool:
+    """The config has DeepSeek V4's per-layer compress ratios as the release reads them (get_compress_ratios)."""
+    return bool(model.compress_ratios or (model.compress_rates and _from(version, COMPRESS_RATES_FROM)))
 
 
 @cache
@@ -221,7 +230,7 @@ def uses_mla(model, version: str) -> bool:
         return model.kv_lora_rank is not None
     if (model.text_model_type or model.model_type) not in mla_model_types(version):
         return False
-    if model.compress_ratios and _from(version, COMPRESSED_MLA_FROM):
+    if compressed_attention(model, version) and _from(version, COMPRESSED_MLA_FROM):
         return model.head_dim is not None
     return model.kv_lora_rank is not None
 

@@ -5,8 +5,15 @@ from __future__ import annotations
 from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
-from advisor.rules.vllm.architectures import mla_model_types, qk_nope_head_dim, uses_mla, uses_sparse_mla
+from advisor.rules.vllm.architectures import (
+    compressed_attention,
+    mla_model_types,
+    qk_nope_head_dim,
+    uses_mla,
+    uses_sparse_mla,
+)
 from advisor.rules.vllm.common import ATTENTION_FLAG, PLATFORM_FILE, rules_release
+from advisor.rules.vllm.hf_config import missing_attributes
 from advisor.rules.vllm.memory import kv_cache_dtype
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
@@ -151,9 +158,12 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
         return None
     major = cap[0]
     if uses_sparse_mla(model, version):
+        if unread_mla_attributes(model, version, major):
+            return None
         return sparse_mla_backend(s, version, kv_cache_dtype)
     if uses_mla(model, version):
-        if not model.compress_ratios and mla_selector_head_size(model, version) not in at(MLA_HEAD_SIZES, version):
+        head = mla_selector_head_size(model, version)
+        if not compressed_attention(model, version) and head not in at(MLA_HEAD_SIZES, version):
             return "TRITON_MLA" if at(TRITON_MLA_ANY_HEAD, version) else None
         sm100 = at(MLA_SM100_FIRST, version)
         if sm100 == "FLASHINFER_MLA" and not flashinfer_mla_takes(model, version):
@@ -171,6 +181,23 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
             continue
         return name
     return None
+
+
+# The sparse MLA backends' supports_combination read the text config's MLA attributes without a default (v0.33.0
+# vllm/v1/attention/backends/mla/flashinfer_mla_sparse.py: qk_nope_head_dim and kv_lora_rank;
+# flashinfer_mla_sparse_sm90.py: kv_lora_rank), and the selector validates every backend of the priority list
+# (CudaPlatform.get_valid_backends, vllm/platforms/cuda.py): a config class without the attribute (transformers'
+# DeepseekV4Config, config.json not writing it) raises AttributeError at start-up on every GPU for kv_lora_rank, on
+# 10.x (FlashInfer's sparse backend in the list) for qk_nope_head_dim. Where no class was read, nothing is ruled out.
+SPARSE_ATTRIBUTES_ON = {"kv_lora_rank": None, "qk_nope_head_dim": 10}
+
+
+def unread_mla_attributes(model, version: str, major: int) -> tuple[str, ...]:
+    """The MLA attributes a sparse backend reads that neither config.json nor its config class has, on this GPU."""
+    text_type = model.text_model_type or model.model_type
+    missing = missing_attributes(text_type, version) | missing_attributes(model.model_type, version)
+    return tuple(k for k, on in SPARSE_ATTRIBUTES_ON.items()
+                 if k in missing and k in model.unwritten and on in (None, major))  # fmt: skip
 
 
 def flashinfer_mla_takes(model, version: str) -> bool:
@@ -321,6 +348,16 @@ def attention_problems(s: Scenario, version: str, decision: Decision) -> list[Pr
         return []
     release = rules_release(version)
     cap = s.capability
+    unread = unread_mla_attributes(s.model, release, cap[0])
+    if unread:
+        return [Problem(
+            NO_BACKEND, "error",
+            f"{s.model.architecture}'s config has no {' / '.join(unread)} (config.json leaves it out and its"
+            f" config class {s.model.model_type!r} has no such attribute), which vllm {release}'s sparse MLA backends"
+            " read while the selector checks them: vLLM stops at start-up with an AttributeError",
+            f"write {' and '.join(unread)} into config.json (the checkpoint's values)",
+            f"vllm v{release}, vllm/v1/attention/backends/mla/flashinfer_mla_sparse.py (supports_combination)",
+        )]  # fmt: skip
     return [Problem(
         NO_BACKEND, "error",
         f"no attention backend of vllm {release} supports {s.model.architecture} (DeepSeek sparse attention) on "

@@ -1,0 +1,109 @@
+"""The model as vLLM reads config.json through its config class (advisor/rules/vllm/hf_config.py): a composite class's
+default text sub-config where config.json has no text_config, class defaults for left-out MLA keys, head_dim set from
+qk_rope_head_dim, DeepSeek V4's compress_rates and the sparse MLA attributes its class lacks. Each case was found by
+the vLLM fuzz grid (conformance/vllm/fuzz.py) and checked against v0.33.0's code (docs/vllm.md)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from advisor.models import load_config_dir
+from advisor.rules.vllm.attention import NO_BACKEND
+from advisor.rules.vllm.hf_config import vllm_model
+from advisor.rules.vllm.text_config import TEXT_CONFIG_DICT
+from conformance.vllm.compare import plan_for
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "tests/conformance/configs"
+
+
+def _config(name: str) -> dict:
+    return json.loads((CONFIGS / name / "config.json").read_text())
+
+
+def _model(tmp_path: Path, config: dict):
+    folder = tmp_path / f"m{random.randrange(10**9)}"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return load_config_dir(folder, model_id=folder.name)
+
+
+def _plan(tmp_path: Path, config: dict, profile: str = "h100-sxm-8", tp: int = 1, version: str = "0.33.0"):
+    return plan_for(version, profile, tp, _model(tmp_path, config))
+
+
+def _flattened(config: dict) -> dict:
+    text = config.pop("text_config")
+    return {**text, **config}
+
+
+def test_composite_without_text_config_reads_the_class_default(tmp_path: Path):
+    """Qwen3-VL's keys at the top level do not reach Qwen3VLConfig's text sub-config: vLLM reads its default (128000)."""
+    config = _flattened(_config("qwen3-vl-30b-a3b"))
+    assert config["max_position_embeddings"] == 262144
+    plan = _plan(tmp_path, config)
+    assert plan.decision("memory_defaults").value["max_model_len"] == 128000
+    nested = _plan(tmp_path, _config("qwen3-vl-30b-a3b"))  # the text_config as written is read
+    assert nested.decision("memory_defaults").value["max_model_len"] == 262144
+
+
+def test_composite_view_keeps_the_top_level_facts(tmp_path: Path):
+    config = {**_flattened(_config("qwen3-vl-30b-a3b")), "quantization_config": {"quant_method": "fp8"}}
+    model = _model(tmp_path, config)
+    seen = vllm_model(model, "0.33.0")
+    assert (seen.architecture, seen.model_type, seen.quant_method) == (model.architecture, "qwen3_vl_moe", "fp8")
+    assert seen.text_model_type == "qwen3_vl_moe_text" and seen.max_position_embeddings == 128000
+    assert vllm_model(model, "0.20.2") == model  # a release whose classes were not read keeps config.json
+
+
+def test_left_out_kv_lora_rank_is_the_class_default(tmp_path: Path):
+    """DeepseekV3Config gives kv_lora_rank 512: a DeepSeek-V3 config without it is MLA to vLLM (FlashInfer MLA)."""
+    config = _config("named-DeepseekV3ForCausalLM")
+    for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"):
+        config.pop(key, None)
+    plan = _plan(tmp_path, config, "b200-8", 2)
+    assert plan.decision("attention_backend").value == "FLASHINFER_MLA"
+    seen = vllm_model(plan.model, "0.33.0")
+    assert (seen.kv_lora_rank, seen.qk_rope_head_dim, seen.q_lora_rank) == (512, 64, 1536)
+
+
+def test_written_null_is_not_filled(tmp_path: Path):
+    config = {**_config("named-DeepseekV3ForCausalLM"), "q_lora_rank": None, "kv_lora_rank": None}
+    seen = vllm_model(_model(tmp_path, config), "0.33.0")
+    assert seen.q_lora_rank is None and seen.kv_lora_rank is None
+
+
+def test_minicpm3_head_dim_is_its_rope_width(tmp_path: Path):
+    """MiniCPM3Config sets head_dim to qk_rope_head_dim over a written one: a 512 there is 32 to the selector."""
+    config = {**_config("named-MiniCPM3ForCausalLM"), "head_dim": 512}
+    for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim"):
+        config.pop(key, None)
+    plan = _plan(tmp_path, config, "b200-8", 1)
+    assert plan.decision("attention_backend").value == "FLASH_ATTN"  # FlashInfer takes no 32-wide head
+
+
+def test_deepseek_v4_class_config_has_no_sparse_backend(tmp_path: Path):
+    """transformers' DeepseekV4Config: compress_rates make it compressed MLA, and the sparse backends read its missing
+    kv_lora_rank: vLLM fails at start-up on every GPU, whatever its KV heads."""
+    config = _config("named-DeepseekV4ForCausalLM")
+    for profile in ("h100-sxm-8", "b200-8", "a100-sxm-8"):
+        for heads in (1, 8):
+            plan = _plan(tmp_path, {**config, "num_key_value_heads": heads}, profile, 2)
+            assert plan.decision("attention_backend").value is None
+            problem = next(p for p in plan.problems if p.id == NO_BACKEND)
+            assert "kv_lora_rank" in problem.message
+    written = {**config, "kv_lora_rank": 512, "qk_nope_head_dim": 448}
+    assert _plan(tmp_path, written, "b200-8", 2).decision("attention_backend").value is not None
+
+
+def test_a_text_config_under_a_class_without_one_is_refused(tmp_path: Path):
+    """LlamaConfig and vLLM's own DeepseekV3Config (deepseek_v32) keep a text_config as a dict: vLLM refuses."""
+    llama = _config("llama-3.1-8b")
+    text = {k: llama.pop(k) for k in list(llama) if k not in ("architectures", "model_type")}
+    nested = {**llama, "text_config": {**text, "model_type": "llama"}}
+    assert any(p.id == TEXT_CONFIG_DICT for p in _plan(tmp_path, nested).problems)
+    v32 = _config("deepseek-v3.2")
+    text = {k: v32.pop(k) for k in list(v32) if k not in ("architectures", "model_type")}
+    assert any(p.id == TEXT_CONFIG_DICT for p in _plan(tmp_path, {**v32, "text_config": text}).problems)
