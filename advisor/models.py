@@ -221,6 +221,9 @@ class ModelSpec:
     # DeepSeek V4 as transformers' DeepseekV4Config writes it: compress_rates (per layer type) with layer_types or MTP
     # layers, from which vLLM derives the per-layer compress ratios (get_compress_ratios, deepseek_v4_utils.py v0.33.0)
     compress_rates: bool = False
+    # the top-level keys config.json sets to a non-empty object (text_config, vision_config, vlm_config, ...), in order:
+    # which sub-configs an engine's config class is handed
+    config_objects: tuple[str, ...] = ()
 
     @property
     def architecture_entries(self) -> tuple[str, ...]:
@@ -657,6 +660,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         quant_config=_quant_config(config) or _quant_config(text),
         original_max_position_embeddings=_int(merged.get("original_max_position_embeddings")),
         unwritten=tuple(k for k in CLASS_FILLED_KEYS if k not in merged),
+        config_objects=tuple(str(k) for k, v in config.items() if isinstance(v, Mapping) and v),
         compress_rates=merged.get("compress_rates") is not None
         and bool(_layer_types(merged.get("layer_types")) or _int(merged.get("num_nextn_predict_layers"))),
     )

@@ -107,3 +107,21 @@ def test_a_text_config_under_a_class_without_one_is_refused(tmp_path: Path):
     v32 = _config("deepseek-v3.2")
     text = {k: v32.pop(k) for k in list(v32) if k not in ("architectures", "model_type")}
     assert any(p.id == TEXT_CONFIG_DICT for p in _plan(tmp_path, {**v32, "text_config": text}).problems)
+
+
+def test_a_text_config_the_class_does_not_take_leaves_the_default(tmp_path: Path):
+    """ColPali keeps its language model in vlm_config: a text_config (with a 131072 length) does not reach it, so vLLM
+    reads PaliGemma's default Gemma text config (8192); with the vlm_config at the top, the class is handed its text."""
+    base = _config("vllm-ColPaliForRetrieval")
+    vlm = base.pop("vlm_config")
+    nested = {**base, "text_config": {"model_type": "colpali", "max_position_embeddings": 131072, "vlm_config": vlm}}
+    assert _plan(tmp_path, nested).decision("memory_defaults").value["max_model_len"] == 8192
+    model = _model(tmp_path, {**base, "vlm_config": vlm})
+    assert vllm_model(model, "0.33.0") == model
+
+
+def test_a_text_config_the_class_takes_is_read(tmp_path: Path):
+    """vLLM's Qwen3-ASR class keeps its text in thinker_config, but takes a text_config too (v0.33.0 reads its 65536)."""
+    config = _config("named-Qwen3ASRForConditionalGeneration")
+    assert config["text_config"]["max_position_embeddings"] == 65536
+    assert _plan(tmp_path, config).decision("memory_defaults").value["max_model_len"] == 65536

@@ -8,7 +8,9 @@ keys a config.json writes or leaves out.
   config itself and has no ``num_attention_heads``.
 - ``text_defaults``: the composite classes (a text sub-config beside the top level) that build their default text
   sub-config when config.json has no text_config, top-level text keys not reaching it: ``get_hf_text_config`` then
-  returns that default, so vLLM reads its sizes, not the top level's. Only the keys the advisor reads are kept.
+  returns that default, so vLLM reads its sizes, not the top level's. Only the keys the advisor reads are kept;
+  ``text_key`` names the top-level key whose object holds the text sub-config (ColPali's vlm_config);
+  ``text_config_ignored`` the classes a text_config does not reach (ColPali: its text lives in vlm_config).
 - ``class_defaults``: what the text config's class gives a key config.json leaves out (the MLA ranks, the sparse
   indexer's index_topk, max_position_embeddings), where it gives a value.
 - ``head_dim_from_rope``: the classes that set head_dim to qk_rope_head_dim, "always" (over a written head_dim:
@@ -67,7 +69,8 @@ FILL, MLA_ATTRS, MLA_SHAPE = json.loads(sys.argv[2])
 text = {"hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000}
 # top-level text keys a composite class may hand on to its text sub-config (values no default has)
 flat = {"max_position_embeddings": 4321, "num_hidden_layers": 7}
-out = {"text_config_dict": [], "text_defaults": {}, "class_defaults": {}, "missing_attrs": {}, "head_dim_from_rope": {}}
+out = {"text_config_dict": [], "text_defaults": {}, "class_defaults": {}, "missing_attrs": {}, "head_dim_from_rope": {},
+       "text_key": {}, "text_config_ignored": []}
 own = set(_CONFIG_REGISTRY.keys())
 
 
@@ -89,6 +92,16 @@ def has(obj, key):
         return hasattr(obj, key)
     except Exception:
         return True
+
+
+def text_key_holds(value, found):
+    # whether a sub-config attribute holds the text config: is it, or has it as its own text config
+    if value is found:
+        return True
+    try:
+        return value is not None and value.get_text_config() is found
+    except Exception:
+        return False
 
 
 def plain(value):
@@ -124,6 +137,15 @@ for model_type in sorted(set(CONFIG_MAPPING_NAMES) | own):
             except Exception:
                 values = {}
             out["text_defaults"][model_type] = {k: values[k] for k in keys if k in values and plain(values[k])}
+            try:  # a text_config handed to the class: does it become the text sub-config?
+                handed = {**values, "max_position_embeddings": 4321}
+                takes = attr(build(model_type, text_config=handed).get_text_config(), "max_position_embeddings") == 4321
+            except Exception:
+                takes = False
+            if not takes:
+                out["text_config_ignored"].append(model_type)
+            out["text_key"][model_type] = next((name for name in getattr(config, "sub_configs", {}) or {}
+                                                if text_key_holds(attr(config, name), found)), None)
     fills = {k: attr(found, k) for k in FILL if isinstance(attr(found, k), int)}
     if fills:
         out["class_defaults"][model_type] = fills
@@ -167,7 +189,8 @@ def main(argv: list[str]) -> int:
         " the pinned transformers') makes of it. text_config_dict: model_types that keep a config.json's text_config"
         " as a dict, so get_hf_text_config (vllm/transformers_utils/config.py) refuses the model. text_defaults: the"
         " default text sub-config a composite class builds when config.json has none (top-level text keys do not"
-        " reach it), the keys the advisor reads. class_defaults: what the text class gives a left-out MLA rank,"
+        " reach it), the keys the advisor reads; text_key: the top-level key holding it; text_config_ignored:"
+        " classes a text_config does not reach. class_defaults: what the text class gives a left-out MLA rank,"
         " index_topk or max_position_embeddings. head_dim_from_rope: classes setting head_dim to qk_rope_head_dim"
         " (always, or by default where config.json has none). missing_attrs: MLA attributes an MLA-shaped text class"
         " lacks."

@@ -28,7 +28,7 @@ from advisor.rules.vllm.text_config import CONFIG_DEFAULTS_FILE
 # vLLM reads from hf_config (architectures, quantization_config, dtype, vision_config) and where the spec came from.
 TOP_LEVEL_FIELDS = ("id", "architecture", "architectures", "model_type", "dtype", "quantization", "weight_bits",
                     "quant_method", "quant_config", "modelopt_kv_cache", "path", "origin", "notes", "num_params",
-                    "vision", "has_text_config", "language_config", "top_level_index_topk")  # fmt: skip
+                    "vision", "has_text_config", "language_config", "top_level_index_topk", "config_objects")  # fmt: skip
 
 
 @cache
@@ -41,6 +41,12 @@ def default_text_config(model_type: str | None, version: str) -> dict[str, Any] 
     """The default text sub-config (the keys the advisor reads) ``version``'s class for ``model_type`` builds when
     config.json has no text_config; None where the class has none, or top-level keys reach it."""
     return _release(version).get("text_defaults", {}).get(model_type) if model_type else None
+
+
+def text_key(model_type: str | None, version: str) -> str | None:
+    """The top-level key whose object a composite class builds its text sub-config from (text_config; ColPali's
+    vlm_config, Qwen3-Omni's thinker_config); None where the reader found none."""
+    return _release(version).get("text_key", {}).get(model_type) if model_type else None
 
 
 def class_defaults(model_type: str | None, version: str) -> dict[str, int]:
@@ -64,14 +70,32 @@ def vllm_model(model: ModelSpec | None, version: str) -> ModelSpec | None:
     if model is None:
         return None
     defaults = default_text_config(model.model_type, version)
-    if defaults is not None and model.language_config is None:
+    if defaults is not None and not _text_handed(model, version):
         return _with_default_text(model, defaults)
+    if defaults is not None and not _reads_text_config(model, version):
+        return model  # handed its text in another sub-config (vlm_config, thinker_config), which the spec does not read
+
     model = _filled(model, class_defaults(model.model_type, version))
     how = head_dim_from_rope(model.model_type, version)
     rope = model.qk_rope_head_dim
     if rope and (how == "always" or (how == "default" and "head_dim" in model.unwritten)):
         model = replace(model, head_dim=rope, config_head_dim=rope, head_dim_zero=False)
     return model
+
+
+def _text_handed(model: ModelSpec, version: str) -> bool:
+    """Whether config.json hands the composite class its text sub-config: a text_config the class takes, or the key
+    whose object holds it (ColPali's vlm_config); where the reader found no such key, any language sub-config."""
+    key = text_key(model.model_type, version)
+    if key is None:
+        return model.language_config is not None
+    return _reads_text_config(model, version) or key in model.config_objects
+
+
+def _reads_text_config(model: ModelSpec, version: str) -> bool:
+    """config.json's text_config is the composite class's text sub-config (the one the spec reads)."""
+    ignored = model.model_type in _release(version).get("text_config_ignored", ())
+    return "text_config" in model.config_objects and not ignored
 
 
 def _with_default_text(model: ModelSpec, defaults: dict[str, Any]) -> ModelSpec:
