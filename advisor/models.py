@@ -224,6 +224,8 @@ class ModelSpec:
     # the top-level keys config.json sets to a non-empty object (text_config, vision_config, vlm_config, ...), in order:
     # which sub-configs an engine's config class is handed
     config_objects: tuple[str, ...] = ()
+    # global_head_dim as written: the full-attention layers' head width where it differs from head_dim (Gemma 4)
+    global_head_dim: int | None = None
 
     @property
     def architecture_entries(self) -> tuple[str, ...]:
@@ -641,6 +643,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         config_head_dim=size("head_dim"),
         head_dim_zero=type(merged.get("head_dim")) is int and merged["head_dim"] == 0,
         swa_head_dim=size("swa_head_dim"),
+        global_head_dim=size("global_head_dim"),
         swa_v_head_dim=size("swa_v_head_dim"),
         learnable_sink=bool(merged["learnable_sink"]) if "learnable_sink" in merged else None,
         hybrid_swa=merged.get("is_hybrid_swa") is True,

@@ -125,3 +125,20 @@ def test_a_text_config_the_class_takes_is_read(tmp_path: Path):
     config = _config("named-Qwen3ASRForConditionalGeneration")
     assert config["text_config"]["max_position_embeddings"] == 65536
     assert _plan(tmp_path, config).decision("memory_defaults").value["max_model_len"] == 65536
+
+
+def test_gemma4_mixed_head_widths_run_triton_without_fa4(tmp_path: Path):
+    """Gemma4Config's fix-up: full-attention layers 512 wide (the class's global_head_dim) beside 256-wide sliding ones
+    run Triton where FA4 does not (an A100), and FA4's FlashAttention on an H100; equal widths leave the usual order."""
+    config = _config("named-Gemma4ForCausalLM")
+    assert _plan(tmp_path, config, "a100-sxm-8").decision("attention_backend").value == "TRITON_ATTN"
+    assert _plan(tmp_path, config, "h100-sxm-8").decision("attention_backend").value == "FLASH_ATTN"
+    same = {**config, "global_head_dim": config["head_dim"]}
+    assert _plan(tmp_path, same, "a100-sxm-8").decision("attention_backend").value == "FLASH_ATTN"
+    wide = {**config, "global_head_dim": 1024}  # past FA4's 512: Triton on an H100 too
+    assert _plan(tmp_path, wide, "h100-sxm-8").decision("attention_backend").value == "TRITON_ATTN"
+    folder = tmp_path / "chosen"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    chosen = plan_for("0.33.0", "a100-sxm-8", 1, load_config_dir(folder), ("--attention-backend", "FLASH_ATTN"))
+    assert chosen.decision("attention_backend").value == "FLASH_ATTN"

@@ -15,6 +15,8 @@ keys a config.json writes or leaves out.
   indexer's index_topk, max_position_embeddings), where it gives a value.
 - ``head_dim_from_rope``: the classes that set head_dim to qk_rope_head_dim, "always" (over a written head_dim:
   transformers' MiniCPM3Config) or by "default" (where config.json writes none: DeepseekV3Config).
+- ``layer_head_dims``: classes whose layer types have different head widths (transformers' per_layer_config): the
+  default width per layer type, and the key each follows when written (Gemma 4's full attention: global_head_dim).
 - ``missing_attrs``: the MLA attributes (kv_lora_rank, qk_nope_head_dim) an MLA-shaped text class does not have at all
   (transformers' DeepseekV4Config): vLLM's attention backends read them as attributes.
 
@@ -70,7 +72,7 @@ text = {"hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2, "v
 # top-level text keys a composite class may hand on to its text sub-config (values no default has)
 flat = {"max_position_embeddings": 4321, "num_hidden_layers": 7}
 out = {"text_config_dict": [], "text_defaults": {}, "class_defaults": {}, "missing_attrs": {}, "head_dim_from_rope": {},
-       "text_key": {}, "text_config_ignored": []}
+       "text_key": {}, "text_config_ignored": [], "layer_head_dims": {}}
 own = set(_CONFIG_REGISTRY.keys())
 
 
@@ -159,6 +161,26 @@ for model_type in sorted(set(CONFIG_MAPPING_NAMES) | own):
             how = None
         if how:
             out["head_dim_from_rope"][model_type] = how
+    types = attr(found, "layer_types")
+    if isinstance(types, list) and types:
+        # per-layer head widths (transformers' per_layer_config: Gemma 4's full-attention layers take global_head_dim)
+        try:
+            view = found.per_layer_config
+            widths = {}
+            for i, layer_type in enumerate(types):
+                widths.setdefault(layer_type, attr(view[i], "head_dim"))
+        except Exception:
+            widths = {}
+        if len(set(widths.values())) > 1:
+            entry = {"widths": widths, "follows": {}}
+            try:  # which key sets each layer type's width: the text class built with both written
+                wide = type(found)(head_dim=96, global_head_dim=384)
+                for i, layer_type in enumerate(wide.layer_types):
+                    width = attr(wide.per_layer_config[i], "head_dim")
+                    entry["follows"][layer_type] = {96: "head_dim", 384: "global_head_dim"}.get(width)
+            except Exception:
+                pass
+            out["layer_head_dims"][model_type] = entry
     if any(has(found, k) for k in MLA_SHAPE):
         missing = [k for k in MLA_ATTRS if not has(found, k)]
         if missing:
@@ -192,7 +214,8 @@ def main(argv: list[str]) -> int:
         " reach it), the keys the advisor reads; text_key: the top-level key holding it; text_config_ignored:"
         " classes a text_config does not reach. class_defaults: what the text class gives a left-out MLA rank,"
         " index_topk or max_position_embeddings. head_dim_from_rope: classes setting head_dim to qk_rope_head_dim"
-        " (always, or by default where config.json has none). missing_attrs: MLA attributes an MLA-shaped text class"
+        " (always, or by default where config.json has none). layer_head_dims: default head widths per layer type where"
+        " they differ, and the key each follows when written. missing_attrs: MLA attributes an MLA-shaped text class"
         " lacks."
         " Written by python -m conformance.vllm.config_defaults X.Y.Z (0.20.2: text_config_dict only, read before"
         " the others and without vLLM's own classes)."

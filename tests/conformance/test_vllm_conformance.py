@@ -44,12 +44,13 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
     ("named-Qwen3OmniMoeForConditionalGeneration", None, None, "attention_backend", "0.12.0", None):
         "the language model's head size sits in thinker_config.text_config (73 wide: only Triton takes it), which the "
         "advisor's config reader does not unwrap",
-    ("named-Gemma4ForCausalLM", "a100-sxm-8", None, "attention_backend", "0.20.2", None):
+    ("named-Gemma4ForCausalLM", "a100-sxm-8", None, "attention_backend", "0.20.2", "0.30.0"):
         "Gemma4Config.verify_and_update_config forces TRITON_ATTN where FA4 does not run (SM80) for heterogeneous head "
-        "sizes; the 512-wide full-attention heads come from transformers' Gemma4 config defaults the reader does not see",
-    ("named-Gemma4ForConditionalGeneration", "a100-sxm-8", None, "attention_backend", "0.20.2", None):
+        "sizes; the 512-wide full-attention heads come from transformers' Gemma4 config defaults, read for v0.33.0 only "
+        "(config_defaults.json layer_head_dims)",
+    ("named-Gemma4ForConditionalGeneration", "a100-sxm-8", None, "attention_backend", "0.20.2", "0.30.0"):
         "as Gemma4ForCausalLM (Gemma4Config fix-up)",
-    ("named-Gemma4UnifiedForConditionalGeneration", "a100-sxm-8", None, "attention_backend", "0.20.2", None):
+    ("named-Gemma4UnifiedForConditionalGeneration", "a100-sxm-8", None, "attention_backend", "0.20.2", "0.30.0"):
         "as Gemma4ForCausalLM (Gemma4Config fix-up)",
     ("deepseek-v3.2", "b200-8", 8, "attention_backend", "0.33.0", None):
         "the harness lacks quack-kernels (a CUDA-only dependency of the wheel, quack-kernels==0.6.5), so the FA4 sparse "

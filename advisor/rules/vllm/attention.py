@@ -7,13 +7,14 @@ from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import (
     compressed_attention,
+    fixup_names,
     mla_model_types,
     qk_nope_head_dim,
     uses_mla,
     uses_sparse_mla,
 )
 from advisor.rules.vllm.common import ATTENTION_FLAG, PLATFORM_FILE, rules_release
-from advisor.rules.vllm.hf_config import missing_attributes
+from advisor.rules.vllm.hf_config import layer_head_sizes, missing_attributes
 from advisor.rules.vllm.memory import kv_cache_dtype
 
 # Each change table here is a list of (first release, value) read with advisor.rules.releases.at, from the
@@ -169,6 +170,8 @@ def attention_backend(s: Scenario, version: str, kv_cache_dtype: str = "auto") -
         if sm100 == "FLASHINFER_MLA" and not flashinfer_mla_takes(model, version):
             sm100 = "CUTLASS_MLA"
         return {10: sm100, 9: "FLASH_ATTN_MLA"}.get(major, "TRITON_MLA")
+    if triton_for_mixed_heads(s, version):
+        return "TRITON_ATTN"
     sinks = model.model_type == "gpt_oss"  # attention sinks: FlashInfer's prefill path rejects them
     head = selector_head_size(model, version)
     order = ["FLASHINFER", "FLASH_ATTN"] if major == 10 else ["FLASH_ATTN", "FLASHINFER"]
@@ -198,6 +201,33 @@ def unread_mla_attributes(model, version: str, major: int) -> tuple[str, ...]:
     missing = missing_attributes(text_type, version) | missing_attributes(model.model_type, version)
     return tuple(k for k, on in SPARSE_ATTRIBUTES_ON.items()
                  if k in missing and k in model.unwritten and on in (None, major))  # fmt: skip
+
+
+# Gemma 4's config fix-up (Gemma4Config.verify_and_update_config, vllm/model_executor/models/config.py, v0.33.0; the
+# DiffusionGemma one calls it, EmbeddingGemma2's forces TRITON_ATTN whatever the heads): where the layer types' head
+# widths differ (full attention's global_head_dim against head_dim), FA4 runs every layer when the GPU has it (9.x,
+# 10.x, 11.x: is_fa_version_supported(4)) and the widest is 512 or less; otherwise it sets TRITON_ATTN when no backend
+# was chosen. The goldens from v0.20.2 show the same on an A100; the widths are read from v0.33.0's classes only
+# (config_defaults.json: layer_head_dims), so an older release follows it where config.json writes global_head_dim.
+MIXED_HEADS_FIXUP: tuple[frozenset[str], str] = (frozenset({"Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
+                                                            "Gemma4UnifiedForConditionalGeneration",
+                                                            "DiffusionGemmaForBlockDiffusion"}), "0.20.2")  # fmt: skip
+ALWAYS_TRITON_FIXUP: tuple[frozenset[str], str] = (frozenset({"EmbeddingGemma2Model"}), "0.33.0")
+FA4_MAX_HEAD = 512
+
+
+def triton_for_mixed_heads(s: Scenario, version: str) -> bool:
+    """Whether the model's config fix-up sets TRITON_ATTN (no --attention-backend given)."""
+    names = fixup_names(s.model, version)
+    release = rules.parse_release(version)
+    if names & ALWAYS_TRITON_FIXUP[0] and release >= rules.parse_release(ALWAYS_TRITON_FIXUP[1]):
+        return True
+    if not names & MIXED_HEADS_FIXUP[0] or release < rules.parse_release(MIXED_HEADS_FIXUP[1]):
+        return False
+    widths = layer_head_sizes(s.model, version) or frozenset()
+    if len(widths) <= 1:
+        return False
+    return not (s.capability[0] in FA4_MAJORS and max(widths) <= FA4_MAX_HEAD)
 
 
 def flashinfer_mla_takes(model, version: str) -> bool:

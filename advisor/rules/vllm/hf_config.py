@@ -65,6 +65,25 @@ def head_dim_from_rope(model_type: str | None, version: str) -> str | None:
     return _release(version).get("head_dim_from_rope", {}).get(model_type) if model_type else None
 
 
+def layer_head_sizes(model: ModelSpec, version: str) -> frozenset[int] | None:
+    """The head widths of the model's layer types where its class gives them different widths (transformers'
+    per_layer_config: Gemma 4's full-attention layers take global_head_dim, 512 by default): each layer type's width is
+    the key it follows as config.json writes it, else the class's default. None where the class gives one width, or
+    config.json writes no layer_types."""
+    entry = _release(version).get("layer_head_dims", {}).get(model.model_type) if model.model_type else None
+    if entry is None or not model.layer_types:
+        return None
+    written = {"head_dim": model.config_head_dim, "global_head_dim": model.global_head_dim}
+    widths = set()
+    for layer_type in set(model.layer_types):
+        width = written.get(entry["follows"].get(layer_type) or "") or entry["widths"].get(layer_type)
+        if width is None:
+            width = model.config_head_dim or model.head_dim
+        if width is not None:
+            widths.add(width)
+    return frozenset(widths)
+
+
 def vllm_model(model: ModelSpec | None, version: str) -> ModelSpec | None:
     """``model`` as ``version`` reads it (see the module docstring); ``model`` itself where nothing changes."""
     if model is None:
