@@ -226,6 +226,9 @@ class ModelSpec:
     config_objects: tuple[str, ...] = ()
     # global_head_dim as written: the full-attention layers' head width where it differs from head_dim (Gemma 4)
     global_head_dim: int | None = None
+    # the language model's config one level down (thinker_config.text_config, vlm_config.text_config) as written, its
+    # scalars and per-layer / RoPE keys: the fields above do not read it (vLLM's view does: rules/vllm/hf_config.py)
+    nested_text: tuple[tuple[str, Any], ...] = ()
 
     @property
     def architecture_entries(self) -> tuple[str, ...]:
@@ -351,15 +354,29 @@ CONTEXT_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", 
                        "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")  # fmt: skip
 
 
-def _context_lengths(config: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
-    # an omni model's thinker_config and a retrieval model's vlm_config hold the language model's config one level down
-    inner: Mapping[str, Any] = {}
-    for outer in ("thinker_config", "vlm_config"):
+NESTED_TEXT_WRAPPERS = ("thinker_config", "vlm_config")
+# What ModelSpec.nested_text keeps of a nested text config beside its scalars: the per-layer and RoPE keys.
+NESTED_TEXT_OBJECTS = ("layer_types", "rope_scaling", "rope_parameters")
+
+
+def _inner_text(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An omni model's thinker_config and a retrieval model's vlm_config hold the language model's config one level
+    down: that text_config ({} where there is none)."""
+    for outer in NESTED_TEXT_WRAPPERS:
         wrapper = config.get(outer)
         if isinstance(wrapper, Mapping) and isinstance(wrapper.get("text_config"), Mapping):
-            inner = wrapper["text_config"]
-            break
-    part = {**config, **text, **inner}
+            return wrapper["text_config"]
+    return {}
+
+
+def _nested_text(config: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    inner = _inner_text(config)
+    return tuple((str(k), v) for k, v in inner.items()
+                 if v is None or isinstance(v, (bool, int, float, str)) or k in NESTED_TEXT_OBJECTS)  # fmt: skip
+
+
+def _context_lengths(config: Mapping[str, Any], text: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    part = {**config, **text, **_inner_text(config)}
     return tuple((k, part[k]) for k in CONTEXT_LENGTH_KEYS if _int(part.get(k)) is not None and part[k] > 0)
 
 
@@ -644,6 +661,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         head_dim_zero=type(merged.get("head_dim")) is int and merged["head_dim"] == 0,
         swa_head_dim=size("swa_head_dim"),
         global_head_dim=size("global_head_dim"),
+        nested_text=_nested_text(config),
         swa_v_head_dim=size("swa_v_head_dim"),
         learnable_sink=bool(merged["learnable_sink"]) if "learnable_sink" in merged else None,
         hybrid_swa=merged.get("is_hybrid_swa") is True,

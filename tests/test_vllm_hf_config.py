@@ -111,13 +111,14 @@ def test_a_text_config_under_a_class_without_one_is_refused(tmp_path: Path):
 
 def test_a_text_config_the_class_does_not_take_leaves_the_default(tmp_path: Path):
     """ColPali keeps its language model in vlm_config: a text_config (with a 131072 length) does not reach it, so vLLM
-    reads PaliGemma's default Gemma text config (8192); with the vlm_config at the top, the class is handed its text."""
+    reads PaliGemma's default Gemma text config (8192); with the vlm_config at the top, its text_config is read."""
     base = _config("vllm-ColPaliForRetrieval")
     vlm = base.pop("vlm_config")
     nested = {**base, "text_config": {"model_type": "colpali", "max_position_embeddings": 131072, "vlm_config": vlm}}
     assert _plan(tmp_path, nested).decision("memory_defaults").value["max_model_len"] == 8192
-    model = _model(tmp_path, {**base, "vlm_config": vlm})
-    assert vllm_model(model, "0.33.0") == model
+    vlm["text_config"]["num_attention_heads"] = 16  # handed in vlm_config, its text_config is read
+    seen = vllm_model(_model(tmp_path, {**base, "vlm_config": vlm}), "0.33.0")
+    assert (seen.text_model_type, seen.num_heads) == ("gemma", 16)
 
 
 def test_a_text_config_the_class_takes_is_read(tmp_path: Path):
@@ -142,3 +143,12 @@ def test_gemma4_mixed_head_widths_run_triton_without_fa4(tmp_path: Path):
     (folder / "config.json").write_text(json.dumps(config))
     chosen = plan_for("0.33.0", "a100-sxm-8", 1, load_config_dir(folder), ("--attention-backend", "FLASH_ATTN"))
     assert chosen.decision("attention_backend").value == "FLASH_ATTN"
+
+
+def test_a_text_config_one_level_down_is_read(tmp_path: Path):
+    """Qwen3-Omni keeps its language model in thinker_config.text_config: 2048 / 28 heads = 73 wide, which only Triton
+    takes (the top level has no sizes)."""
+    config = _config("named-Qwen3OmniMoeForConditionalGeneration")
+    assert config["thinker_config"]["text_config"]["num_attention_heads"] == 28
+    for profile in ("h100-sxm-8", "b200-8", "a100-sxm-8"):
+        assert _plan(tmp_path, config, profile).decision("attention_backend").value == "TRITON_ATTN"

@@ -41,9 +41,9 @@ KNOWN: set[tuple[str, str, str]] = set()
 # None, field, first release, last release or None) -> reason; every scenario of a golden that matches is expected to
 # differ in that field (so a regression and a silent fix both fail).
 KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None], str] = {
-    ("named-Qwen3OmniMoeForConditionalGeneration", None, None, "attention_backend", "0.12.0", None):
+    ("named-Qwen3OmniMoeForConditionalGeneration", None, None, "attention_backend", "0.12.0", "0.30.0"):
         "the language model's head size sits in thinker_config.text_config (73 wide: only Triton takes it), which the "
-        "advisor's config reader does not unwrap",
+        "advisor's vLLM view reads where the release's classes were read (v0.33.0: config_defaults.json text_key)",
     ("named-Gemma4ForCausalLM", "a100-sxm-8", None, "attention_backend", "0.20.2", "0.30.0"):
         "Gemma4Config.verify_and_update_config forces TRITON_ATTN where FA4 does not run (SM80) for heterogeneous head "
         "sizes; the 512-wide full-attention heads come from transformers' Gemma4 config defaults, read for v0.33.0 only "

@@ -21,14 +21,15 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
-from advisor.models import ModelError, ModelSpec, spec_from_config
+from advisor.models import NESTED_TEXT_WRAPPERS, ModelError, ModelSpec, spec_from_config
 from advisor.rules.vllm.text_config import CONFIG_DEFAULTS_FILE
 
 # What the model keeps from config.json's top level when its text part is the class's default text sub-config: what
 # vLLM reads from hf_config (architectures, quantization_config, dtype, vision_config) and where the spec came from.
 TOP_LEVEL_FIELDS = ("id", "architecture", "architectures", "model_type", "dtype", "quantization", "weight_bits",
                     "quant_method", "quant_config", "modelopt_kv_cache", "path", "origin", "notes", "num_params",
-                    "vision", "has_text_config", "language_config", "top_level_index_topk", "config_objects")  # fmt: skip
+                    "vision", "has_text_config", "language_config", "top_level_index_topk", "config_objects",
+                    "nested_text")  # fmt: skip
 
 
 @cache
@@ -92,7 +93,11 @@ def vllm_model(model: ModelSpec | None, version: str) -> ModelSpec | None:
     if defaults is not None and not _text_handed(model, version):
         return _with_default_text(model, defaults)
     if defaults is not None and not _reads_text_config(model, version):
-        return model  # handed its text in another sub-config (vlm_config, thinker_config), which the spec does not read
+        # handed its text in another sub-config: the text_config one level down (thinker_config's, vlm_config's) over
+        # the class's defaults, where config.json has one
+        if model.nested_text and text_key(model.model_type, version) in NESTED_TEXT_WRAPPERS:
+            return _with_default_text(model, {**defaults, **dict(model.nested_text)})
+        return model
 
     model = _filled(model, class_defaults(model.model_type, version))
     how = head_dim_from_rope(model.model_type, version)
