@@ -27,6 +27,7 @@ from advisor.rules.startup import (
 )
 from advisor.rules.vllm.architectures import uses_mla
 from advisor.rules.vllm.common import GiB, MiB, rules_release
+from advisor.rules.vllm.hf_config import vllm_model
 from advisor.rules.vllm.memory import memory_value
 
 # Where check_enough_kv_cache_memory lives: v0.33.0 moved it to kv_cache_planning.py (v0.31 and v0.32 not read).
@@ -296,6 +297,7 @@ def parse_max_model_len(raw: str) -> int | None:
 def startup(s: Scenario, release: Release, decisions: Sequence[Decision]) -> Startup:
     """vLLM's start-up verdict for the plan (Engine.startup)."""
     version = rules_release(release.version)
+    s = replace(s, model=vllm_model(s.model, release.version))  # as vLLM's config class holds it (decide does the same)
     memory = next((d.value for d in decisions if d.id == "memory_defaults"), None) or memory_value(s, version)
     given = s.flag("--max-model-len")
     source = "--max-model-len" if given else "the model's max_position_embeddings (vLLM's derived max_model_len)"
