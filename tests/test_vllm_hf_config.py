@@ -152,3 +152,17 @@ def test_a_text_config_one_level_down_is_read(tmp_path: Path):
     assert config["thinker_config"]["text_config"]["num_attention_heads"] == 28
     for profile in ("h100-sxm-8", "b200-8", "a100-sxm-8"):
         assert _plan(tmp_path, config, profile).decision("attention_backend").value == "TRITON_ATTN"
+
+
+def test_a_class_dropping_rope_scaling_beside_nested_rope_parameters(tmp_path: Path):
+    """vLLM's Step3p7TextConfig keeps rope_parameters nested by layer type and drops a legacy rope_scaling beside it,
+    where transformers' classes let rope_scaling win (a linear factor 2 then doubles Llama's length)."""
+    config = _config("named-Step3p7ForConditionalGeneration")
+    text = config["text_config"]
+    assert "full_attention" in (text.get("rope_parameters") or {})
+    length = text["max_position_embeddings"]
+    text["rope_scaling"] = {"rope_type": "linear", "factor": 2.0}
+    assert _plan(tmp_path, config).decision("memory_defaults").value["max_model_len"] == length
+    llama = {**_config("llama-3.1-8b"), "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
+    doubled = 2 * llama["max_position_embeddings"]
+    assert _plan(tmp_path, llama).decision("memory_defaults").value["max_model_len"] == doubled

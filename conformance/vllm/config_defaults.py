@@ -17,6 +17,8 @@ keys a config.json writes or leaves out.
   transformers' MiniCPM3Config) or by "default" (where config.json writes none: DeepseekV3Config).
 - ``layer_head_dims``: classes whose layer types have different head widths (transformers' per_layer_config): the
   default width per layer type, and the key each follows when written (Gemma 4's full attention: global_head_dim).
+- ``rope_scaling_ignored``: the classes that drop a legacy rope_scaling when rope_parameters is nested by layer type
+  (vLLM's own Step3p7TextConfig), where transformers' classes let rope_scaling win.
 - ``missing_attrs``: the MLA attributes (kv_lora_rank, qk_nope_head_dim) an MLA-shaped text class does not have at all
   (transformers' DeepseekV4Config): vLLM's attention backends read them as attributes.
 
@@ -72,7 +74,8 @@ text = {"hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2, "v
 # top-level text keys a composite class may hand on to its text sub-config (values no default has)
 flat = {"max_position_embeddings": 4321, "num_hidden_layers": 7}
 out = {"text_config_dict": [], "text_defaults": {}, "class_defaults": {}, "missing_attrs": {}, "head_dim_from_rope": {},
-       "text_key": {}, "text_config_ignored": [], "layer_head_dims": {}}
+       "text_key": {}, "text_config_ignored": [], "layer_head_dims": {},
+       "rope_scaling_ignored": []}
 own = set(_CONFIG_REGISTRY.keys())
 
 
@@ -181,6 +184,17 @@ for model_type in sorted(set(CONFIG_MAPPING_NAMES) | own):
             except Exception:
                 pass
             out["layer_head_dims"][model_type] = entry
+    if isinstance(types, list) and types:
+        # a legacy rope_scaling beside rope_parameters nested by layer type: does the class still apply it?
+        nested = {t: {"rope_type": "default", "rope_theta": 10000.0} for t in set(types)}
+        try:
+            built = type(found)(rope_parameters=nested, rope_scaling={"rope_type": "linear", "factor": 2.0})
+            params = attr(built, "rope_parameters") or {}
+            entries = [v for v in params.values() if isinstance(v, dict)] or [params]
+            if not any(e.get("factor") == 2.0 for e in entries):
+                out["rope_scaling_ignored"].append(model_type)
+        except Exception:
+            pass
     if any(has(found, k) for k in MLA_SHAPE):
         missing = [k for k in MLA_ATTRS if not has(found, k)]
         if missing:
@@ -215,7 +229,8 @@ def main(argv: list[str]) -> int:
         " classes a text_config does not reach. class_defaults: what the text class gives a left-out MLA rank,"
         " index_topk or max_position_embeddings. head_dim_from_rope: classes setting head_dim to qk_rope_head_dim"
         " (always, or by default where config.json has none). layer_head_dims: default head widths per layer type where"
-        " they differ, and the key each follows when written. missing_attrs: MLA attributes an MLA-shaped text class"
+        " they differ, and the key each follows when written. rope_scaling_ignored: classes dropping rope_scaling beside"
+        " a nested rope_parameters. missing_attrs: MLA attributes an MLA-shaped text class"
         " lacks."
         " Written by python -m conformance.vllm.config_defaults X.Y.Z (0.20.2: text_config_dict only, read before"
         " the others and without vLLM's own classes)."

@@ -89,6 +89,15 @@ def vllm_model(model: ModelSpec | None, version: str) -> ModelSpec | None:
     """``model`` as ``version`` reads it (see the module docstring); ``model`` itself where nothing changes."""
     if model is None:
         return None
+    model = _class_view(model, version)
+    nested = any(r.key == "rope_parameters" and r.layer is not None for r in model.rope)
+    if nested and model.model_type in _release(version).get("rope_scaling_ignored", ()):
+        # the class drops a legacy rope_scaling beside rope_parameters nested by layer type (vLLM's Step3p7TextConfig)
+        model = replace(model, rope=tuple(r for r in model.rope if r.key != "rope_scaling"))
+    return model
+
+
+def _class_view(model: ModelSpec, version: str) -> ModelSpec:
     defaults = default_text_config(model.model_type, version)
     if defaults is not None and not _text_handed(model, version):
         return _with_default_text(model, defaults)
