@@ -229,6 +229,8 @@ class ModelSpec:
     # the language model's config one level down (thinker_config.text_config, vlm_config.text_config) as written, its
     # scalars and per-layer / RoPE keys: the fields above do not read it (vLLM's view does: rules/vllm/hf_config.py)
     nested_text: tuple[tuple[str, Any], ...] = ()
+    # the keys of CONFIG_READ_KEYS config.json writes at its top level (an engine's config class may refuse some)
+    top_level_keys: tuple[str, ...] = ()
 
     @property
     def architecture_entries(self) -> tuple[str, ...]:
@@ -519,6 +521,15 @@ ALIASED_KEYS = ("hidden_size", "num_attention_heads", "num_hidden_layers", "num_
                 "intermediate_size", "vocab_size", "max_position_embeddings", "num_experts", "num_local_experts",
                 "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "kv_lora_rank", "q_lora_rank",
                 "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "sliding_window")  # fmt: skip
+# Every key of the language model's config that spec_from_config reads (conformance/vllm/config_defaults.py reads the
+# release's config classes for these).
+CONFIG_READ_KEYS = frozenset({*ALIASED_KEYS, *CONTEXT_LENGTH_KEYS, *STATE_KEYS, "model_type", "index_topk",
+                              "layer_types", "rope_scaling", "rope_parameters", "compress_ratios", "compress_rates",
+                              "num_nextn_predict_layers", "full_attention_interval", "sliding_window_pattern",
+                              "experts_per_token", "moe_topk", "learnable_sink", "use_mla", "tie_word_embeddings",
+                              "is_encoder_decoder", "swa_head_dim", "swa_v_head_dim", "original_max_position_embeddings",
+                              "use_bidirectional_attention", "is_hybrid_swa", "linear_attn_config", "linear_num_heads",
+                              "linear_head_dim", "global_head_dim"})  # fmt: skip
 KV_HEADS_IN_ATTN_CONFIG = ("dbrx", "mpt")  # model types whose KV head count lives in attn_config
 ATTRIBUTE_MAPS_FILE = Path(__file__).with_name("transformers_attribute_maps.json")
 
@@ -662,6 +673,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         swa_head_dim=size("swa_head_dim"),
         global_head_dim=size("global_head_dim"),
         nested_text=_nested_text(config),
+        top_level_keys=tuple(sorted(k for k in config if k in CONFIG_READ_KEYS)),
         swa_v_head_dim=size("swa_v_head_dim"),
         learnable_sink=bool(merged["learnable_sink"]) if "learnable_sink" in merged else None,
         hybrid_swa=merged.get("is_hybrid_swa") is True,

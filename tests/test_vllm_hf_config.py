@@ -12,7 +12,7 @@ from pathlib import Path
 from advisor.models import load_config_dir
 from advisor.rules.vllm.attention import NO_BACKEND
 from advisor.rules.vllm.hf_config import vllm_model
-from advisor.rules.vllm.text_config import TEXT_CONFIG_DICT
+from advisor.rules.vllm.text_config import READ_ONLY_KEY, TEXT_CONFIG_DICT
 from conformance.vllm.compare import plan_for
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,3 +166,16 @@ def test_a_class_dropping_rope_scaling_beside_nested_rope_parameters(tmp_path: P
     llama = {**_config("llama-3.1-8b"), "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
     doubled = 2 * llama["max_position_embeddings"]
     assert _plan(tmp_path, llama).decision("memory_defaults").value["max_model_len"] == doubled
+
+
+def test_a_read_only_key_at_the_top_level_is_refused(tmp_path: Path):
+    """FalconMambaConfig derives layer_types (a property without a setter): a config.json writing it stops vLLM's
+    config build, as a flattened KimiK3 config's hidden_size does; the configs as published plan."""
+    falcon = _config("named-FalconMambaForCausalLM")
+    assert not any(p.id == READ_ONLY_KEY for p in _plan(tmp_path, falcon).problems)
+    typed = {**falcon, "layer_types": ["full_attention"] * falcon["num_hidden_layers"]}
+    assert any(p.id == READ_ONLY_KEY and "layer_types" in p.message for p in _plan(tmp_path, typed).problems)
+    kimi = _config("named-KimiK3ForConditionalGeneration")
+    assert not any(p.id == READ_ONLY_KEY for p in _plan(tmp_path, kimi).problems)
+    flat = _flattened(kimi)
+    assert any(p.id == READ_ONLY_KEY and "hidden_size" in p.message for p in _plan(tmp_path, flat).problems)

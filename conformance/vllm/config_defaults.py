@@ -19,6 +19,9 @@ keys a config.json writes or leaves out.
   default width per layer type, and the key each follows when written (Gemma 4's full attention: global_head_dim).
 - ``rope_scaling_ignored``: the classes that drop a legacy rope_scaling when rope_parameters is nested by layer type
   (vLLM's own Step3p7TextConfig), where transformers' classes let rope_scaling win.
+- ``read_only_keys``: the keys (of those the advisor reads) a class holds as a read-only property (vLLM's
+  KimiK3Config's hidden_size, transformers' FalconMambaConfig's layer_types): a config.json writing one at its top
+  level stops the config's build with an AttributeError.
 - ``missing_attrs``: the MLA attributes (kv_lora_rank, qk_nope_head_dim) an MLA-shaped text class does not have at all
   (transformers' DeepseekV4Config): vLLM's attention backends read them as attributes.
 
@@ -46,14 +49,9 @@ MLA_SHAPE = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "index_topk", "c
 
 
 def read_keys() -> list[str]:
-    from advisor.models import ALIASED_KEYS, CONTEXT_LENGTH_KEYS, STATE_KEYS
+    from advisor.models import CONFIG_READ_KEYS
 
-    extra = ("model_type", "index_topk", "layer_types", "rope_scaling", "rope_parameters", "compress_ratios",
-             "compress_rates", "num_nextn_predict_layers", "full_attention_interval", "sliding_window_pattern",
-             "experts_per_token", "moe_topk", "learnable_sink", "use_mla", "tie_word_embeddings", "is_encoder_decoder",
-             "swa_head_dim", "swa_v_head_dim", "original_max_position_embeddings", "use_bidirectional_attention",
-             "is_hybrid_swa", "linear_attn_config", "linear_num_heads", "linear_head_dim")  # fmt: skip
-    return sorted({*ALIASED_KEYS, *CONTEXT_LENGTH_KEYS, *STATE_KEYS, *extra})
+    return sorted(CONFIG_READ_KEYS)
 
 
 # Run on the release's path (argv: the keys to keep, JSON).
@@ -75,7 +73,7 @@ text = {"hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2, "v
 flat = {"max_position_embeddings": 4321, "num_hidden_layers": 7}
 out = {"text_config_dict": [], "text_defaults": {}, "class_defaults": {}, "missing_attrs": {}, "head_dim_from_rope": {},
        "text_key": {}, "text_config_ignored": [], "layer_head_dims": {},
-       "rope_scaling_ignored": []}
+       "rope_scaling_ignored": [], "read_only_keys": {}}
 own = set(_CONFIG_REGISTRY.keys())
 
 
@@ -195,6 +193,19 @@ for model_type in sorted(set(CONFIG_MAPPING_NAMES) | own):
                 out["rope_scaling_ignored"].append(model_type)
         except Exception:
             pass
+    # keys the class holds as read-only properties: a config.json writing one at the top level stops the build
+    refused = []
+    for key in keys:
+        prop = getattr(type(config), key, None)
+        if isinstance(prop, property) and prop.fset is None:
+            try:
+                build(model_type, **{key: attr(config, key)})
+            except AttributeError:
+                refused.append(key)
+            except Exception:
+                pass
+    if refused:
+        out["read_only_keys"][model_type] = refused
     if any(has(found, k) for k in MLA_SHAPE):
         missing = [k for k in MLA_ATTRS if not has(found, k)]
         if missing:
@@ -230,7 +241,7 @@ def main(argv: list[str]) -> int:
         " index_topk or max_position_embeddings. head_dim_from_rope: classes setting head_dim to qk_rope_head_dim"
         " (always, or by default where config.json has none). layer_head_dims: default head widths per layer type where"
         " they differ, and the key each follows when written. rope_scaling_ignored: classes dropping rope_scaling beside"
-        " a nested rope_parameters. missing_attrs: MLA attributes an MLA-shaped text class"
+        " a nested rope_parameters. read_only_keys: keys a class holds as read-only properties. missing_attrs: MLA attributes an MLA-shaped text class"
         " lacks."
         " Written by python -m conformance.vllm.config_defaults X.Y.Z (0.20.2: text_config_dict only, read before"
         " the others and without vLLM's own classes)."

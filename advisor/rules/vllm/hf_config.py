@@ -29,7 +29,7 @@ from advisor.rules.vllm.text_config import CONFIG_DEFAULTS_FILE
 TOP_LEVEL_FIELDS = ("id", "architecture", "architectures", "model_type", "dtype", "quantization", "weight_bits",
                     "quant_method", "quant_config", "modelopt_kv_cache", "path", "origin", "notes", "num_params",
                     "vision", "has_text_config", "language_config", "top_level_index_topk", "config_objects",
-                    "nested_text")  # fmt: skip
+                    "nested_text", "top_level_keys")  # fmt: skip
 
 
 @cache

@@ -4,7 +4,8 @@
 text_config extracted from the model config does not have `num_attention_heads` attribute" when that is not the config
 itself and has no ``num_attention_heads``; a transformers class with no text sub-config stores the key as a dict.
 Which model types do is read per release from its pinned transformers into config_defaults.json (``python -m
-conformance.vllm.config_defaults X.Y.Z``); a release not read there gets no finding.
+conformance.vllm.config_defaults X.Y.Z``); a release not read there gets no finding. The same table lists the keys a
+class holds as read-only properties, which config.json cannot set (vllm_config_key_read_only).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from advisor.rules.engine import Problem, Scenario
 
 CONFIG_DEFAULTS_FILE = Path(__file__).with_name("config_defaults.json")
 TEXT_CONFIG_DICT = "vllm_text_config_unread"
+READ_ONLY_KEY = "vllm_config_key_read_only"
 
 
 @cache
@@ -25,10 +27,38 @@ def _text_config_dict(version: str) -> frozenset[str]:
     return frozenset(releases.get(version, {}).get("text_config_dict", ()))
 
 
+@cache
+def _read_only_keys(version: str) -> dict[str, list[str]]:
+    releases = json.loads(CONFIG_DEFAULTS_FILE.read_text())["releases"]
+    return releases.get(version, {}).get("read_only_keys", {})
+
+
+def read_only_problems(s: Scenario, version: str) -> list[Problem]:
+    """vllm_config_key_read_only: config.json writes at its top level a key the config class vLLM builds it with holds
+    as a read-only property (vLLM's KimiK3Config's hidden_size, transformers' FalconMambaConfig's layer_types): the
+    class's __init__ sets every key it is given, and that one raises AttributeError ("has no setter"), so vLLM stops
+    before any decision. Read per release into config_defaults.json (read_only_keys)."""
+    model = s.model
+    if model is None:
+        return []
+    keys = [k for k in _read_only_keys(version).get(model.model_type or "", ()) if k in model.top_level_keys]
+    if not keys:
+        return []
+    return [Problem(
+        READ_ONLY_KEY, "error",
+        f"config.json sets {', '.join(keys)} at its top level, which the config class vllm {version} builds model_type"
+        f" {model.model_type!r} with derives itself (a read-only property): building the config stops with an"
+        " AttributeError ('has no setter')",
+        f"remove {', '.join(keys)} from config.json's top level (or put the language model's keys in its text_config)",
+        f"vllm v{version}, vllm/transformers_utils/config.py (get_config: the config class's __init__)",
+    )]  # fmt: skip
+
+
 def text_config_problems(s: Scenario, version: str) -> list[Problem]:
     model = s.model
+    found = read_only_problems(s, version)
     if model is None or model.language_config != "text_config" or model.model_type not in _text_config_dict(version):
-        return []
+        return found
     return [Problem(
         TEXT_CONFIG_DICT, "error",
         f"config.json has a text_config, but transformers' config class of model_type {model.model_type!r} has no text"
@@ -37,4 +67,4 @@ def text_config_problems(s: Scenario, version: str) -> list[Problem]:
         "move the text_config keys to the top level of config.json, or set the model_type of a class that has a"
         " text_config (the model's own)",
         f"vllm v{version}, vllm/transformers_utils/config.py (get_hf_text_config)",
-    )]  # fmt: skip
+    ), *found]  # fmt: skip
