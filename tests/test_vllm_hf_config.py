@@ -179,3 +179,8 @@ def test_a_read_only_key_at_the_top_level_is_refused(tmp_path: Path):
     assert not any(p.id == READ_ONLY_KEY for p in _plan(tmp_path, kimi).problems)
     flat = _flattened(kimi)
     assert any(p.id == READ_ONLY_KEY and "hidden_size" in p.message for p in _plan(tmp_path, flat).problems)
+
+
+def test_a_newer_release_reads_the_newest_classes(tmp_path: Path):
+    model = _model(tmp_path, _flattened(_config("qwen3-vl-30b-a3b")))
+    assert vllm_model(model, "0.99.0") == vllm_model(model, "0.33.0") != model

@@ -22,6 +22,7 @@ from functools import cache
 from typing import Any
 
 from advisor.models import NESTED_TEXT_WRAPPERS, ModelError, ModelSpec, spec_from_config
+from advisor.rules.vllm.common import rules_release
 from advisor.rules.vllm.text_config import CONFIG_DEFAULTS_FILE
 
 # What the model keeps from config.json's top level when its text part is the class's default text sub-config: what
@@ -34,8 +35,9 @@ TOP_LEVEL_FIELDS = ("id", "architecture", "architectures", "model_type", "dtype"
 
 @cache
 def _release(version: str) -> dict[str, Any]:
+    """The release's entry of config_defaults.json (a version past the newest modelled one reads the newest's)."""
     releases = json.loads(CONFIG_DEFAULTS_FILE.read_text(encoding="utf-8"))["releases"]
-    return releases.get(version, {})
+    return releases.get(rules_release(version), {})
 
 
 def default_text_config(model_type: str | None, version: str) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from advisor.rules.engine import Problem, Scenario
+from advisor.rules.vllm.common import rules_release
 
 CONFIG_DEFAULTS_FILE = Path(__file__).with_name("config_defaults.json")
 TEXT_CONFIG_DICT = "vllm_text_config_unread"
@@ -24,13 +25,13 @@ READ_ONLY_KEY = "vllm_config_key_read_only"
 @cache
 def _text_config_dict(version: str) -> frozenset[str]:
     releases = json.loads(CONFIG_DEFAULTS_FILE.read_text())["releases"]
-    return frozenset(releases.get(version, {}).get("text_config_dict", ()))
+    return frozenset(releases.get(rules_release(version), {}).get("text_config_dict", ()))
 
 
 @cache
 def _read_only_keys(version: str) -> dict[str, list[str]]:
     releases = json.loads(CONFIG_DEFAULTS_FILE.read_text())["releases"]
-    return releases.get(version, {}).get("read_only_keys", {})
+    return releases.get(rules_release(version), {}).get("read_only_keys", {})
 
 
 def read_only_problems(s: Scenario, version: str) -> list[Problem]:
