@@ -152,7 +152,7 @@ class ModelSpec:
     # for DeepSeek V4's compressed attention, whether the config has compress_ratios.
     text_model_type: str | None = None
     compress_ratios: bool = False
-    # The Mamba2 / gated-delta-net state keys as written (STATE_KEYS), for the state vLLM sizes per sequence.
+    # The Mamba / gated-delta-net state keys as written (STATE_KEYS, CHUNK_KEYS), for the state vLLM sizes per sequence.
     state_config: tuple[tuple[str, int | str], ...] = ()
     # vision_config of multimodal models: (num_hidden_layers, hidden_size) as written (None where absent); None: no vision
     vision: tuple[int | None, int | None] | None = None
@@ -470,12 +470,17 @@ def _size(config: Mapping[str, Any], where: str, *keys: str, written_as: Mapping
     return None
 
 
-# Mamba2 (Nemotron-H) and gated delta net (Qwen3-Next, Qwen3.5) state sizes, as config.json names them.
+# Mamba and gated-delta-net state sizes, as config.json names them: Mamba2 in Nemotron-H's naming, gated delta net (Qwen3-Next,
+# Qwen3.5), Mamba1 (Jamba: mamba_d_state / mamba_d_conv / mamba_expand), Mamba2 in Falcon-H1's, Granite 4's and Bamba's
+# naming (mamba_n_heads / mamba_d_head / mamba_n_groups, Falcon-H1's mamba_d_ssm) and in Zamba2's (n_mamba_heads /
+# mamba_headdim / mamba_ngroups).
 STATE_KEYS = ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel", "mamba_ssm_cache_dtype",
               "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-              "linear_conv_kernel_dim")  # fmt: skip
-
-
+              "linear_conv_kernel_dim", "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_d_ssm", "mamba_n_heads",
+              "mamba_d_head", "mamba_n_groups", "n_mamba_heads", "mamba_headdim", "mamba_ngroups")  # fmt: skip
+# The Mamba2 kernel's chunk, ModelConfig.get_mamba_chunk_size's keys in its order (vllm/config/model.py): read when
+# they are whole numbers, never refused ("chunk_size" is a common name other models use for other things).
+CHUNK_KEYS = ("mamba_chunk_size", "chunk_size")
 STATE_DTYPE_KEY = "mamba_ssm_cache_dtype"  # the one state key that names a dtype; every other one is a size
 
 # The size keys spec_from_config reads that a transformers config class may spell another way: its `attribute_map`
@@ -515,6 +520,10 @@ def _state_config(merged: Mapping[str, Any], where: str) -> tuple[tuple[str, int
     for key in STATE_KEYS:
         value = merged.get(key) if key == STATE_DTYPE_KEY else _size(merged, where, key)
         if isinstance(value, (int, str)) and not isinstance(value, bool):
+            found.append((key, value))
+    for key in CHUNK_KEYS:
+        value = merged.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_MODEL_SIZE:
             found.append((key, value))
     return tuple(found)
 
