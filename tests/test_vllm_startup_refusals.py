@@ -1,0 +1,132 @@
+"""Start-up refusals of vLLM's ModelConfig / VllmConfig that the differential fuzzer found the advisor missing: a model
+dtype the quantization method does not run (gpt_oss_mxfp4 under float16), float16 for a model type that refuses it, a
+pooling-only class under --runner generate (docs/vllm.md). Each is an error of the plan, so `advisor check` exits 1 and
+`advisor launch` refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from advisor.cli import main
+from advisor.models import load_config_dir
+from advisor.rules.vllm import quantization as vllm_quantization
+from advisor.rules.vllm.dtype import FLOAT16_ID
+from advisor.rules.vllm.quantization import DTYPE_ID
+from advisor.rules.vllm.runner import RUNNER_ID
+from conformance.vllm.compare import plan_for
+
+CONFIGS = Path(__file__).resolve().parent / "conformance" / "configs"
+RELEASES = tuple(json.loads(vllm_quantization.QUANTIZATION_FILE.read_text())["releases"])
+
+
+def config(name: str, **changes) -> dict:
+    return {**json.loads((CONFIGS / name / "config.json").read_text()), **changes}
+
+
+def model_dir(root: Path, cfg: dict) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps(cfg))
+    return root
+
+
+def ids(root: Path, cfg: dict, release: str = "0.33.0", profile: str = "h100-sxm-8", tp: int = 1) -> set[str]:
+    plan = plan_for(release, profile, tp, load_config_dir(model_dir(root, cfg), model_id="m"))
+    return {p.id for p in plan.problems if p.severity == "error"}
+
+
+def cli(model: Path, face: list[str], release: str = "0.33.0", extra=()):
+    args = ["--profile", "h100-sxm-8", "--model", str(model), "--engine", "vllm", "--engine-version", release]
+    result = CliRunner().invoke(main, [*args, *face, *extra])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+# -- the quantization method's activation dtypes -----------------------------------------------------------------------
+def test_every_release_reads_mxfp4_as_bfloat16_only():
+    for release in RELEASES:
+        table = vllm_quantization.table(release)
+        assert table.act_dtypes["mxfp4"] == {"bfloat16"}, release
+        assert "float16" in table.act_dtypes["fp8"], release
+
+
+@pytest.mark.parametrize("release", ["0.12.0", "0.20.2", "0.33.0"])
+def test_gpt_oss_mxfp4_under_float16_is_refused(tmp_path, release):
+    assert DTYPE_ID in ids(tmp_path, config("gpt-oss-120b", torch_dtype="float16"), release)
+    assert DTYPE_ID not in ids(tmp_path / "bf16", config("gpt-oss-120b"), release)
+
+
+def test_float32_config_resolves_to_bfloat16_and_passes(tmp_path):
+    # _resolve_auto_dtype cuts a float32 config to the GPU's preferred dtype, which mxfp4 runs
+    assert DTYPE_ID not in ids(tmp_path, config("gpt-oss-120b", torch_dtype="float32"))
+
+
+def test_dtype_flag_decides_over_the_config(tmp_path):
+    model = model_dir(tmp_path, config("gpt-oss-120b"))
+    plan = json.loads(cli(model, ["check", "--json"], extra=("--", "--dtype", "half")).stdout)
+    assert DTYPE_ID in {p["id"] for p in plan["problems"] if p["severity"] == "error"}
+
+
+def test_awq_checkpoint_is_not_judged_by_the_awq_class_where_marlin_may_take_it(tmp_path):
+    awq = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
+    cfg = config("llama-3.1-8b", quantization_config=awq)
+    assert vllm_quantization.table("0.12.0").act_dtypes["awq"] == {"float16"}
+    assert DTYPE_ID not in ids(tmp_path, cfg, "0.12.0")  # vLLM may run it as awq_marlin (bfloat16 too)
+
+
+def test_check_and_launch_report_the_dtype_refusal(tmp_path):
+    model = model_dir(tmp_path, config("gpt-oss-120b", torch_dtype="float16"))
+    check = cli(model, ["check", "--json"])
+    assert check.exit_code == 1
+    problem = next(p for p in json.loads(check.stdout)["problems"] if p["id"] == DTYPE_ID)
+    assert "gpt_oss_mxfp4" in problem["message"] and "--dtype bfloat16" in problem["fix"]
+    launch = cli(model, ["launch", "--dry-run"])
+    assert launch.exit_code == 1 and "refuse" in launch.output
+
+
+# -- float16 for the model types vLLM refuses it for -----------------------------------------------------------------
+def test_float16_flag_for_gemma2_is_refused_and_auto_is_not(tmp_path):
+    model = model_dir(tmp_path, config("named-Gemma2ForCausalLM", torch_dtype="float16"))
+    flagged = json.loads(cli(model, ["check", "--json"], extra=("--", "--dtype", "float16")).stdout)
+    assert FLOAT16_ID in {p["id"] for p in flagged["problems"]}
+    auto = json.loads(cli(model, ["check", "--json"]).stdout)  # auto leaves float16 out for gemma2: bfloat16
+    assert FLOAT16_ID not in {p["id"] for p in auto["problems"]}
+
+
+# -- the runner ------------------------------------------------------------------------------------------------------
+def unknown_then(arch_dir: str) -> dict:
+    cfg = config(arch_dir)
+    return {**cfg, "architectures": ["Fuzz0A0B0CForCausalLM", *cfg["architectures"]]}
+
+
+@pytest.mark.parametrize("release", ["0.12.0", "0.20.2", "0.25.1", "0.33.0"])
+def test_a_generative_suffix_before_a_pooling_class_is_refused(tmp_path, release):
+    # --runner auto: the unserved first entry's suffix says generate; the served class pools and does not generate
+    assert RUNNER_ID in ids(tmp_path, unknown_then("vllm-RobertaForSequenceClassification"), release)
+
+
+def test_the_pooling_class_alone_takes_the_pooling_runner(tmp_path):
+    assert RUNNER_ID not in ids(tmp_path, config("vllm-RobertaForSequenceClassification"))
+    assert RUNNER_ID not in ids(tmp_path / "gen", config("llama-3.1-8b"))
+
+
+def test_runner_generate_flag_on_a_pooling_class_names_the_release_message(tmp_path):
+    model = model_dir(tmp_path, config("vllm-RobertaForSequenceClassification"))
+    for release, said in (("0.33.0", "Embedding models do not support"), ("0.20.2", "This model does not support")):
+        result = cli(model, ["check", "--json"], release, extra=("--", "--runner", "generate"))
+        assert result.exit_code == 1
+        problem = next(p for p in json.loads(result.stdout)["problems"] if p["id"] == RUNNER_ID)
+        assert said in problem["message"] and "--runner pooling" in problem["fix"]
+    launch = cli(model, ["launch", "--dry-run"], extra=("--", "--runner", "generate"))
+    assert launch.exit_code == 1 and "refuse" in launch.output
+
+
+def test_runner_pooling_with_convert_none_on_a_generative_class_is_refused(tmp_path):
+    model = model_dir(tmp_path, config("llama-3.1-8b"))
+    refused = cli(model, ["check", "--json"], extra=("--", "--runner", "pooling", "--convert", "none"))
+    assert RUNNER_ID in {p["id"] for p in json.loads(refused.stdout)["problems"]}
+    adapted = cli(model, ["check", "--json"], extra=("--", "--runner", "pooling", "--convert", "embed"))
+    assert RUNNER_ID not in {p["id"] for p in json.loads(adapted.stdout)["problems"]}
