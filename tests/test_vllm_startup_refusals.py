@@ -130,3 +130,28 @@ def test_runner_pooling_with_convert_none_on_a_generative_class_is_refused(tmp_p
     assert RUNNER_ID in {p["id"] for p in json.loads(refused.stdout)["problems"]}
     adapted = cli(model, ["check", "--json"], extra=("--", "--runner", "pooling", "--convert", "embed"))
     assert RUNNER_ID not in {p["id"] for p in json.loads(adapted.stdout)["problems"]}
+
+
+# -- ModelOpt below the capability its algorithm's class states ----------------------------------------------------
+@pytest.mark.parametrize(
+    "algo, release, refused",
+    [("FP8", "0.12.0", True), ("FP8", "0.25.1", True), ("FP8", "0.27.1", False), ("FP8", "0.33.0", False),
+     ("MIXED_PRECISION", "0.20.2", True), ("MIXED_PRECISION", "0.25.1", False), ("MXFP8", "0.17.1", True),
+     ("MXFP8", "0.20.2", False), ("NVFP4", "0.12.0", False)],
+)  # fmt: skip
+def test_modelopt_on_an_a100_follows_the_class_its_algorithm_selects(tmp_path, algo, release, refused):
+    cfg = config("llama-3.1-8b", quantization_config={"quant_method": "modelopt", "quant_algo": algo})
+    assert ("vllm_quantization_gpu" in ids(tmp_path, cfg, release, "a100-sxm-8")) == refused
+    assert "vllm_quantization_gpu" not in ids(tmp_path / "h200", cfg, release, "b200-8")
+
+
+def test_modelopt_fp8_below_sm89_is_refused_by_check_and_launch(tmp_path):
+    model = model_dir(tmp_path, config("llama-3.1-8b", quantization_config={"quant_method": "modelopt",
+                                                                              "quant_algo": "FP8"}))  # fmt: skip
+    args = ["--profile", "a100-sxm-8", "--model", str(model), "--engine", "vllm", "--engine-version", "0.25.1"]
+    check = CliRunner().invoke(main, [*args, "check", "--json"])
+    assert check.exit_code == 1
+    problem = next(p for p in json.loads(check.stdout)["problems"] if p["id"] == "vllm_quantization_gpu")
+    assert "'modelopt'" in problem["message"] and "8.9" in problem["message"]
+    launch = CliRunner().invoke(main, [*args, "launch", "--dry-run"])
+    assert launch.exit_code == 1 and "refuse" in launch.output

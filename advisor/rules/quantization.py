@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +70,8 @@ class Wording:
     deprecated_flag: str | None = None
     deprecated_source: str | None = None
     empty_is_none: bool = False  # vLLM reads quant_method "" as no quantization; SGLang refuses it as unknown
+    # the engine's own detection step where it names a checkpoint otherwise than ModelSpec.quantization (None: none)
+    detect: Callable[[Scenario, QuantizationTable], str | None] | None = None
 
 
 def checked_method(s: Scenario, table: QuantizationTable, words: Wording) -> str | None:
@@ -81,7 +84,8 @@ def checked_method(s: Scenario, table: QuantizationTable, words: Wording) -> str
     method = s.model.quant_method if not given else None
     if method == "" and words.empty_is_none:
         method = None
-    named = s.model.quantization if s.model.quantization in table.methods else None
+    detected_name = words.detect(s, table) if words.detect else None
+    named = detected_name or (s.model.quantization if s.model.quantization in table.methods else None)
     return (given.lower() if given else None) or named or method
 
 

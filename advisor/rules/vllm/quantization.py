@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from advisor.rules.engine import Problem, Scenario
+from advisor.rules.engine import Problem, Scenario, parse_release
 from advisor.rules.quantization import (
     QuantizationTable,
     Wording,
@@ -26,6 +26,28 @@ from advisor.rules.vllm.common import rules_release
 from advisor.rules.vllm.dtype import model_dtype
 
 QUANTIZATION_FILE = Path(__file__).with_name("quantization.json")
+# ModelOpt's detection steps (override_quantization_method of each ModelOpt config class,
+# vllm/model_executor/layers/quantization/modelopt.py) from v0.17.1, where MXFP8 and MIXED_PRECISION get their own
+# classes: quant_algo containing "MXFP8" runs modelopt_mxfp8, quant_algo "MIXED_PRECISION" modelopt_mixed, each with
+# its own least capability (modelopt_mixed 8.9 up to v0.20.2, 7.5 from v0.25.1; ModelOpt FP8 8.9 up to v0.25.1). They
+# read a quant_method "modelopt" (from v0.25.1 any name starting with it). FP8 / FP4 are ModelSpec.quantization's.
+MODELOPT_PREFIX_FROM = "0.25.1"
+
+
+def _modelopt_name(s: Scenario, table: QuantizationTable) -> str | None:
+    model = s.model
+    method = model.quant_method or ""
+    prefixed = parse_release(table.release) >= parse_release(MODELOPT_PREFIX_FROM) and method.startswith("modelopt")
+    if method != "modelopt" and not prefixed:
+        return None
+    algo = str(dict(model.quant_config).get("quant_algo") or "").upper()
+    if "MXFP8" in algo and "modelopt_mxfp8" in table.methods:
+        return "modelopt_mxfp8"
+    if algo == "MIXED_PRECISION" and "modelopt_mixed" in table.methods:
+        return "modelopt_mixed"
+    return None
+
+
 WORDING = Wording(
     engine="vllm", flag="--quantization", unknown_id="vllm_quantization_unknown", gpu_id="vllm_quantization_gpu",
     unknown_source="vllm/config/model.py (ModelConfig._verify_quantization)",
@@ -33,6 +55,7 @@ WORDING = Wording(
     deprecated_id="vllm_quantization_deprecated", deprecated_flag="--allow-deprecated-quantization",
     deprecated_source="vllm/config/model.py (ModelConfig._verify_quantization, DEPRECATED_QUANTIZATION_METHODS)",
     empty_is_none=True,  # "quant_method if quant_method != '' else None"
+    detect=_modelopt_name,
 )  # fmt: skip
 
 
