@@ -1,6 +1,7 @@
-"""Start-up refusals of vLLM's ModelConfig / VllmConfig that the differential fuzzer found the advisor missing: a model
-dtype the quantization method does not run (gpt_oss_mxfp4 under float16), float16 for a model type that refuses it, a
-pooling-only class under --runner generate (docs/vllm.md). Each is an error of the plan, so `advisor check` exits 1 and
+"""Start-up refusals of vLLM that the differential fuzzer found the advisor missing: a config class that rejects a
+changed key at load, a model dtype the quantization method does not run (gpt_oss_mxfp4 under float16), float16 for a
+model type that refuses it, ModelOpt below the capability of the class its algorithm selects, a pooling-only class
+under --runner generate (docs/vllm.md). Each is an error of the plan, so `advisor check` exits 1 and
 `advisor launch` refuses."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from click.testing import CliRunner
 from advisor.cli import main
 from advisor.models import load_config_dir
 from advisor.rules.vllm import quantization as vllm_quantization
+from advisor.rules.vllm.config_validation import CONFIG_REFUSED, class_facts
 from advisor.rules.vllm.dtype import FLOAT16_ID
 from advisor.rules.vllm.quantization import DTYPE_ID
 from advisor.rules.vllm.runner import RUNNER_ID
@@ -154,4 +156,65 @@ def test_modelopt_fp8_below_sm89_is_refused_by_check_and_launch(tmp_path):
     problem = next(p for p in json.loads(check.stdout)["problems"] if p["id"] == "vllm_quantization_gpu")
     assert "'modelopt'" in problem["message"] and "8.9" in problem["message"]
     launch = CliRunner().invoke(main, [*args, "launch", "--dry-run"])
+    assert launch.exit_code == 1 and "refuse" in launch.output
+
+
+# -- config classes that refuse a changed key at load (config_validation.json) --------------------------------------
+def layer_kinds(n: int, *kinds: str) -> list[str]:
+    return [kinds[i % len(kinds)] for i in range(n)]
+
+
+def test_the_table_holds_the_classes_the_fuzzer_found():
+    assert class_facts("jamba", "0.33.0").get("layer_types_readonly")
+    assert class_facts("beam", "0.33.0")["layer_types_allowed"] == ["full_attention", "sliding_attention"]
+    assert "yarn" in class_facts("dory", "0.33.0")["rope_scaling_refused"]
+    assert class_facts("llama", "0.33.0").get("layer_types_length")
+    assert class_facts("longcat_flash", "0.33.0")["num_hidden_layers"] == 56  # 2 x num_layers, a computed property
+    assert class_facts("llama", "0.30.0") == {}  # not read there: no finding
+
+
+def test_layer_types_for_a_class_that_computes_them_is_refused(tmp_path):
+    cfg = config("vllm-JambaForCausalLM")
+    assert CONFIG_REFUSED not in ids(tmp_path, cfg)
+    refused = ids(tmp_path / "lt", {**cfg, "layer_types": layer_kinds(32, "linear_attention", "full_attention")})
+    assert CONFIG_REFUSED in refused
+
+
+def test_a_layer_kind_vllms_own_class_does_not_take_is_refused(tmp_path):
+    cfg = config("named-BeamForCausalLM")
+    assert CONFIG_REFUSED not in ids(tmp_path, cfg)
+    linear = {**cfg, "layer_types": layer_kinds(52, "linear_attention", "full_attention")}
+    assert CONFIG_REFUSED in ids(tmp_path / "linear", linear)
+    assert CONFIG_REFUSED not in ids(tmp_path / "v30", linear, "0.30.0")  # release not read
+
+
+def test_layer_types_of_another_length_is_refused(tmp_path):
+    cfg = config("llama-3.1-8b")
+    assert CONFIG_REFUSED not in ids(tmp_path, {**cfg, "layer_types": layer_kinds(32, "full_attention")})
+    assert CONFIG_REFUSED in ids(tmp_path / "short", {**cfg, "layer_types": layer_kinds(30, "full_attention")})
+
+
+def test_the_class_default_layer_count_applies_where_config_json_writes_none(tmp_path):
+    cfg = config("named-LongcatFlashForCausalLM")  # num_layers 28: the class's num_hidden_layers is 56
+    assert CONFIG_REFUSED not in ids(tmp_path, {**cfg, "layer_types": layer_kinds(56, "full_attention")})
+    assert CONFIG_REFUSED in ids(tmp_path / "32", {**cfg, "layer_types": layer_kinds(32, "full_attention")})
+
+
+def test_a_flat_rope_scaling_beside_per_layer_rope_parameters_is_refused(tmp_path):
+    cfg = config("vllm-DoryForCausalLM")
+    assert CONFIG_REFUSED not in ids(tmp_path, cfg)
+    yarn = {**cfg, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+    assert CONFIG_REFUSED in ids(tmp_path / "yarn", yarn)
+    llama = config("llama-3.1-8b")  # llama takes a flat rope_scaling
+    assert CONFIG_REFUSED not in ids(tmp_path / "llama", llama)
+
+
+def test_check_and_launch_report_the_config_class_refusal(tmp_path):
+    cfg = config("named-BeamForCausalLM")
+    model = model_dir(tmp_path, {**cfg, "layer_types": layer_kinds(52, "linear_attention", "full_attention")})
+    check = cli(model, ["check", "--json"])
+    assert check.exit_code == 1
+    problem = next(p for p in json.loads(check.stdout)["problems"] if p["id"] == CONFIG_REFUSED)
+    assert "'beam'" in problem["message"] and "linear_attention" in problem["message"]
+    launch = cli(model, ["launch", "--dry-run"])
     assert launch.exit_code == 1 and "refuse" in launch.output
