@@ -218,3 +218,13 @@ def test_check_and_launch_report_the_config_class_refusal(tmp_path):
     assert "'beam'" in problem["message"] and "linear_attention" in problem["message"]
     launch = cli(model, ["launch", "--dry-run"])
     assert launch.exit_code == 1 and "refuse" in launch.output
+
+
+def test_null_for_a_size_the_class_declares_a_number_is_refused(tmp_path):
+    cfg = config("named-HYV4ForCausalLM")
+    assert "q_lora_rank" in class_facts("hy_v4", "0.33.0")["null_refused"]
+    assert CONFIG_REFUSED not in ids(tmp_path, cfg)
+    assert CONFIG_REFUSED in ids(tmp_path / "null", {**cfg, "q_lora_rank": None})
+    llama = config("llama-3.1-8b")  # LlamaConfig's head_dim admits null (derived from the hidden size)
+    assert "head_dim" not in class_facts("llama", "0.33.0").get("null_refused", ())
+    assert CONFIG_REFUSED not in ids(tmp_path / "llama", {**llama, "head_dim": None})

@@ -15,7 +15,9 @@ one key changed at a time:
 - ``layer_types_length``: the class refuses a layer_types whose length is not num_hidden_layers (``num_hidden_layers``:
   the class's default count, which a config.json that writes none gets);
 - ``rope_scaling_refused``: the rope types (of ROPE_PROBES) the class refuses as a flat (not per layer type)
-  ``rope_scaling`` beside its default ``rope_parameters``.
+  ``rope_scaling`` beside its default ``rope_parameters``;
+- ``null_refused``: the keys (of advisor.models.NULL_KEYS, the sizes the advisor reads) whose declared field type does
+  not admit null (StrictDataclassFieldValidationError when config.json writes ``null``).
 
     python -m conformance.vllm.config_validation 0.33.0 [X.Y.Z ...]
 
@@ -31,6 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from advisor.models import NULL_KEYS
 from conformance.vllm.env import RESOLVER, pythonpath
 
 OUT = Path(__file__).resolve().parents[2] / "advisor" / "rules" / "vllm" / "config_validation.json"
@@ -55,7 +58,7 @@ resolve._fake_platform()
 from transformers import __version__ as transformers_version
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING, CONFIG_MAPPING_NAMES
 from vllm.transformers_utils.config import _CONFIG_REGISTRY
-KINDS, ROPES = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+KINDS, ROPES, NULLS = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[4])
 
 
 def build(cls, **kwargs):
@@ -112,6 +115,20 @@ for model_type, cls in classes():
             refused.append(name)
     if refused:
         found["rope_scaling_refused"] = refused
+    nulls = []
+    for key in NULLS:
+        try:
+            if getattr(base, key) is None:
+                continue
+        except Exception:  # not an attribute of the class, or one it will not answer globally
+            continue
+        try:
+            cls(**{key: None})
+        except Exception as exc:
+            if "FieldValidation" in type(exc).__name__:
+                nulls.append(key)
+    if nulls:
+        found["null_refused"] = nulls
     if found:
         out[model_type] = found
 print(json.dumps({"transformers": transformers_version, "model_types": out}))
@@ -121,11 +138,23 @@ print(json.dumps({"transformers": transformers_version, "model_types": out}))
 def read(version: str) -> dict:
     env = {**os.environ, "PYTHONPATH": pythonpath(version), "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "VLLM_TARGET_DEVICE": "cuda", "PYTHONNOUSERSITE": "1"}  # fmt: skip
-    argv = [sys.executable, "-c", _READER, json.dumps(LAYER_KINDS), json.dumps(ROPE_PROBES), str(RESOLVER.parent)]
+    argv = [sys.executable, "-c", _READER, json.dumps(LAYER_KINDS), json.dumps(ROPE_PROBES), str(RESOLVER.parent),
+            json.dumps(NULL_KEYS)]  # fmt: skip
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode:
         raise SystemExit(f"vllm {version}: the reader failed: {done.stderr.strip().splitlines()[-1:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _dump(doc: dict) -> str:
+    """One line per model type."""
+    out = ["{", f' "about": {json.dumps(doc["about"])},', ' "releases": {']
+    for i, (release, entry) in enumerate(doc["releases"].items()):
+        types = sorted(entry["model_types"].items())
+        rows = ",\n".join(f"    {json.dumps(t)}: {json.dumps(f, sort_keys=True)}" for t, f in types)
+        out += [f"  {json.dumps(release)}: {{", f'   "transformers": {json.dumps(entry["transformers"])},',
+                '   "model_types": {', rows, "   }", "  }" + ("," if i < len(doc["releases"]) - 1 else "")]  # fmt: skip
+    return "\n".join([*out, " }", "}"]) + "\n"
 
 
 def main(argv: list[str]) -> int:
@@ -137,7 +166,8 @@ def main(argv: list[str]) -> int:
         "Per vLLM release: the model_types whose config class (vLLM's own for its _CONFIG_REGISTRY, else transformers')"
         " refuses a config.json at load over a changed key: layer_types_readonly (a computed property), layer_types_allowed"
         " (the layer kinds it accepts, where it refuses some), layer_types_length (one entry per num_hidden_layers),"
-        " rope_scaling_refused (rope types refused as a flat rope_scaling). Read by building each class with one key"
+        " rope_scaling_refused (rope types refused as a flat rope_scaling), null_refused (keys whose field type does not"
+        " admit null). Read by building each class with one key"
         " changed, with the transformers named (python -m conformance.vllm.config_validation X.Y.Z)."
     )
     for version in argv:
@@ -145,8 +175,7 @@ def main(argv: list[str]) -> int:
         found = doc["releases"][version]["model_types"]
         print(f"vllm {version}: {len(found)} model types refuse a probe", flush=True)
     doc["releases"] = dict(sorted(doc["releases"].items()))
-    text = json.dumps({"about": doc["about"], "releases": doc["releases"]}, indent=1, sort_keys=True)
-    OUT.write_text(text + "\n")
+    OUT.write_text(_dump(doc))
     return 0
 
 

@@ -5,12 +5,13 @@ transformers 5 validates every config class at construction (``@strict`` PreTrai
 compute layer_types (a property without a setter: AttributeError), and vLLM's own classes of its ``_CONFIG_REGISTRY``
 check their keys in ``__init__`` (ValueError). Which class refuses what is read per release by building each class with
 one key changed (``python -m conformance.vllm.config_validation X.Y.Z``, config_validation.json); a release not read
-there gets no finding. Four refusals:
+there gets no finding. Five refusals:
 
 - layer_types written for a class that computes it;
 - a layer kind the class does not accept (of the kinds the table probed; others are not judged);
 - a layer_types whose length is not the class's num_hidden_layers (the config's, else the class's default);
-- a flat rope_scaling of a rope type the class refuses beside its per-layer-type rope_parameters.
+- a flat rope_scaling of a rope type the class refuses beside its per-layer-type rope_parameters;
+- null written for a size key (advisor.models.NULL_KEYS) whose field type does not admit it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ def _reason(model, facts: dict) -> tuple[str, str] | None:
     if kinds and facts.get("layer_types_length") and layers is not None and len(kinds) != layers:
         return (f"wants one layer_types entry per layer: config.json lists {len(kinds)} for {layers} layers"
                 " (validate_layer_type)", f"write {layers} entries in layer_types, or remove it")  # fmt: skip
+    nulls = [k for k in model.null_keys if k in facts.get("null_refused", ())]
+    if nulls:
+        return (f"declares {', '.join(nulls)} a number, and config.json writes null (StrictDataclassFieldValidationError)",
+                f"write a value for {nulls[0]} or remove the key (the class's default then applies)")  # fmt: skip
     refused = set(facts.get("rope_scaling_refused", ()))
     flat = sorted({r.type for r in model.rope if r.key == "rope_scaling" and r.layer is None and r.type in refused})
     if flat:
