@@ -170,7 +170,10 @@ def test_the_table_holds_the_classes_the_fuzzer_found():
     assert "yarn" in class_facts("dory", "0.33.0")["rope_scaling_refused"]
     assert class_facts("llama", "0.33.0").get("layer_types_length")
     assert class_facts("longcat_flash", "0.33.0")["num_hidden_layers"] == 56  # 2 x num_layers, a computed property
-    assert class_facts("llama", "0.30.0") == {}  # not read there: no finding
+    assert class_facts("llama", "0.20.2") == {}  # transformers 4 pinned up to v0.20.2: not read, no finding
+    # v0.33.0 builds Beam with vLLM's own class (its _CONFIG_REGISTRY), which takes full and sliding attention only;
+    # v0.30.0 registers none and builds transformers' class, which refuses no layer kind
+    assert "layer_types_allowed" not in class_facts("beam", "0.30.0")
 
 
 def test_layer_types_for_a_class_that_computes_them_is_refused(tmp_path):
@@ -185,7 +188,8 @@ def test_a_layer_kind_vllms_own_class_does_not_take_is_refused(tmp_path):
     assert CONFIG_REFUSED not in ids(tmp_path, cfg)
     linear = {**cfg, "layer_types": layer_kinds(52, "linear_attention", "full_attention")}
     assert CONFIG_REFUSED in ids(tmp_path / "linear", linear)
-    assert CONFIG_REFUSED not in ids(tmp_path / "v30", linear, "0.30.0")  # release not read
+    assert CONFIG_REFUSED not in ids(tmp_path / "v30", linear, "0.30.0")  # transformers' class there
+    assert CONFIG_REFUSED not in ids(tmp_path / "v20", linear, "0.20.2")  # release not read
 
 
 def test_layer_types_of_another_length_is_refused(tmp_path):
