@@ -96,6 +96,8 @@ def test_float16_flag_for_gemma2_is_refused_and_auto_is_not(tmp_path):
     assert FLOAT16_ID in {p["id"] for p in flagged["problems"]}
     auto = json.loads(cli(model, ["check", "--json"]).stdout)  # auto leaves float16 out for gemma2: bfloat16
     assert FLOAT16_ID not in {p["id"] for p in auto["problems"]}
+    launch = cli(model, ["launch", "--dry-run"], extra=("--", "--dtype", "float16"))
+    assert launch.exit_code == 1 and "refuse" in launch.output
 
 
 # -- the runner ------------------------------------------------------------------------------------------------------
