@@ -41,13 +41,14 @@ LAYER_KINDS = ("full_attention", "sliding_attention", "linear_attention", "chunk
 ROPE_PROBES = {"linear": {"rope_type": "linear", "factor": 2.0},
                "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}}  # fmt: skip
 
-# Run on the release's path: prints {model_type: findings} for every class that refuses one of the probes.
+# Run on the release's path: prints the findings of config_probe.probe for every class vLLM can build.
 _READER = """
-import copy, json, logging, sys, warnings
+import json, logging, sys, warnings
 warnings.simplefilter("ignore")
 logging.disable(logging.WARNING)
 sys.path.insert(0, sys.argv[3])
 import resolve  # the resolver's fakes: vLLM's config module imports what a CPU build lacks
+from config_probe import probe
 
 resolve._stub_extensions()
 import torch
@@ -58,21 +59,6 @@ resolve._fake_platform()
 from transformers import __version__ as transformers_version
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING, CONFIG_MAPPING_NAMES
 from vllm.transformers_utils.config import _CONFIG_REGISTRY
-KINDS, ROPES, NULLS = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[4])
-
-
-def build(cls, **kwargs):
-    try:
-        cls(**kwargs)
-        return "ok"
-    except AttributeError as exc:
-        return "readonly" if "layer_types" in str(exc) and "setter" in str(exc) else "other"
-    except Exception as exc:
-        text = f"{type(exc).__name__} {exc} {exc.__cause__ or ''}"
-        for word in ("layer_type", "rope", "attention type"):
-            if word in text:
-                return word
-        return "other"
 
 
 def classes():
@@ -84,54 +70,8 @@ def classes():
             continue
 
 
-out = {}
-for model_type, cls in classes():
-    try:
-        base = cls()
-    except Exception:
-        continue
-    found = {}
-    layers = getattr(base, "num_hidden_layers", None)
-    if isinstance(layers, int) and 0 < layers <= 512:
-        results = {kind: build(cls, num_hidden_layers=layers, layer_types=[kind] * layers) for kind in KINDS}
-        if any(r == "readonly" for r in results.values()):
-            found["layer_types_readonly"] = True
-        else:
-            allowed = [k for k, r in results.items() if r == "ok"]
-            refused = [k for k, r in results.items() if r in ("layer_type", "attention type")]
-            if refused:
-                found["layer_types_allowed"] = allowed
-            if allowed and build(cls, num_hidden_layers=layers, layer_types=[allowed[0]] * (layers + 1)) in (
-                    "layer_type", "attention type"):
-                found["layer_types_length"] = True
-                found["num_hidden_layers"] = layers  # the class's default, for a config.json that writes none
-    default_rope = copy.deepcopy(getattr(base, "rope_parameters", None))
-    refused = []
-    for name, rope in ROPES.items():
-        kwargs = {"rope_scaling": dict(rope)}
-        if default_rope:
-            kwargs["rope_parameters"] = copy.deepcopy(default_rope)
-        if build(cls, **kwargs) == "rope":
-            refused.append(name)
-    if refused:
-        found["rope_scaling_refused"] = refused
-    nulls = []
-    for key in NULLS:
-        try:
-            if getattr(base, key) is None:
-                continue
-        except Exception:  # not an attribute of the class, or one it will not answer globally
-            continue
-        try:
-            cls(**{key: None})
-        except Exception as exc:
-            if "FieldValidation" in type(exc).__name__:
-                nulls.append(key)
-    if nulls:
-        found["null_refused"] = nulls
-    if found:
-        out[model_type] = found
-print(json.dumps({"transformers": transformers_version, "model_types": out}))
+found = probe(classes(), json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[4]))
+print(json.dumps({"transformers": transformers_version, "model_types": found}))
 """
 
 
