@@ -181,6 +181,9 @@ class ModelSpec:
     hybrid_swa: bool = False  # is_hybrid_swa: true, a custom hybrid sliding-window model's opt-in (SGLang from v0.5.13)
     use_mla: bool | None = None  # DeepSeek-VL2's switch between MLA and MHA (absent: MLA)
     layer_types: tuple[str, ...] = ()  # per-layer attention kinds ("full_attention", "sliding_attention", ...)
+    # the keys of NULL_KEYS the language model's config writes as null (text_config's over the top level's): a config
+    # class whose field type does not admit null refuses them at load (vLLM: rules/vllm/config_validation.py)
+    null_keys: tuple[str, ...] = ()
     # the model keeps its language model in a sub-config (text_config, llm_config, language_config, thinker_config: the
     # ones SGLang's get_hf_text_config unwraps), as multimodal wrappers do
     has_text_config: bool = False
@@ -329,6 +332,10 @@ def _check_rope_scaling(config: Mapping[str, Any], where: str) -> None:
 
 
 SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text_config
+# Size keys a config.json may write as null, which some config classes refuse (ModelSpec.null_keys)
+NULL_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_topk", "head_dim",
+             "sliding_window", "num_key_value_heads", "max_position_embeddings", "num_experts", "n_routed_experts",
+             "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "intermediate_size")  # fmt: skip
 MAX_ARCHITECTURE_NAME = 200  # the longest class names in the engines' registries are under 60 characters
 # The keys a config states its context length under (vLLM's ModelArchConfigConvertor.derived_max_model_len_and_key
 # reads these, vllm/transformers_utils/model_arch_config_convertor.py v0.33.0).
@@ -642,6 +649,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         hybrid_swa=merged.get("is_hybrid_swa") is True,
         use_mla=merged.get("use_mla") if isinstance(merged.get("use_mla"), bool) else None,
         layer_types=_layer_types(merged.get("layer_types")),
+        null_keys=tuple(k for k in NULL_KEYS if k in merged and merged[k] is None),
         has_text_config=bool(text) or any(isinstance(config.get(k), Mapping) and config.get(k) for k in SUB_CONFIGS),
         language_config=next((k for k in (*SUB_CONFIGS, "text_config") if isinstance(config.get(k), Mapping)
                               and config.get(k)), None),  # fmt: skip
