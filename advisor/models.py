@@ -152,7 +152,7 @@ class ModelSpec:
     # for DeepSeek V4's compressed attention, whether the config has compress_ratios.
     text_model_type: str | None = None
     compress_ratios: bool = False
-    # The Mamba2 / gated-delta-net state keys as written (STATE_KEYS), for the state vLLM sizes per sequence.
+    # The Mamba / gated-delta-net state keys as written (STATE_KEYS, CHUNK_KEYS), for the state vLLM sizes per sequence.
     state_config: tuple[tuple[str, int | str], ...] = ()
     # vision_config of multimodal models: (num_hidden_layers, hidden_size) as written (None where absent); None: no vision
     vision: tuple[int | None, int | None] | None = None
@@ -181,6 +181,9 @@ class ModelSpec:
     hybrid_swa: bool = False  # is_hybrid_swa: true, a custom hybrid sliding-window model's opt-in (SGLang from v0.5.13)
     use_mla: bool | None = None  # DeepSeek-VL2's switch between MLA and MHA (absent: MLA)
     layer_types: tuple[str, ...] = ()  # per-layer attention kinds ("full_attention", "sliding_attention", ...)
+    # the keys of NULL_KEYS the language model's config writes as null (text_config's over the top level's): a config
+    # class whose field type does not admit null refuses them at load (vLLM: rules/vllm/config_validation.py)
+    null_keys: tuple[str, ...] = ()
     # the model keeps its language model in a sub-config (text_config, llm_config, language_config, thinker_config: the
     # ones SGLang's get_hf_text_config unwraps), as multimodal wrappers do
     has_text_config: bool = False
@@ -349,6 +352,10 @@ SUB_CONFIGS = ("llm_config", "language_config", "thinker_config")  # beyond text
 # ranks, the sparse indexer's index_topk, the context length): ModelSpec.unwritten lists those a config leaves out.
 CLASS_FILLED_KEYS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_topk",
                      "max_position_embeddings", "head_dim")  # fmt: skip
+# Size keys a config.json may write as null, which some config classes refuse (ModelSpec.null_keys)
+NULL_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "index_topk", "head_dim",
+             "sliding_window", "num_key_value_heads", "max_position_embeddings", "num_experts", "n_routed_experts",
+             "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "intermediate_size")  # fmt: skip
 MAX_ARCHITECTURE_NAME = 200  # the longest class names in the engines' registries are under 60 characters
 # The keys a config states its context length under (vLLM's ModelArchConfigConvertor.derived_max_model_len_and_key
 # reads these, vllm/transformers_utils/model_arch_config_convertor.py v0.33.0).
@@ -504,12 +511,17 @@ def _size(config: Mapping[str, Any], where: str, *keys: str, written_as: Mapping
     return None
 
 
-# Mamba2 (Nemotron-H) and gated delta net (Qwen3-Next, Qwen3.5) state sizes, as config.json names them.
+# Mamba and gated-delta-net state sizes, as config.json names them: Mamba2 in Nemotron-H's naming, gated delta net (Qwen3-Next,
+# Qwen3.5), Mamba1 (Jamba: mamba_d_state / mamba_d_conv / mamba_expand), Mamba2 in Falcon-H1's, Granite 4's and Bamba's
+# naming (mamba_n_heads / mamba_d_head / mamba_n_groups, Falcon-H1's mamba_d_ssm) and in Zamba2's (n_mamba_heads /
+# mamba_headdim / mamba_ngroups).
 STATE_KEYS = ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel", "mamba_ssm_cache_dtype",
               "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-              "linear_conv_kernel_dim")  # fmt: skip
-
-
+              "linear_conv_kernel_dim", "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_d_ssm", "mamba_n_heads",
+              "mamba_d_head", "mamba_n_groups", "n_mamba_heads", "mamba_headdim", "mamba_ngroups")  # fmt: skip
+# The Mamba2 kernel's chunk, ModelConfig.get_mamba_chunk_size's keys in its order (vllm/config/model.py): read when
+# they are whole numbers, never refused ("chunk_size" is a common name other models use for other things).
+CHUNK_KEYS = ("mamba_chunk_size", "chunk_size")
 STATE_DTYPE_KEY = "mamba_ssm_cache_dtype"  # the one state key that names a dtype; every other one is a size
 
 # The size keys spec_from_config reads that a transformers config class may spell another way: its `attribute_map`
@@ -558,6 +570,10 @@ def _state_config(merged: Mapping[str, Any], where: str) -> tuple[tuple[str, int
     for key in STATE_KEYS:
         value = merged.get(key) if key == STATE_DTYPE_KEY else _size(merged, where, key)
         if isinstance(value, (int, str)) and not isinstance(value, bool):
+            found.append((key, value))
+    for key in CHUNK_KEYS:
+        value = merged.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_MODEL_SIZE:
             found.append((key, value))
     return tuple(found)
 
@@ -679,6 +695,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         hybrid_swa=merged.get("is_hybrid_swa") is True,
         use_mla=merged.get("use_mla") if isinstance(merged.get("use_mla"), bool) else None,
         layer_types=_layer_types(merged.get("layer_types")),
+        null_keys=tuple(k for k in NULL_KEYS if k in merged and merged[k] is None),
         has_text_config=bool(text) or any(isinstance(config.get(k), Mapping) and config.get(k) for k in SUB_CONFIGS),
         language_config=next((k for k in (*SUB_CONFIGS, "text_config") if isinstance(config.get(k), Mapping)
                               and config.get(k)), None),  # fmt: skip

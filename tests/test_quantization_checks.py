@@ -183,15 +183,24 @@ class Fp8Config:
     def get_min_capability(cls):
         return 75
 
+    def get_supported_act_dtypes(self):
+        return [torch.bfloat16, torch.half, torch.float8_e4m3fn]
+
 
 class GPTQConfig:
     @classmethod
     def get_min_capability(cls):
         return 60
+
+    @classmethod
+    def get_supported_act_dtypes(cls):
+        return supported_dtypes()
 """
     data = io.BytesIO()
     with zipfile.ZipFile(data, "w") as zf:
         zf.writestr(vllm_extractor.PACKAGE + "__init__.py", init)
         zf.writestr(vllm_extractor.PACKAGE + "configs.py", configs)
     read = vllm_extractor.read(zipfile.ZipFile(data))
-    assert read == {"methods": {"fp8": 75, "gptq": 60, "old_q": None}, "deprecated": ["old_q"], "detected": []}
+    # a constant list of torch dtypes is read (FP8 dropped: no model dtype); a computed one is left out
+    assert read == {"methods": {"fp8": 75, "gptq": 60, "old_q": None}, "act_dtypes": {"fp8": ["bfloat16", "float16"]},
+                    "deprecated": ["old_q"], "detected": []}  # fmt: skip

@@ -128,6 +128,25 @@ def test_hybrid_block_holds_the_recurrent_state_up_to_0_19():
     assert block("qwen3-next-80b-a3b", "h100-sxm-8", "0.20.2") == 16
 
 
+def test_hybrid_block_reads_each_family_s_own_state_keys():
+    def block(config, release="0.17.1", tp=1, overrides=()):
+        s = _scenario(config, tp=tp)
+        s = Scenario(s.facts, s.model, replace(s.intent, overrides=tuple(overrides)))
+        return memory_value(s, release)["block_size"]
+
+    # Mamba1 (Jamba): conv (3, 8192) + ssm (8192, 16) in 2 bytes over 4096 bytes a token
+    assert block("vllm-JambaForCausalLM") == 80
+    assert block("named-FalconH1ForCausalLM", tp=2) == 144  # mamba_d_ssm 1024, one group replicated over the ranks
+    assert block("named-GraniteMoeHybridForCausalLM") == 272  # mamba_expand x hidden_size
+    assert block("vllm-Zamba2ForCausalLM") == 48  # attention_head_dim 160 (zamba2's head size)
+    assert block("vllm-JambaForCausalLM", "0.20.2") == 16  # settled at KV-cache set-up from v0.20
+    # prefix caching: a whole number of Mamba chunks (2048 without one: Jamba is Mamba1), or of --mamba-block-size
+    assert block("vllm-JambaForSequenceClassification") == 2048
+    assert block("vllm-JambaForCausalLM", overrides=["--enable-prefix-caching"]) == 2048
+    assert block("vllm-JambaForCausalLM", overrides=["--enable-prefix-caching", "--mamba-block-size", "48"]) == 96
+    assert block("named-GraniteMoeHybridForCausalLM", overrides=["--enable-prefix-caching"]) == 512  # chunk 256
+
+
 @settings(max_examples=40, deadline=None)
 @given(heads=st.sampled_from([32, 64, 128, 256]), dim=st.sampled_from([32, 64, 128]),
        state=st.sampled_from([16, 64, 128, 256]), groups=st.sampled_from([1, 2, 8]), tp=st.sampled_from([1, 2, 4, 8]))  # fmt: skip

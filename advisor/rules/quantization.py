@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.rules.engine import Problem, Scenario, parse_release
@@ -32,6 +33,8 @@ class QuantizationTable:
     methods: dict[str, int | None]  # method -> least GPU capability (major x 10 + minor); None: not a constant
     detected: frozenset[str]  # checkpoint names a detection step turns into a registered method
     deprecated: frozenset[str]
+    # method -> the model dtypes its config class's get_supported_act_dtypes lists (vLLM's table; absent: not read)
+    act_dtypes: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def load_tables(path: Path) -> dict[str, QuantizationTable]:
@@ -42,6 +45,7 @@ def load_tables(path: Path) -> dict[str, QuantizationTable]:
             dict(entry["methods"]),
             frozenset(entry.get("detected", ())),
             frozenset(entry.get("deprecated", ())),
+            {method: frozenset(dtypes) for method, dtypes in entry.get("act_dtypes", {}).items()},
         )  # fmt: skip
         for release, entry in releases.items()
     }
@@ -66,6 +70,23 @@ class Wording:
     deprecated_flag: str | None = None
     deprecated_source: str | None = None
     empty_is_none: bool = False  # vLLM reads quant_method "" as no quantization; SGLang refuses it as unknown
+    # the engine's own detection step where it names a checkpoint otherwise than ModelSpec.quantization (None: none)
+    detect: Callable[[Scenario, QuantizationTable], str | None] | None = None
+
+
+def checked_method(s: Scenario, table: QuantizationTable, words: Wording) -> str | None:
+    """The method the release's capability (and vLLM's dtype) check judges: --quantization as given, else the
+    checkpoint's method as the detection steps name it where the release registers that name (ModelOpt FP4 / FP8),
+    else quant_method as written; None: not quantized."""
+    if s.model is None:
+        return None
+    given = s.flag(words.flag)
+    method = s.model.quant_method if not given else None
+    if method == "" and words.empty_is_none:
+        method = None
+    detected_name = words.detect(s, table) if words.detect else None
+    named = detected_name or (s.model.quantization if s.model.quantization in table.methods else None)
+    return (given.lower() if given else None) or named or method
 
 
 def quantization_problems(s: Scenario, table: QuantizationTable | None, words: Wording) -> list[Problem]:
@@ -94,9 +115,7 @@ def quantization_problems(s: Scenario, table: QuantizationTable | None, words: W
             fix, f"{words.engine} v{release}, {words.unknown_source}",
         ))  # fmt: skip
         return problems
-    # the method as the detection steps name it where the release registers that name (ModelOpt FP4 / FP8)
-    named = s.model.quantization if s.model.quantization in table.methods else None
-    method = (given.lower() if given else None) or named or method
+    method = checked_method(s, table, words)
     if method is None:
         return problems
     if words.deprecated_id and method in table.deprecated and not s.has(words.deprecated_flag or ""):

@@ -207,15 +207,26 @@ def run_job(release: str, job: dict, expected: int, log_name: str | None = None)
     return results
 
 
-def generate(release: str, limit: int | None = None, grid: str = "main") -> tuple[Path, float, int, int]:
-    """Run the release over the grid and write its golden file; (path, seconds, scenarios, rejected)."""
+def stored_lines(path: Path) -> list[str]:
+    """The stored golden's lines (none when there is no golden yet)."""
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def generate(release: str, limit: int | None = None, grid: str = "main", missing: bool = False
+             ) -> tuple[Path, float, int, int]:  # fmt: skip
+    """Run the release over the grid and write its golden file; (path, seconds, scenarios, rejected). ``missing``:
+    resolve only the scenarios the stored golden lacks, keeping its lines as they are and adding the new ones after."""
     start = time.monotonic()
-    job, by_id = _job(release, limit, grid)
-    results = run_job(release, job, len(by_id))
-    GOLDEN.mkdir(parents=True, exist_ok=True)
     path = golden_path(release, grid)
+    kept = stored_lines(path) if missing else []
+    stored = {json.loads(line)["id"] for line in kept}
+    items = [sc for sc in grid_scenarios(grid, limit) if sc["id"] not in stored]
+    job, by_id = _job(release, limit, grid, items)
+    results = run_job(release, job, len(by_id)) if items else []
+    GOLDEN.mkdir(parents=True, exist_ok=True)
     rejected = 0
     with open(path, "w") as f:
+        f.writelines(line + "\n" for line in kept)
         for result in results:
             sc = by_id[result["id"]]
             line = {"id": sc["id"], "scenario": {k: v for k, v in sc.items() if k != "id"}}
@@ -236,12 +247,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--grid", choices=GRIDS, default="main",
                         help="main: grid.py's models; configs: config_grid.py's unnamed and config-keyed variants; named: "
                              "every architecture the release names with a transformers config class")  # fmt: skip
+    parser.add_argument("--missing", action="store_true",
+                        help="resolve only the scenarios the stored golden lacks (a config added to the grid); keep "
+                             "its other lines")  # fmt: skip
     args = parser.parse_args(argv)
     failed = 0
     for release in args.releases:
         release = release.lstrip("v")
         try:
-            path, seconds, count, rejected = generate(release, args.limit, args.grid)
+            path, seconds, count, rejected = generate(release, args.limit, args.grid, args.missing)
         except HarnessError as exc:
             print(f"error: {exc}", file=sys.stderr)  # the next release may still run
             failed += 1

@@ -77,7 +77,7 @@ def run_release(version: str, out: Path, limit: int | None = None, log=print, gr
             if done.returncode:
                 tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
                 raise env.EnvError(f"vllm {version} resolver failed: {tail[0]}")
-            if env.missing_in(results):  # a scenario needed a module the environment lacks: install it, run again
+            if env.missing_in(version, results):  # a scenario needed a module the environment lacks: install it, run again
                 env.ensure(version, inputs, log=log, out=results)
         return write_golden(version, items, results, out, grid_name, kept)
 

@@ -16,6 +16,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from packaging.version import Version
+
 CACHE = Path(os.environ.get("TP_ADVISOR_CACHE", Path.home() / ".cache" / "tp-advisor")) / "conformance"
 RESOLVER = Path(__file__).with_name("resolve.py")
 # Import name -> distribution name, where they differ.
@@ -37,6 +39,15 @@ MAX_INSTALLS = 60
 # wheel does not ship), and a vllm from PyPI in deps/ would not mend it. A scenario whose model class imports one stays
 # an error line of the golden.
 NOT_INSTALLED = frozenset({"triton", "quack", "cutlass", "cuda", "deep_gemm", "flashinfer", "torchaudio", "vllm"})
+# Before v0.15 the rotary embedding imports vllm_flash_attn's Triton kernel unguarded on CUDA
+# (model_executor/layers/rotary_embedding/common.py, v0.12.0): without triton the registry cannot inspect any model
+# class using RoPE, so those releases get the real triton (their first goldens were built with it).
+TRITON_OPTIONAL_FROM = Version("0.15.0")
+
+
+def never_installed(version: str) -> frozenset[str]:
+    """The modules NOT_INSTALLED names, less triton for the releases that cannot start without it."""
+    return NOT_INSTALLED - {"triton"} if Version(version) < TRITON_OPTIONAL_FROM else NOT_INSTALLED
 _MISSING = re.compile(r"No module named '([^'.]+)")
 
 
@@ -96,7 +107,8 @@ def _seed(deps: Path) -> None:
     resolver run then finds what this release misses, and a release's own pins are installed over the seed."""
     built = sorted(p.parent / "deps" for p in CACHE.glob("vllm-*/ready"))
     if built:
-        shutil.copytree(built[-1], deps, copy_function=os.link)
+        # a release before TRITON_OPTIONAL_FROM holds triton, which a later one must not inherit
+        shutil.copytree(built[-1], deps, copy_function=os.link, ignore=shutil.ignore_patterns("triton", "triton-*"))
 
 
 def _torch_matched(dist: str) -> str | None:
@@ -121,11 +133,11 @@ def _install(version: str, module: str, pins: dict[str, str], deps: Path, log) -
         raise EnvError(f"cannot install {dist} for vllm {version}: {result.stderr.strip().splitlines()[-1:]}")
 
 
-def missing_in(results: Path | None) -> list[str]:
+def missing_in(version: str, results: Path | None) -> list[str]:
     """Modules the scenarios of a resolver run could not import (their error lines)."""
     if results is None or not results.exists():
         return []
-    return sorted(set(_MISSING.findall(results.read_text())) - NOT_INSTALLED)
+    return sorted(set(_MISSING.findall(results.read_text())) - never_installed(version))
 
 
 def run_resolver(version: str, scenarios: Path, out: Path, timeout: float = 3600) -> subprocess.CompletedProcess:
@@ -140,22 +152,22 @@ def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> boo
     _unpack(version)
     root = release_dir(version)
     deps = root / "deps"
-    if (root / "ready").exists() and not missing_in(out):
+    if (root / "ready").exists() and not missing_in(version, out):
         return False
     if not deps.exists():
         _seed(deps)
     deps.mkdir(exist_ok=True)
     pins = _pins(version)
-    missing = missing_in(out)  # what an earlier run's scenarios could not import
+    missing = missing_in(version, out)  # what an earlier run's scenarios could not import
     out = out or root / "probe.jsonl"
     for _ in range(MAX_INSTALLS):
         for module in missing:
             _install(version, module, pins, deps, log)
         done = run_resolver(version, probe, out)
-        missing = [m for m in _MISSING.findall(done.stderr)[-1:] if m not in NOT_INSTALLED]
+        missing = [m for m in _MISSING.findall(done.stderr)[-1:] if m not in never_installed(version)]
         if done.returncode == 0:
             # A module only some scenarios import (a quantization method's) shows as those scenarios' errors.
-            missing = missing_in(out)
+            missing = missing_in(version, out)
             if not missing:
                 (root / "ready").write_text("ok\n")
                 return True

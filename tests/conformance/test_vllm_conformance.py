@@ -60,11 +60,6 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
     ("named-Qwen3ASRForConditionalGeneration", None, None, "max_model_len", "0.12.0", "0.25.1"):
         "up to v0.25.1 vLLM reads Qwen3-ASR's length from its own config class (128000), not the text_config's 65536 "
         "the advisor reads (v0.27.1 reads the text_config's)",
-    **{(name, None, None, "block_size", "0.12.0", "0.19.1"):
-       "up to v0.19.x the hybrid block size follows the recurrent state's size; this family's state (Mamba1 d_state "
-       "/ d_conv / expand, Falcon-H1's and Granite's mamba_d_* naming, Zamba2) is not read by advisor/rules/vllm/hybrid.py"
-       for name in ("named-FalconH1ForCausalLM", "named-GraniteMoeHybridForCausalLM", "vllm-JambaForCausalLM",
-                    "vllm-JambaForSequenceClassification", "vllm-Zamba2ForCausalLM")},
     ("named-MuseGlimmerForCausalLM", None, None, "max_model_len", "0.28.0", "0.30.0"):
         "the config states no context length; vLLM builds it with a config class that fills one (v0.28.0-v0.30.0: its "
         "own MuseGlimmerAssistantConfig, a Qwen3Config: 32768), where the plan takes vLLM's 2048 for a config without "

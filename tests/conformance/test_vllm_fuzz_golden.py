@@ -24,8 +24,9 @@ KNOWN_FUZZ: dict[tuple[str, str, str], str] = {}
 
 
 def _disagreements(line: dict, tmp: Path) -> set[str]:
-    folder = tmp / line["scenario"]["model"]
-    folder.mkdir()
+    # runs of several seeds share model folder names (fuzz-NNNN): one folder per line
+    folder = tmp / f"{len(list(tmp.iterdir())):04d}" / line["scenario"]["model"]
+    folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps(line["config"]))
     release, sc, record = line["vllm"], line["scenario"], line["record"]
     plan = plan_for(release, sc["profile"], sc["tp"], load_config_dir(folder, model_id=sc["model"]))

@@ -29,7 +29,9 @@ from advisor.rules.vllm.attention import (
 )
 from advisor.rules.vllm.common import VERIFIED, version_problems
 from advisor.rules.vllm.compilation import EAGER_LOWERS_LEVEL, compilation_decision, optimization_level_problems
+from advisor.rules.vllm.config_validation import config_validation_problems
 from advisor.rules.vllm.custom_allreduce import custom_allreduce_decision
+from advisor.rules.vllm.dtype import float16_problems
 from advisor.rules.vllm.flags import rejected
 from advisor.rules.vllm.fusion import FUSION_DEFAULT_ON, FUSION_MAX_SIZE_MB, fusion_decision
 from advisor.rules.vllm.hf_config import vllm_model
@@ -43,6 +45,7 @@ from advisor.rules.vllm.memory import (
     memory_decision,
 )
 from advisor.rules.vllm.quantization import problems as quantization_problems
+from advisor.rules.vllm.runner import runner_problems
 from advisor.rules.vllm.scheduling import (
     ASYNC_SCHEDULING_DEFAULT_ON,
     HYBRID_PREFIX_CACHING,
@@ -69,7 +72,8 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
     ]
     problems += architecture_problems(s, version) + attention_problems(s, version, attention)
     problems += quantization_problems(s, version) + max_model_len_problems(s, version)
-    problems += text_config_problems(s, version)
+    problems += text_config_problems(s, version) + runner_problems(s, version) + float16_problems(s, version)
+    problems += config_validation_problems(s, version)
     return decisions, problems + plan_problems(s) + rejected(s, release)
 
 

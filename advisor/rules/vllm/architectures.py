@@ -363,14 +363,24 @@ def generative_classes(version: str) -> frozenset[str]:
     return kinds or served(version) - _kinds(version, "pooling")
 
 
+def class_kinds(model, version: str) -> tuple[bool, bool] | None:
+    """(is_pooling_model, is_text_generation_model) of the class the registry inspects before the runner is known (the
+    first entry that resolves under any suffix); None when no entry is served (the Transformers backend or a refusal)."""
+    if model is None:
+        return None
+    first = _first_served(model.architecture_entries, version, None, None)
+    if first is None:
+        return None
+    return first[1] in _kinds(version, "pooling"), first[1] in generative_classes(version)
+
+
 def resolution(model, version: str) -> Resolution:
     """ModelConfig's reading of the model's architectures list (see above); a plain generative model when unknown."""
     if model is None:
         return Resolution(None, None, "generate", "none")
     entries, names = model.architecture_entries, served(version)
-    first = _first_served(entries, version, None, None)  # registry.is_pooling_model(architectures) before the runner
-    pooling_class = first is not None and first[1] in _kinds(version, "pooling")
-    generative_class = first is not None and first[1] in generative_classes(version)
+    # registry.is_pooling_model(architectures) / is_text_generation_model before the runner is known
+    pooling_class, generative_class = class_kinds(model, version) or (False, False)
     runner = None
     for entry in entries:  # _get_default_runner_type
         if entry in names and (pooling_class or generative_class):

@@ -11,11 +11,12 @@ families keep the block given. By v0.20.2 the block is settled later, at KV-cach
 
 from __future__ import annotations
 
-from math import prod
+from math import lcm
 
 from advisor.models import dtype_bytes
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import attention_kind, fixup_names, uses_mla
+from advisor.rules.vllm.scheduling import switch_decision
 
 HYBRID_BLOCK_AT_CONFIG: list[tuple[str, bool]] = [("0.12.0", True), ("0.20.2", False)]
 # The 32-token alignment on SM10x at head size 256 (FlashInfer's kernel): up to v0.17.x; v0.19.1 aligns to 16 everywhere.
@@ -25,40 +26,73 @@ ALIGN_32_ON_SM10X: list[tuple[str, bool]] = [("0.12.0", True), ("0.19.1", False)
 NEMOTRON_SSM_DTYPE_FROM_CONFIG: list[tuple[str, bool]] = [("0.12.0", False), ("0.14.1", True)]
 NEMOTRON_FIXUP = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+DEFAULT_MAMBA_CHUNK = 2048
 
 
-def _divide(n: int, tp: int) -> int:
-    return n // tp
+def _mamba1(intermediate: int, state: int, kernel: int, tp: int) -> tuple[int, int]:
+    """(conv, ssm) elements of MambaStateShapeCalculator.mamba1_state_shape: (kernel-1, inner/tp), (inner/tp, state)."""
+    return (kernel - 1) * (intermediate // tp), intermediate // tp * state
+
+
+def _mamba2(intermediate: int, groups: int, heads: int, head_dim: int, state: int, kernel: int, tp: int) -> tuple[int, int]:
+    """(conv, ssm) elements of MambaStateShapeCalculator.mamba2_state_shape: groups replicated to follow the head shards
+    (extra_groups_for_head_shards), conv (kernel-1, (inner + 2 groups state)/tp), ssm (heads/tp, head dim, state)."""
+    if groups % tp:
+        groups = tp
+    return (kernel - 1) * ((intermediate + 2 * groups * state) // tp), heads // tp * head_dim * state
+
+
+def _state_elements(c: dict, hidden: int | None, tp: int) -> tuple[int, int] | None:
+    """(conv, ssm) elements of one layer's state, by the naming the config uses (each family's model class reads its own
+    keys in get_mamba_state_shape_from_config); None for a family not read here or a config missing a size."""
+    if "linear_num_value_heads" in c:  # gated delta net: conv (kernel-1, conv_dim/tp), state (v heads/tp, v dim, k dim)
+        k_heads, v_heads = c.get("linear_num_key_heads"), c["linear_num_value_heads"]
+        k_dim, v_dim, kernel = c.get("linear_key_head_dim"), c.get("linear_value_head_dim"), c.get("linear_conv_kernel_dim")
+        if None in (k_heads, k_dim, v_dim, kernel):
+            return None
+        return (kernel - 1) * ((k_dim * k_heads * 2 + v_dim * v_heads) // tp), v_heads // tp * v_dim * k_dim
+    if "mamba_num_heads" in c:  # Nemotron-H: the inner width is heads x head dim
+        heads, dim, groups = c["mamba_num_heads"], c.get("mamba_head_dim"), c.get("n_groups")
+        state, kernel = c.get("ssm_state_size"), c.get("conv_kernel")
+        if None in (dim, groups, state, kernel):
+            return None
+        return _mamba2(heads * dim, groups, heads, dim, state, kernel, tp)
+    state, kernel, expand = c.get("mamba_d_state"), c.get("mamba_d_conv"), c.get("mamba_expand")
+    # Falcon-H1 takes mamba_d_ssm when set, the others mamba_expand x hidden_size (falcon_h1.py, granitemoehybrid.py,
+    # bamba.py, zamba2.py, jamba.py)
+    intermediate = c.get("mamba_d_ssm") or (expand * hidden if expand and hidden else None)
+    if None in (state, kernel, intermediate):
+        return None
+    if "mamba_n_heads" in c:  # Falcon-H1, Granite 4 (GraniteMoeHybrid), Bamba
+        heads, dim, groups = c["mamba_n_heads"], c.get("mamba_d_head"), c.get("mamba_n_groups")
+    elif "n_mamba_heads" in c:  # Zamba2
+        heads, dim, groups = c["n_mamba_heads"], c.get("mamba_headdim"), c.get("mamba_ngroups")
+    else:  # Mamba1 (Jamba)
+        return _mamba1(intermediate, state, kernel, tp)
+    if None in (dim, groups):
+        return None
+    return _mamba2(intermediate, groups, heads, dim, state, kernel, tp)
 
 
 def state_bytes(model, tp: int, version: str) -> int | None:
     """One layer's recurrent state per sequence, in bytes; None for a family not read here."""
     c = dict(model.state_config)
-    elem = model.dtype_bytes or 2
-    if "linear_num_value_heads" in c:  # gated delta net: conv (kernel-1, conv_dim/tp), state (v heads/tp, v dim, k dim)
-        k_heads, v_heads = c.get("linear_num_key_heads"), c["linear_num_value_heads"]
-        k_dim, v_dim, kernel = (
-            c.get("linear_key_head_dim"),
-            c.get("linear_value_head_dim"),
-            c.get("linear_conv_kernel_dim"),
-        )
-        if None in (k_heads, k_dim, v_dim, kernel):
-            return None
-        conv = (kernel - 1) * _divide(k_dim * k_heads * 2 + v_dim * v_heads, tp)
-        return (conv + _divide(v_heads, tp) * v_dim * k_dim) * elem
-    if "mamba_num_heads" in c:  # Mamba2 (Nemotron-H naming): conv (kernel-1, conv_dim/tp), ssm (heads/tp, dim, state)
-        heads, dim, groups = c["mamba_num_heads"], c.get("mamba_head_dim"), c.get("n_groups")
-        state, kernel = c.get("ssm_state_size"), c.get("conv_kernel")
-        if None in (dim, groups, state, kernel):
-            return None
-        if groups % tp:  # groups replicated to follow the head shards (extra_groups_for_head_shards)
-            groups = tp
-        conv = (kernel - 1) * _divide(heads * dim + 2 * groups * state, tp)
-        ssm_elem = elem
-        if fixup_names(model, version) & NEMOTRON_FIXUP and at(NEMOTRON_SSM_DTYPE_FROM_CONFIG, version):
-            ssm_elem = DTYPE_BYTES.get(str(c.get("mamba_ssm_cache_dtype") or "float32"), 4)
-        return conv * elem + prod((_divide(heads, tp), dim, state)) * ssm_elem
-    return None
+    elements = _state_elements(c, model.hidden_size, tp)
+    if elements is None:
+        return None
+    conv, ssm = elements
+    elem = model.dtype_bytes or 2  # MambaStateDtypeCalculator: the model dtype for both unless a cache dtype is set
+    ssm_elem = elem
+    if "mamba_num_heads" in c and fixup_names(model, version) & NEMOTRON_FIXUP and at(NEMOTRON_SSM_DTYPE_FROM_CONFIG, version):
+        ssm_elem = DTYPE_BYTES.get(str(c.get("mamba_ssm_cache_dtype") or "float32"), 4)
+    return conv * elem + ssm * ssm_elem
+
+
+def mamba_chunk_size(model) -> int:
+    """ModelConfig.get_mamba_chunk_size (vllm/config/model.py): mamba_chunk_size, else chunk_size, else 2048 (Mamba1
+    has no chunk)."""
+    c = dict(model.state_config)
+    return c.get("mamba_chunk_size") or c.get("chunk_size") or DEFAULT_MAMBA_CHUNK
 
 
 def hybrid_block_size(s, version: str, block: int, kv_cache_dtype: str) -> int:
@@ -75,5 +109,14 @@ def hybrid_block_size(s, version: str, block: int, kv_cache_dtype: str) -> int:
     per_token = 2 * max(1, model.num_kv_heads // max(s.tp, 1)) * model.head_dim * kv_bytes
     wide = at(ALIGN_32_ON_SM10X, version) and cap is not None and cap[0] == 10 and model.head_dim == 256
     align = 32 if wide else 16
-    needed = align * -(-mamba // (align * per_token))
+    if switch_decision(s, version, "prefix_caching").enabled:
+        # with prefix caching the block is a whole number of Mamba kernel chunks (--mamba-block-size, else the
+        # model's chunk) that holds the state
+        given = s.int_flag("--mamba-block-size")
+        chunk = lcm(given if given and given > 0 else mamba_chunk_size(model), align)
+        tokens = -(-mamba // per_token)
+        needed = chunk * -(-tokens // chunk)
+    else:
+        needed = align * -(-mamba // (align * per_token))
     return needed if block < needed else block
+

@@ -12,7 +12,8 @@ is_prefix_caching_supported: CLS / MEAN pooling, step pooling, bidirectional att
 
 from __future__ import annotations
 
-from advisor.rules.vllm.architectures import _kinds, registry_architecture, resolution
+from advisor.rules.releases import at
+from advisor.rules.vllm.architectures import _kinds, class_kinds, registry_architecture, resolution
 
 # v0.27.1 alone: EngineArgs leaves prefix caching off by default for every hybrid class ("and not
 # model_config.is_hybrid", vllm/engine/arg_utils.py), pooling ones included; v0.25.1 and v0.28.0 have no such clause.
@@ -62,3 +63,70 @@ def chunked_prefill_supported(model, version: str) -> bool:
     """ModelConfig.is_chunked_prefill_supported: not for encoder-decoder models, nor for pooling models that pool the
     whole sequence or attend both ways."""
     return not (pooling_unchunked(model, version) or encoder_decoder(model, version))
+
+
+# -- the runner asked for, and the one vLLM refuses ----------------------------------------------------------------
+RUNNER_ID = "vllm_runner_unsupported"
+# From v0.25.1 ModelConfig.__post_init__ first refuses a pooling-only class under --runner generate / draft with its own
+# message ("Embedding models do not support `--runner generate`"); v0.12.0 to v0.20.2 reach the general check ("This
+# model does not support `--runner generate`"), which refuses any class that does not generate text.
+EMBEDDING_MESSAGE: list[tuple[str, bool]] = [("0.12.0", False), ("0.25.1", True)]
+# _RUNNER_CONVERTS["pooling"]: the convert types that adapt a generative class to --runner pooling (v0.12.0 also
+# "reward"; v0.15.1 on, embed and classify).
+POOLING_CONVERTS: list[tuple[str, tuple[str, ...]]] = [("0.12.0", ("embed", "classify", "reward")),
+                                                       ("0.15.1", ("embed", "classify"))]  # fmt: skip
+
+
+def runner(s, version: str) -> str:
+    """ModelConfig.runner_type: --runner as given, else (auto) "pooling" when --convert names a conversion, else the
+    runner the architectures resolve to."""
+    given = (s.flag("--runner") or "auto").lower()
+    if given != "auto":
+        return given
+    if (s.flag("--convert") or "auto").lower() not in ("auto", "none"):
+        return "pooling"
+    return runner_type(s.model, version)
+
+
+def runner_problems(s, version: str) -> list:
+    """ModelConfig.__post_init__'s runner checks (vllm/config/model.py): a class that does not generate text under
+    --runner generate (a pooling-only class under generate or draft from v0.25.1), and a class that does not pool under
+    --runner pooling with a --convert that adapts nothing."""
+    from advisor.rules.engine import Problem
+
+    kinds = class_kinds(s.model, version)
+    if kinds is None:  # no served class: the Transformers backend or a refusal (architecture_problems says which)
+        return []
+    pooling, generative = kinds
+    run = runner(s, version)
+    source = f"vllm v{version}, vllm/config/model.py (ModelConfig.__post_init__, _RUNNER_CONVERTS)"
+    arch = registry_architecture(s.model, version) or s.model.architecture
+    if pooling and not generative and (run == "draft" or run == "generate") and at(EMBEDDING_MESSAGE, version):
+        said = f"Embedding models do not support `--runner {run}`"
+    elif run == "generate" and not generative:
+        said = "This model does not support `--runner generate`"
+    elif run == "pooling" and not pooling and (s.flag("--convert") or "auto").lower() not in (
+            "auto", *at(POOLING_CONVERTS, version)):  # fmt: skip
+        return [
+            Problem(
+                RUNNER_ID,
+                "error",
+                f"vllm {version} runs {arch} under --runner pooling only converted, and --convert"
+                f" {s.flag('--convert')} adapts nothing: it refuses the model at start-up ('This model does not"
+                " support `--runner pooling`')",
+                f"pass --convert {'|'.join(at(POOLING_CONVERTS, version))}, or leave --convert auto",
+                source,
+            )
+        ]
+    else:
+        return []
+    why = ("the first entry of architectures names a generative suffix, so --runner auto resolves to generate"
+           if (s.flag("--runner") or "auto").lower() == "auto" else f"--runner {run} was passed")  # fmt: skip
+    kind = "a pooling model" if pooling else "a class that does not generate text"
+    return [Problem(
+        RUNNER_ID, "error",
+        f"vllm {version} serves {arch} as {kind}, and {why}: it refuses the model at start-up ('{said}')",
+        "pass --runner pooling (or --runner auto), or put the generative architecture first in config.json's"
+        " architectures" if pooling else "use a generative architecture, or --runner pooling with --convert embed",
+        source,
+    )]  # fmt: skip

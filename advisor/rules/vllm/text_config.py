@@ -16,6 +16,7 @@ from pathlib import Path
 
 from advisor.rules.engine import Problem, Scenario
 from advisor.rules.vllm.common import rules_release
+from advisor.rules.vllm.config_validation import class_facts
 
 CONFIG_DEFAULTS_FILE = Path(__file__).with_name("config_defaults.json")
 TEXT_CONFIG_DICT = "vllm_text_config_unread"
@@ -36,13 +37,16 @@ def _read_only_keys(version: str) -> dict[str, list[str]]:
 
 def read_only_problems(s: Scenario, version: str) -> list[Problem]:
     """vllm_config_key_read_only: config.json writes at its top level a key the config class vLLM builds it with holds
-    as a read-only property (vLLM's KimiK3Config's hidden_size, transformers' FalconMambaConfig's layer_types): the
+    as a read-only property (vLLM's KimiK3Config's hidden_size, transformers' FalconConfig's head_dim): the
     class's __init__ sets every key it is given, and that one raises AttributeError ("has no setter"), so vLLM stops
     before any decision. Read per release into config_defaults.json (read_only_keys)."""
     model = s.model
     if model is None:
         return []
-    keys = [k for k in _read_only_keys(version).get(model.model_type or "", ()) if k in model.top_level_keys]
+    # a read-only layer_types is config_validation.py's finding (vllm_config_class_refuses): not said twice
+    known = class_facts(model.model_type, version)
+    keys = [k for k in _read_only_keys(version).get(model.model_type or "", ())
+            if k in model.top_level_keys and not known.get(f"{k}_readonly")]  # fmt: skip
     if not keys:
         return []
     return [Problem(
