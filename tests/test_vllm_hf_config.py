@@ -185,3 +185,13 @@ def test_a_read_only_key_at_the_top_level_is_refused(tmp_path: Path):
 def test_a_newer_release_reads_the_newest_classes(tmp_path: Path):
     model = _model(tmp_path, _flattened(_config("qwen3-vl-30b-a3b")))
     assert vllm_model(model, "0.99.0") == vllm_model(model, "0.33.0") != model
+
+
+def test_refusal_checks_judge_config_json_as_written(tmp_path: Path):
+    """The class view fills a flattened composite's text from the class's defaults (layer_types and null sizes among
+    them); the checks of what a class refuses still see config.json as written, so they find nothing here."""
+    config = _flattened(_config("qwen3.5-397b-a17b"))
+    config.pop("layer_types", None)
+    plan = _plan(tmp_path, config, "h100-sxm-8", 8)
+    assert "vllm_config_class_refuses" not in {p.id for p in plan.problems}
+    assert plan.decision("memory_defaults").value["max_model_len"] == 32768  # Qwen3.5-MoE's default text config

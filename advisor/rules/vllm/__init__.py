@@ -59,8 +59,9 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
     vllm = s.facts.package("vllm")
     problems = version_problems(release.version, vllm.version if vllm.installed else None) + optimization_level_problems(s)
     version = release.version  # the decisions resolve their rules from it, and name it in what they observe
-    # every rule reads the model as vLLM's config class holds it (class defaults for what config.json leaves out)
-    s = replace(s, model=vllm_model(s.model, version))
+    # every rule reads the model as vLLM's config class holds it (class defaults for what config.json leaves out); the
+    # checks of what the class refuses judge config.json as written
+    written, s = s, replace(s, model=vllm_model(s.model, version))
     attention = attention_decision(s, version)
     decisions = [
         fusion_decision(s, version),
@@ -72,8 +73,8 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
     ]
     problems += architecture_problems(s, version) + attention_problems(s, version, attention)
     problems += quantization_problems(s, version) + max_model_len_problems(s, version)
-    problems += text_config_problems(s, version) + runner_problems(s, version) + float16_problems(s, version)
-    problems += config_validation_problems(s, version)
+    problems += text_config_problems(written, version) + runner_problems(s, version) + float16_problems(s, version)
+    problems += config_validation_problems(written, version)
     return decisions, problems + plan_problems(s) + rejected(s, release)
 
 
