@@ -161,11 +161,15 @@ def _base_name(node: ast.expr) -> str | None:
 # What a pooling model's class declares (vllm/model_executor/models/interfaces_base.py): is_pooling_model, the
 # @default_pooling_type(seq_pooling_type=, tok_pooling_type=) and @attn_type(...) decorators, or the same class
 # attributes; a class inherits them from its bases.
-POOLING_ATTRIBUTES = ("is_pooling_model", "default_seq_pooling_type", "default_tok_pooling_type", "attn_type")
+POOLING_ATTRIBUTES = ("is_pooling_model", "default_seq_pooling_type", "default_tok_pooling_type", "attn_type",
+                      "default_pooling_type")  # fmt: skip
 DECORATOR_ATTRIBUTES = {"seq_pooling_type": "default_seq_pooling_type", "tok_pooling_type": "default_tok_pooling_type"}
 # The pooling types with which ModelConfig.is_chunked_prefill_supported / is_prefix_caching_supported (vllm/config/
 # model.py) turn both off: a whole-sequence pool (CLS, MEAN) or a step pool, and bidirectional attention.
 UNCHUNKED_SEQ, UNCHUNKED_TOK = ("CLS", "MEAN"), ("STEP",)
+# v0.12.0 has one pooling type, @default_pooling_type("CLS") (default LAST), and turns both off for ALL, MEAN, STEP and
+# CLS (CLS makes the attention encoder-only).
+UNCHUNKED_SINGLE = ("ALL", "MEAN", "STEP", "CLS")
 # is_text_generation_model (interfaces_base.py): the class has a callable compute_logits. A registry class that is
 # neither generative nor pooling (Gemma3TextModel's Gemma3Model, ModernBertModel) takes the runner its name's suffix
 # names (ModelConfig._get_default_runner_type) and is converted (as_embedding_model), keeping its pooling declarations.
@@ -187,6 +191,8 @@ def _declared(node: ast.ClassDef) -> dict[str, object]:
             continue
         name = _base_name(deco.func)
         if name == "default_pooling_type":
+            if deco.args and isinstance(deco.args[0], ast.Constant):  # v0.12.0: one positional pooling type
+                out["default_pooling_type"] = deco.args[0].value
             for kw in deco.keywords:
                 if kw.arg in DECORATOR_ATTRIBUTES and isinstance(kw.value, ast.Constant):
                     out[DECORATOR_ATTRIBUTES[kw.arg]] = kw.value.value
@@ -258,6 +264,7 @@ def model_kinds(release: str) -> dict[str, list[str]]:
     kinds["pooling_unchunked"] = [arch for arch in sorted(registry)
                                   if attr(arch, "default_seq_pooling_type") in UNCHUNKED_SEQ
                                   or attr(arch, "default_tok_pooling_type") in UNCHUNKED_TOK
+                                  or attr(arch, "default_pooling_type") in UNCHUNKED_SINGLE
                                   or attr(arch, "attn_type") == "encoder_only"]  # fmt: skip
     return kinds
 

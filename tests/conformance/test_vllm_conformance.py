@@ -44,6 +44,12 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
     ("named-Qwen3OmniMoeForConditionalGeneration", None, None, "attention_backend", "0.12.0", "0.30.0"):
         "the language model's head size sits in thinker_config.text_config (73 wide: only Triton takes it), which the "
         "advisor's vLLM view reads where the release's classes were read (v0.33.0: config_defaults.json text_key)",
+    **{(name, None, None, "attention_backend", "0.12.0", "0.12.0"):
+       "a harness artifact: v0.12.0 pins transformers 4, which has no Gemma 4 config class; under the harness's "
+       "transformers 5 its Transformers backend stops on the per-layer head_dim (AmbiguousGlobalPerLayerAttributeError)"
+       for name in ("named-Gemma4ForConditionalGeneration", "named-Gemma4UnifiedForConditionalGeneration",
+                    "named-Gemma4AssistantForCausalLM", "named-Gemma4UnifiedAssistantForCausalLM",
+                    "named-DiffusionGemmaForBlockDiffusion")},
     ("named-Gemma4ForCausalLM", "a100-sxm-8", None, "attention_backend", "0.20.2", "0.30.0"):
         "Gemma4Config.verify_and_update_config forces TRITON_ATTN where FA4 does not run (SM80) for heterogeneous head "
         "sizes; the 512-wide full-attention heads come from transformers' Gemma4 config defaults, read for v0.33.0 only "
@@ -57,8 +63,8 @@ KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None],
         "MLA backend fails to import and vLLM takes FlashInfer's; a real install has it, as the plan says",
     ("named-DeepseekV32ForCausalLM", "b200-8", 8, "attention_backend", "0.33.0", None): "as deepseek-v3.2 (quack-kernels)",
     ("named-HYV4ForCausalLM", "b200-8", 8, "attention_backend", "0.33.0", None): "as deepseek-v3.2 (quack-kernels)",
-    ("named-Qwen3ASRForConditionalGeneration", None, None, "max_model_len", "0.12.0", "0.25.1"):
-        "up to v0.25.1 vLLM reads Qwen3-ASR's length from its own config class (128000), not the text_config's 65536 "
+    ("named-Qwen3ASRForConditionalGeneration", None, None, "max_model_len", "0.14.1", "0.25.1"):
+        "from v0.14.1 (v0.12.0 runs it on its Transformers backend, which reads the text_config) up to v0.25.1 vLLM reads Qwen3-ASR's length from its own config class (128000), not the text_config's 65536 "
         "the advisor reads (v0.27.1 reads the text_config's)",
     ("named-MuseGlimmerForCausalLM", None, None, "max_model_len", "0.28.0", "0.30.0"):
         "the config states no context length; vLLM builds it with a config class that fills one (v0.28.0-v0.30.0: its "
@@ -268,6 +274,7 @@ _OLDER_RELEASE_ERRORS: dict[str, str] = {
                                               "which its wheel does not ship; v0.17.1 reads a thinker_config the default "
                                               "config lacks",
     "vllm-ColModernVBertForRetrieval": _DEFAULT_CONFIG + " (v0.17.1: text_config)",
+    "named-WhisperForConditionalGeneration": _PROCESSOR + " (v0.12.0: its feature extractor)",
     **dict.fromkeys(("named-LightOnOCRForConditionalGeneration", "named-MiDashengLMModel",
                      "named-PixtralForConditionalGeneration"), _INSPECTION),
 }  # fmt: skip

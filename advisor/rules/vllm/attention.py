@@ -6,6 +6,7 @@ from advisor.rules import engine as rules
 from advisor.rules.engine import Decision, Problem, Scenario
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import (
+    attention_kind,
     compressed_attention,
     fixup_names,
     mla_model_types,
@@ -298,6 +299,11 @@ def supports_head_size(backend: str, head: int, major: int, version: str) -> boo
 # FlashInfer's list rules out and FlashAttention's multiple-of-8 check lets through; v0.25.1 takes it only when positive
 # and derives the size otherwise. The releases between v0.20.2 and v0.25.1 were not read.
 ZERO_HEAD_DIM_IS_SIZE: list[tuple[str, bool]] = [("0.12.0", True), ("0.25.1", False)]
+# Head size 0 whatever head_dim says: v0.12.0's ModelConfig.get_head_size for every attention-free model (Mamba2's
+# head_dim 64 included, so FlashInfer is ruled out on a B200); from v0.14.1 the convertor's MambaModelArchConfigConvertor
+# and its like, by model_type (vllm/transformers_utils/model_arch_config_convertor.py, MODEL_ARCH_CONFIG_CONVERTORS).
+ATTENTION_FREE_HEAD_SIZE_ZERO: list[tuple[str, bool]] = [("0.12.0", True), ("0.14.1", False)]
+ZERO_HEAD_SIZE_TYPES = frozenset({"mamba", "falcon_mamba", "timm_wrapper", "medusa"})
 
 
 def selector_head_size(model, version: str | None = None) -> int | None:
@@ -305,6 +311,11 @@ def selector_head_size(model, version: str | None = None) -> int | None:
     config's head_dim when positive (when written at all up to v0.20.2, 0 included), else hidden_size //
     num_attention_heads, 0 without attention heads (Mamba); None where the config's text part is not read here (the
     size unknown: no backend is ruled out for it)."""
+    if version is not None and at(ATTENTION_FREE_HEAD_SIZE_ZERO, version):
+        if attention_kind(model, version) == "attention_free":
+            return 0
+    elif version is not None and model.model_type in ZERO_HEAD_SIZE_TYPES:
+        return 0
     if model.config_head_dim:
         return model.config_head_dim
     if model.head_dim_zero and version is not None and at(ZERO_HEAD_DIM_IS_SIZE, version):
