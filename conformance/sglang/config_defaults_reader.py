@@ -4,7 +4,10 @@ a key out, for the keys the advisor's SGLang rules read.
 Usage: python -m config_defaults_reader JOB.json OUT.json, JOB {"placeholders": [...]}; OUT {key: [model_type, ...]}:
 every model_type (transformers' CONFIG_MAPPING and SGLang's own _CONFIG_REGISTRY, whose class wins as in get_config) whose class, built with no
 arguments, has learnable_sink true, a sliding_window_pattern or an index_topk that is not None, or a text sub-config the release's own
-get_hf_text_config returns (a config class that builds a default text_config for a config.json without one).
+get_hf_text_config returns (a config class that builds a default text_config for a config.json without one). Under
+"text_kv_widths" (a mapping, not a list): for those classes, the attribute the text sub-config sits under and the
+(head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) ModelConfig._derive_model_shapes's generic part reads from it,
+where top-level head_dim / v_head_dim keys do not reach it (a flattened config.json keeps the class's widths).
 """
 
 from __future__ import annotations
@@ -28,6 +31,53 @@ def _sglang_registry() -> dict:
     return {}
 
 
+# get_hf_text_config's order (thinker_config, then llm_config, language_config, text_config: utils/hf_transformers/common.py)
+SUB_CONFIG_ATTRS = ("thinker_config", "llm_config", "language_config", "text_config")
+
+
+def _sub_config_attr(config, text) -> str | None:
+    """The attribute of ``config`` get_hf_text_config took ``text`` from (a thinker's own text_config counts as it)."""
+    for attr in SUB_CONFIG_ATTRS:
+        sub = getattr(config, attr, None)
+        if sub is not None and (sub is text or getattr(sub, "text_config", None) is text):
+            return attr
+    return None
+
+
+def _widths(text) -> list[int] | None:
+    """ModelConfig._derive_model_shapes's generic K/V widths of a text config (before its per-architecture branches)."""
+    try:
+        head = getattr(text, "head_dim", None)
+        if head is None:
+            head = text.hidden_size // text.num_attention_heads
+        v_head = getattr(text, "v_head_dim", None) or head
+        swa_head = getattr(text, "swa_head_dim", None)
+        swa_head = head if swa_head is None else swa_head
+        swa_v_head = getattr(text, "swa_v_head_dim", None)
+        return [head, v_head, swa_head, swa_head if swa_v_head is None else swa_v_head]
+    except Exception:  # a text config without the keys (or a per-layer attribute): the release stops there too
+        return None
+
+
+def _follows_top_level(cls, text, widths: list[int], get_hf_text_config) -> bool:
+    """Whether top-level text keys reach the class-built text config (some classes build it from the top level of an
+    older text-only export, e.g. Qwen4ExpConfig when hidden_size and num_hidden_layers are there): the class is built
+    with the text config's own keys flattened, widths changed; a class that refuses them is judged on the next try."""
+    changed = {"head_dim": widths[0] + 8, "v_head_dim": widths[1] + 16}
+    size_keys = ("hidden_size", "num_hidden_layers", "num_attention_heads")
+    skip = ("model_type", "architectures")
+    own = {k: v for k, v in text.to_dict().items() if not k.startswith("_") and k not in skip}
+    for kwargs in ({**own, **changed}, {**{k: getattr(text, k) for k in size_keys if hasattr(text, k)}, **changed},
+                   changed):  # fmt: skip
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                probe = _widths(get_hf_text_config(cls(**kwargs)))
+        except Exception:
+            continue
+        return probe is not None and probe[:2] != widths[:2]
+    return False
+
+
 def main(job_path: str, out_path: str) -> None:
     with open(job_path) as f:
         job = json.load(f)
@@ -38,7 +88,8 @@ def main(job_path: str, out_path: str) -> None:
 
     registry = _sglang_registry()
     keys = ("learnable_sink", "sliding_window_pattern", "text_sub_config", "index_topk")
-    out: dict[str, list[str]] = {key: [] for key in keys}
+    out: dict = {key: [] for key in keys}
+    out["text_kv_widths"] = {}
     for model_type in sorted(set(CONFIG_MAPPING.keys()) | set(registry)):
         # get_config reloads a model_type of SGLang's own registry with SGLang's class
         cls = registry.get(model_type) or CONFIG_MAPPING[model_type]
@@ -60,6 +111,11 @@ def main(job_path: str, out_path: str) -> None:
             continue
         if text is not config:
             out["text_sub_config"].append(model_type)
+            attr, widths = _sub_config_attr(config, text), _widths(text)
+            if attr is None or widths is None:
+                continue
+            if not _follows_top_level(cls, text, widths, get_hf_text_config):
+                out["text_kv_widths"][model_type] = {"sub_config": attr, "widths": widths}
     with open(out_path, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
 

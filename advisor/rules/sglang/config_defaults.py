@@ -13,7 +13,7 @@ CONFIG_DEFAULTS_FILE = Path(__file__).with_name("config_defaults.json")
 
 
 @cache
-def _config_defaults() -> dict[str, dict[str, list[str]]]:
+def _config_defaults() -> dict[str, dict]:
     return json.loads(CONFIG_DEFAULTS_FILE.read_text(encoding="utf-8"))["releases"]
 
 
@@ -21,3 +21,15 @@ def class_default(model_type: str | None, key: str, release: str) -> bool:
     """Whether ``release``'s config class for ``model_type`` sets ``key`` (learnable_sink true, a sliding_window_pattern,
     a text sub-config) when config.json leaves it out; False where the release was not read."""
     return model_type is not None and model_type in _config_defaults().get(release, {}).get(key, ())
+
+
+def class_text_widths(model_type: str | None, release: str) -> tuple[str, tuple[int, int, int, int]] | None:
+    """(the attribute the class keeps its text sub-config under, its (head_dim, v_head_dim, swa_head_dim,
+    swa_v_head_dim)) for a model_type whose class builds a default text sub-config that config.json's top-level
+    head_dim / v_head_dim do not reach (``text_kv_widths``, read from the release's classes); None where the release
+    was not read or the class takes its widths from the top level."""
+    entry = _config_defaults().get(release, {}).get("text_kv_widths", {}).get(model_type or "")
+    if entry is None:
+        return None
+    head, v_head, swa_head, swa_v_head = entry["widths"]
+    return entry["sub_config"], (head, v_head, swa_head, swa_v_head)

@@ -16,7 +16,7 @@ from pathlib import Path
 from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import has_attention_sinks as named_sinks
 from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture
-from advisor.rules.sglang.config_defaults import class_default
+from advisor.rules.sglang.config_defaults import class_default, class_text_widths
 
 CONFIG_KEYS_FILE = Path(__file__).with_name("config_keys.json")
 # Used before config_keys.json existed and for a release it lacks: MLA by the config's kv_lora_rank or these names.
@@ -107,6 +107,19 @@ def kv_head_dims(model) -> tuple[int | None, int | None]:
     return head, model.v_head_dim or head
 
 
+def class_built_text_widths(model, release: str) -> tuple[int, int, int, int] | None:
+    """The K/V widths ModelConfig reads when get_hf_text_config returns a text sub-config the release's config class
+    built itself because config.json does not hold it under the class's key (a flattened Qwen3.5 or Mllama, a
+    Bailing-MM whose llm_config was moved under text_config): the class's own widths, whatever the top level says
+    (sglang v0.5.23 utils/hf_transformers/common.py get_hf_text_config; config_defaults.json text_kv_widths). None when
+    config.json holds that sub-config, or the release was not read."""
+    built = class_text_widths(model.model_type, release)
+    if built is None:
+        return None
+    sub_config, widths = built
+    return None if model.language_config == sub_config else widths
+
+
 def has_asymmetric_kv(model, release: str) -> bool:
     """ModelConfig.has_asymmetric_kv for an MHA model (v0.5.17+): K and V rows differ in width, in the full or the
     sliding layers."""
@@ -115,11 +128,14 @@ def has_asymmetric_kv(model, release: str) -> bool:
     if is_deepseek_v4(model, release):
         return False  # _derive_model_shapes gives V4 and its drafts v_head_dim = head_dim
 
+    built = class_built_text_widths(model, release)
+    if built is not None:
+        head, v_head, swa_head, swa_v_head = built
+        return head != v_head or swa_head != swa_v_head
     if model.language_config not in (None, "text_config"):
         # get_hf_text_config returns a sub-config the advisor does not size from (llm_config, language_config,
         # thinker_config): the release compares K and V there, not the top-level head_dim / v_head_dim (InternVL,
-        # Bailing-MM in the fuzz golden). Not modelled: the default text_config a class builds for a config.json
-        # without one, whose widths are the class's (a flattened Qwen3.5 reads 256 / 256 whatever the top level says)
+        # Bailing-MM in the fuzz golden)
         return False
     head, v_head = kv_head_dims(model)
     if head is None:
