@@ -8,12 +8,17 @@ get_hf_text_config returns (a config class that builds a default text_config for
 "text_kv_widths" (a mapping, not a list): for those classes, the attribute the text sub-config sits under and the
 (head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) ModelConfig._derive_model_shapes's generic part reads from it,
 where top-level head_dim / v_head_dim keys do not reach it (a flattened config.json keeps the class's widths).
+Under "read_only_keys" (a mapping): for every class built with no arguments, the config.json keys it refuses because
+it exposes them as properties without a setter (the class's __init__ hands them to PretrainedConfig, whose setattr
+raises "property ... has no setter"; KimiK3Config's hidden_size, FalconMambaConfig's layer_types); "*" holds the ones
+every class refuses (PretrainedConfig's own), a model_type only what its class adds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import io
 import json
 import sys
@@ -78,18 +83,43 @@ def _follows_top_level(cls, text, widths: list[int], get_hf_text_config) -> bool
     return False
 
 
+def _read_only_keys(cls, config) -> list[str]:
+    """The public properties without a setter that building the class with that key (its default's value) refuses."""
+    keys = []
+    for name in sorted(dir(cls)):
+        attr = inspect.getattr_static(cls, name, None)
+        if name.startswith("_") or not isinstance(attr, property) or attr.fset is not None:
+            continue
+        try:
+            value = getattr(config, name)
+        except Exception:
+            value = None
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                cls(**{name: value})
+        except AttributeError as exc:
+            if "no setter" in str(exc) or "can't set" in str(exc):
+                keys.append(name)
+        except Exception:
+            continue
+    return keys
+
+
 def main(job_path: str, out_path: str) -> None:
     with open(job_path) as f:
         job = json.load(f)
     runner.stand_in_for_cuda_packages(job["placeholders"])
     importlib.import_module("sglang.srt.utils.hf_transformers_utils")  # registers the release's config classes
     from sglang.srt.utils.hf_transformers_utils import get_hf_text_config
+    from transformers import PretrainedConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     registry = _sglang_registry()
     keys = ("learnable_sink", "sliding_window_pattern", "text_sub_config", "index_topk")
     out: dict = {key: [] for key in keys}
     out["text_kv_widths"] = {}
+    common = _read_only_keys(PretrainedConfig, PretrainedConfig())
+    out["read_only_keys"] = {"*": common}
     for model_type in sorted(set(CONFIG_MAPPING.keys()) | set(registry)):
         # get_config reloads a model_type of SGLang's own registry with SGLang's class
         cls = registry.get(model_type) or CONFIG_MAPPING[model_type]
@@ -98,6 +128,9 @@ def main(job_path: str, out_path: str) -> None:
                 config = cls()
         except Exception:  # a class that needs arguments: no defaults to read
             continue
+        read_only = [key for key in _read_only_keys(cls, config) if key not in common]
+        if read_only:
+            out["read_only_keys"][model_type] = read_only
         if getattr(config, "learnable_sink", False) is True:
             out["learnable_sink"].append(model_type)
         if getattr(config, "sliding_window_pattern", None) is not None:

@@ -59,9 +59,12 @@ DEEPSEEK_V32_LOADED_AS = ("deepseek_v32", "DeepseekV3ForCausalLM", "0.5.7", "0.5
 # utils/hf_transformers_utils.py, v0.5.11+ utils/hf_transformers/config.py: 'if config.model_type == "longcat_flash":
 # _set_architectures(config, "LongcatFlashForCausalLM")'): a renamed LongCat-Flash is LongCat-Flash to every list (MLA,
 # the DeepSeek family step), found by the fuzz run. model_type -> (architecture, first release, last or None).
+# SGLang's IQuestQ1MTPConfig (configs/iquest_q1.py, v0.5.21+) writes architectures=["IQuestQ1MTP"] over what config.json
+# says, so a renamed IQuest Q1 draft is still IQuestQ1MTP to its override step (fa3, DP attention refused).
 MODEL_TYPE_LOADED_AS: dict[str, tuple[str, str, str | None]] = {
     "multi_modality": ("MultiModalityCausalLM", "0.5.7", None),
     "longcat_flash": ("LongcatFlashForCausalLM", "0.5.10", None),
+    "iquest_q1_mtp": ("IQuestQ1MTP", "0.5.21", None),
 }
 
 

@@ -33,3 +33,13 @@ def class_text_widths(model_type: str | None, release: str) -> tuple[str, tuple[
         return None
     head, v_head, swa_head, swa_v_head = entry["widths"]
     return entry["sub_config"], (head, v_head, swa_head, swa_v_head)
+
+
+def class_read_only_keys(model_type: str | None, release: str) -> frozenset[str]:
+    """The config.json keys ``release``'s config class for ``model_type`` refuses because it keeps them as properties
+    without a setter (``read_only_keys``: "*" for every class, plus the class's own); empty where the release or the
+    model_type was not read."""
+    table = _config_defaults().get(release, {}).get("read_only_keys")
+    if table is None or model_type is None:
+        return frozenset()
+    return frozenset(table.get("*", ())) | frozenset(table.get(model_type, ()))
