@@ -85,3 +85,11 @@ def test_a_key_the_config_class_keeps_as_a_read_only_property_is_refused(tmp_pat
     falcon = _model(tmp_path, "FalconMambaForCausalLM", layer_types=["mamba"] * 4)
     assert CONFIG_REFUSED_ID in _ids(falcon, "0.5.23")
     assert CONFIG_REFUSED_ID not in _ids(_model(tmp_path, "FalconMambaForCausalLM"), "0.5.23")
+
+
+def test_an_attribute_map_name_of_a_read_only_property_is_refused_too(tmp_path):
+    """FalconH1Config maps layer_types to its read-only layers_block_type (attribute_map): transformers' class, which
+    get_config builds before SGLang's own FalconH1Config, refuses a config.json that sets layer_types."""
+    falcon = _model(tmp_path, "FalconH1ForCausalLM", layer_types=["attention"] * 4)
+    assert CONFIG_REFUSED_ID in _ids(falcon, "0.5.23")
+    assert CONFIG_REFUSED_ID not in _ids(_model(tmp_path, "FalconH1ForCausalLM"), "0.5.23")

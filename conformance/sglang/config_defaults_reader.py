@@ -10,8 +10,9 @@ get_hf_text_config returns (a config class that builds a default text_config for
 where top-level head_dim / v_head_dim keys do not reach it (a flattened config.json keeps the class's widths).
 Under "read_only_keys" (a mapping): for every class built with no arguments, the config.json keys it refuses because
 it exposes them as properties without a setter (the class's __init__ hands them to PretrainedConfig, whose setattr
-raises "property ... has no setter"; KimiK3Config's hidden_size, FalconMambaConfig's layer_types); "*" holds the ones
-every class refuses (PretrainedConfig's own), a model_type only what its class adds.
+raises "property ... has no setter"; KimiK3Config's hidden_size, FalconMambaConfig's layer_types, FalconH1Config's
+layer_types through its attribute_map), by transformers' class or SGLang's (get_config builds both where both exist);
+"*" holds the ones every class refuses (PretrainedConfig's own), a model_type only what its classes add.
 """
 
 from __future__ import annotations
@@ -84,12 +85,16 @@ def _follows_top_level(cls, text, widths: list[int], get_hf_text_config) -> bool
 
 
 def _read_only_keys(cls, config) -> list[str]:
-    """The public properties without a setter that building the class with that key (its default's value) refuses."""
+    """The public properties without a setter, and the attribute_map names that lead to one (FalconH1Config's
+    layer_types -> layers_block_type), that building the class with that key (its default's value) refuses."""
     keys = []
-    for name in sorted(dir(cls)):
+    read_only = set()
+    for name in dir(cls):
         attr = inspect.getattr_static(cls, name, None)
-        if name.startswith("_") or not isinstance(attr, property) or attr.fset is not None:
-            continue
+        if not name.startswith("_") and isinstance(attr, property) and attr.fset is None:
+            read_only.add(name)
+    aliases = {alias for alias, target in (getattr(cls, "attribute_map", None) or {}).items() if target in read_only}
+    for name in sorted(read_only | aliases):
         try:
             value = getattr(config, name)
         except Exception:
@@ -128,7 +133,20 @@ def main(job_path: str, out_path: str) -> None:
                 config = cls()
         except Exception:  # a class that needs arguments: no defaults to read
             continue
-        read_only = [key for key in _read_only_keys(cls, config) if key not in common]
+        # get_config builds AutoConfig's class first and reloads with the registry's after it: either may refuse a key
+        read_only = {key for key in _read_only_keys(cls, config) if key not in common}
+        try:  # transformers' lazy mapping: its own __getitem__ imports the class
+            auto_cls = CONFIG_MAPPING[model_type]
+        except KeyError:
+            auto_cls = None
+        if auto_cls is not None and auto_cls is not cls:
+            with (
+                contextlib.suppress(Exception),
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
+                read_only |= {key for key in _read_only_keys(auto_cls, auto_cls()) if key not in common}
+        read_only = sorted(read_only)
         if read_only:
             out["read_only_keys"][model_type] = read_only
         if getattr(config, "learnable_sink", False) is True:
