@@ -1,0 +1,41 @@
+"""MiniMax M2's own MoE runner step (advisor/rules/sglang/moe_runner.py), on the named grid's config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from advisor.models import load_config_dir
+from advisor.plan import Intent, build_plan
+from advisor.probe.profiles import load_profile
+
+CONFIGS = Path(__file__).resolve().parent / "conformance" / "configs"
+
+
+def _model(tmp_path: Path, architecture: str, **changes):
+    config = json.loads((CONFIGS / f"named-{architecture}" / "config.json").read_text())
+    config.update(changes)
+    folder = tmp_path / architecture / str(len(list(tmp_path.glob(f"{architecture}/*"))))
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    return load_config_dir(folder, model_id=architecture)
+
+
+def _runner(model, profile: str, release: str) -> str | None:
+    plan = build_plan(load_profile(profile), model, Intent(tp=8, engine="sglang", engine_version=release))
+    return plan.decision("moe_runner_backend").value
+
+
+def test_minimax_m2_takes_the_routed_trtllm_runner_for_nvfp4_on_sm10x(tmp_path):
+    """MiniMax M2's step (v0.5.18+): SM10x, runner auto, a modelopt_fp4 checkpoint -> flashinfer_trtllm_routed."""
+    nvfp4 = {"quant_method": "modelopt_fp4", "quant_algo": "NVFP4", "group_size": 16}
+    fp4 = _model(tmp_path, "MiniMaxM2ForCausalLM", quantization_config=nvfp4)
+    assert _runner(fp4, "b200-8", "0.5.23") == "flashinfer_trtllm_routed"
+    assert _runner(fp4, "b200-8", "0.5.18") == "flashinfer_trtllm_routed"
+    assert _runner(fp4, "b200-8", "0.5.17") == "auto"  # v0.5.17's step set only TF32 matmul
+    assert _runner(fp4, "h100-sxm-8", "0.5.23") == "auto"
+    assert _runner(_model(tmp_path, "MiniMaxM2ForCausalLM"), "b200-8", "0.5.23") == "auto"
+    modelopt = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}
+    assert _runner(_model(tmp_path, "MiniMaxM2ForCausalLM", quantization_config=modelopt), "b200-8", "0.5.23") == (
+        "flashinfer_trtllm_routed"
+    )
