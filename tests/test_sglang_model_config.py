@@ -253,3 +253,21 @@ def test_a_class_built_text_config_keeps_the_class_widths():
                        "num_hidden_layers": 48})  # fmt: skip
     assert model_config.class_built_text_widths(flat_qwen4, "0.5.23") is None
     assert model_config.has_asymmetric_kv(flat_qwen4, "0.5.23")
+
+
+def test_deepseek_v41_merges_a_nested_text_config_into_its_top_level():
+    """SGLang's DeepseekV41Config (v0.5.23 configs/deepseek_v41.py) merges text_config into the top level: the release
+    sees a flat config, not a multimodal wrapper, and reads the nested index_topk as the top level's (DSA)."""
+    from advisor.rules.sglang.architectures import uses_dsa
+
+    flat = _named_config("DeepseekV41ForCausalLM")
+    keep = ("architectures", "model_type", "quantization_config", "dtype", "torch_dtype", "transformers_version")
+    nested = {k: v for k, v in flat.items() if k in keep}
+    nested["text_config"] = {k: v for k, v in flat.items() if k not in keep}
+    flat_spec, nested_spec = spec(flat), spec(nested)
+    assert nested_spec.has_text_config and not model_config.is_multimodal(nested_spec, "0.5.23")
+    assert uses_dsa(nested_spec, "0.5.23") == uses_dsa(flat_spec, "0.5.23")
+    renamed = spec({**nested, "architectures": ["MyV41ForCausalLM"]})
+    assert not model_config.is_multimodal(renamed, "0.5.23")
+    # v0.5.21 was not read for it: the nested config stays a text sub-config there
+    assert model_config.is_multimodal(nested_spec, "0.5.21")

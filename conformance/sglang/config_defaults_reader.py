@@ -13,6 +13,7 @@ it exposes them as properties without a setter (the class's __init__ hands them 
 raises "property ... has no setter"; KimiK3Config's hidden_size, FalconMambaConfig's layer_types, FalconH1Config's
 layer_types through its attribute_map), by transformers' class or SGLang's (get_config builds both where both exist);
 "*" holds the ones every class refuses (PretrainedConfig's own), a model_type only what its classes add.
+"flattens_text_config": the classes that merge a config.json's text_config into their own top level.
 """
 
 from __future__ import annotations
@@ -110,6 +111,19 @@ def _read_only_keys(cls, config) -> list[str]:
     return keys
 
 
+def _flattens_text_config(cls) -> bool:
+    """Whether the class merges a config.json's text_config into its own top level (SGLang's DeepseekV41Config,
+    normalize_deepseek_v41_config): built with a text_config, it keeps no text sub-config and holds its keys itself."""
+    probe = {"hidden_size": 1536, "num_attention_heads": 12, "num_hidden_layers": 3}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            config = cls(text_config=dict(probe))
+    except Exception:
+        return False
+    text = getattr(config, "text_config", None)
+    return text is None and all(getattr(config, key, None) == value for key, value in probe.items())
+
+
 def main(job_path: str, out_path: str) -> None:
     with open(job_path) as f:
         job = json.load(f)
@@ -120,7 +134,7 @@ def main(job_path: str, out_path: str) -> None:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     registry = _sglang_registry()
-    keys = ("learnable_sink", "sliding_window_pattern", "text_sub_config", "index_topk")
+    keys = ("learnable_sink", "sliding_window_pattern", "text_sub_config", "index_topk", "flattens_text_config")
     out: dict = {key: [] for key in keys}
     out["text_kv_widths"] = {}
     common = _read_only_keys(PretrainedConfig, PretrainedConfig())
@@ -149,6 +163,8 @@ def main(job_path: str, out_path: str) -> None:
         read_only = sorted(read_only)
         if read_only:
             out["read_only_keys"][model_type] = read_only
+        if _flattens_text_config(cls):
+            out["flattens_text_config"].append(model_type)
         if getattr(config, "learnable_sink", False) is True:
             out["learnable_sink"].append(model_type)
         if getattr(config, "sliding_window_pattern", None) is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from advisor.rules.engine import ARCHITECTURE_NOT_NAMED, Problem, Scenario
 from advisor.rules.releases import within
-from advisor.rules.sglang.config_defaults import class_default
+from advisor.rules.sglang.config_defaults import class_default, merges_text_config
 from advisor.rules.sglang.releases import rules_release
 
 ARCHITECTURES_FILE = Path(__file__).with_name("architectures.json")
@@ -106,6 +106,8 @@ def dsa_architectures(release: str) -> frozenset[str]:
 
 def _top_level_index_topk(model, release: str) -> bool:
     """hf_config.index_topk is not None: config.json's top-level key, else the config class's default."""
+    if merges_text_config(model, rules_release(release)):
+        return model.index_topk is not None or bool(model.top_level_index_topk)  # the class merged text_config up
     if model.top_level_index_topk is not None:
         return model.top_level_index_topk
     if model.index_topk is not None and not model.has_text_config:

@@ -43,3 +43,10 @@ def class_read_only_keys(model_type: str | None, release: str) -> frozenset[str]
     if table is None or model_type is None:
         return frozenset()
     return frozenset(table.get("*", ())) | frozenset(table.get(model_type, ()))
+
+
+def merges_text_config(model, release: str) -> bool:
+    """The release's config class for the model_type merges config.json's text_config into its own top level (SGLang's
+    DeepseekV41Config, configs/deepseek_v41.py normalize_deepseek_v41_config: text keys under the top level's), so the
+    release sees one flat config: no text sub-config (not multimodal by it), the text keys read as top-level ones."""
+    return model.language_config == "text_config" and class_default(model.model_type, "flattens_text_config", release)

@@ -16,7 +16,7 @@ from pathlib import Path
 from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import has_attention_sinks as named_sinks
 from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture
-from advisor.rules.sglang.config_defaults import class_default, class_text_widths
+from advisor.rules.sglang.config_defaults import class_default, class_text_widths, merges_text_config
 
 CONFIG_KEYS_FILE = Path(__file__).with_name("config_keys.json")
 # Used before config_keys.json existed and for a release it lacks: MLA by the config's kv_lora_rank or these names.
@@ -177,7 +177,7 @@ def is_multimodal(model, release: str) -> bool:
         return True
     if not within(release, SUBCONFIG_MULTIMODAL_FROM, None):
         return False
-    has_text = model.has_text_config or class_text_config(model, release)
+    has_text = (model.has_text_config and not merges_text_config(model, release)) or class_text_config(model, release)
     return has_text or (within(release, ANY_VISION_CONFIG_MULTIMODAL_IN, ANY_VISION_CONFIG_MULTIMODAL_IN)
                                      and model.vision is not None)  # fmt: skip
 
