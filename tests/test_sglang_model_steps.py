@@ -1,4 +1,5 @@
-"""MiniMax M2's own MoE runner step (advisor/rules/sglang/moe_runner.py), on the named grid's config."""
+"""Model-specific steps of SGLang the fuzz run found: MiniMax M2's MoE runner (moe_runner.py), MuseGlimmer's prefill graph
+size (prefill_graph.py), on the named grid's configs."""
 
 from __future__ import annotations
 
@@ -39,3 +40,21 @@ def test_minimax_m2_takes_the_routed_trtllm_runner_for_nvfp4_on_sm10x(tmp_path):
     assert _runner(_model(tmp_path, "MiniMaxM2ForCausalLM", quantization_config=modelopt), "b200-8", "0.5.23") == (
         "flashinfer_trtllm_routed"
     )
+
+
+def test_muse_glimmer_caps_the_prefill_graph_at_512_and_its_reserve_follows(tmp_path):
+    """v0.5.18+ apply_muse_glimmer_prefill_cuda_graph_max_bs_default (arg_groups/cuda_graph_hook.py): the prefill graph
+    captures up to 512 tokens, and the static fraction's reserve counts only the sizes up to 512."""
+    from advisor.rules.sglang.memory import prefill_graph_reserve
+
+    config = json.loads((CONFIGS / "named-MuseGlimmerForConditionalGeneration" / "config.json").read_text())
+    for key, value in config.pop("text_config").items():  # the fuzz case: text keys at the top level
+        config.setdefault(key, value)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    model = load_config_dir(tmp_path, model_id="MuseGlimmerForConditionalGeneration")
+    plan = build_plan(load_profile("h100-sxm-8"), model, Intent(tp=1, engine="sglang", engine_version="0.5.23"))
+    memory = plan.decision("memory_defaults")
+    assert {s.name: s.value for s in memory.settings}["piecewise_cuda_graph_max_tokens"] == 512
+    assert prefill_graph_reserve(8192, "standard", max_bs=512) < prefill_graph_reserve(8192, "standard")
+    old = build_plan(load_profile("h100-sxm-8"), model, Intent(tp=1, engine="sglang", engine_version="0.5.17"))
+    assert {s.name: s.value for s in old.decision("memory_defaults").settings}["piecewise_cuda_graph_max_tokens"] != 512
