@@ -271,3 +271,18 @@ def test_deepseek_v41_merges_a_nested_text_config_into_its_top_level():
     assert not model_config.is_multimodal(renamed, "0.5.23")
     # v0.5.21 was not read for it: the nested config stays a text sub-config there
     assert model_config.is_multimodal(nested_spec, "0.5.21")
+
+
+def test_a_class_built_text_config_decides_pixtrals_mla_key():
+    """Pixtral is MLA only with hf_text_config.kv_lora_rank (v0.5.23 _derive_model_shapes): flattened under the llava
+    class, the text config is the class's default, without kv_lora_rank, so a top-level one does not make it MLA."""
+    pixtral = _named_config("PixtralForConditionalGeneration")
+    text = {**pixtral["text_config"], "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128}
+    nested = spec({**pixtral, "text_config": text})
+    assert model_config.is_mla(nested, "0.5.23")
+    flat = {k: v for k, v in pixtral.items() if k != "text_config"}
+    for key, value in text.items():
+        flat.setdefault(key, value)
+    flat_spec = spec(flat)
+    assert flat_spec.kv_lora_rank == 512 and not model_config.is_mla(flat_spec, "0.5.23")
+    assert model_config.is_mla(flat_spec, "0.5.21")  # v0.5.21 was not read: config.json's key, as before

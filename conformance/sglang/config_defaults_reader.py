@@ -182,7 +182,10 @@ def main(job_path: str, out_path: str) -> None:
             if attr is None or widths is None:
                 continue
             if not _follows_top_level(cls, text, widths, get_hf_text_config):
-                out["text_kv_widths"][model_type] = {"sub_config": attr, "widths": widths}
+                entry = {"sub_config": attr, "widths": widths}
+                if getattr(text, "kv_lora_rank", None) is not None:  # the MLA key some names need (Pixtral)
+                    entry["kv_lora_rank"] = True
+                out["text_kv_widths"][model_type] = entry
     with open(out_path, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
 

@@ -50,3 +50,9 @@ def merges_text_config(model, release: str) -> bool:
     DeepseekV41Config, configs/deepseek_v41.py normalize_deepseek_v41_config: text keys under the top level's), so the
     release sees one flat config: no text sub-config (not multimodal by it), the text keys read as top-level ones."""
     return model.language_config == "text_config" and class_default(model.model_type, "flattens_text_config", release)
+
+
+def class_text_kv_lora_rank(model_type: str | None, release: str) -> bool:
+    """The class-built default text config of ``text_kv_widths`` has a kv_lora_rank (Kimi-VL, DeepSeek-VL2)."""
+    entry = _config_defaults().get(release, {}).get("text_kv_widths", {}).get(model_type or "")
+    return bool(entry and entry.get("kv_lora_rank"))

@@ -16,7 +16,12 @@ from pathlib import Path
 from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import has_attention_sinks as named_sinks
 from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture
-from advisor.rules.sglang.config_defaults import class_default, class_text_widths, merges_text_config
+from advisor.rules.sglang.config_defaults import (
+    class_default,
+    class_text_kv_lora_rank,
+    class_text_widths,
+    merges_text_config,
+)
 
 CONFIG_KEYS_FILE = Path(__file__).with_name("config_keys.json")
 # Used before config_keys.json existed and for a release it lacks: MLA by the config's kv_lora_rank or these names.
@@ -73,11 +78,14 @@ def mla_architectures(release: str) -> dict[str, str | None] | None:
     return None if entry is None else entry["mla"]
 
 
-def _key_holds(model, key: str | None) -> bool:
+def _key_holds(model, key: str | None, release: str) -> bool:
     if key is None:
         return True
     name, _, default = key.partition("=")
     if name == "kv_lora_rank":
+        if class_built_text_widths(model, release) is not None:
+            # the name's check reads hf_text_config, here the class's own default (a flattened Pixtral has none)
+            return class_text_kv_lora_rank(model.model_type, release)
         return model.kv_lora_rank is not None
     if name == "use_mla":
         return model.use_mla if model.use_mla is not None else default != "false"
@@ -93,7 +101,7 @@ def is_mla(model, release: str) -> bool:
     if names is None:
         return model.uses_mla or model.architecture in FALLBACK_MLA_ARCHS
     arch = loaded_architecture(model, release)
-    return arch in names and _key_holds(model, names[arch])
+    return arch in names and _key_holds(model, names[arch], release)
 
 
 def kv_head_dims(model) -> tuple[int | None, int | None]:
