@@ -65,7 +65,15 @@ MODEL_TYPE_LOADED_AS: dict[str, tuple[str, str, str | None]] = {
     "multi_modality": ("MultiModalityCausalLM", "0.5.7", None),
     "longcat_flash": ("LongcatFlashForCausalLM", "0.5.10", None),
     "iquest_q1_mtp": ("IQuestQ1MTP", "0.5.21", None),
+    # SGLang's DeepseekVL2Config (configs/deepseekvl2.py, every modelled release) sets architectures itself; DeepSeek-OCR
+    # checkpoints share the model_type and are told apart by their auto_map (get_config then loads them as
+    # DeepseekOCRForCausalLM), approximated here by an OCR architecture name
+    "deepseek_vl_v2": ("DeepseekVL2ForCausalLM", "0.5.7", None),
 }
+
+
+def _ocr_checkpoint(model, loaded: str) -> bool:
+    return loaded == "DeepseekVL2ForCausalLM" and "OCR" in (model.architecture or "")
 
 
 def loaded_architecture(model, release: str) -> str:
@@ -75,7 +83,7 @@ def loaded_architecture(model, release: str) -> str:
     if model.model_type == model_type and within(release, first, last):
         return loaded
     by_type = MODEL_TYPE_LOADED_AS.get(model.model_type or "")
-    if by_type is not None and within(release, by_type[1], by_type[2]):
+    if by_type is not None and within(release, by_type[1], by_type[2]) and not _ocr_checkpoint(model, by_type[0]):
         return by_type[0]
     return seen_architecture(model.architecture, release)
 
