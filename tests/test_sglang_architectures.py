@@ -370,3 +370,14 @@ def test_deepseek_vl2_is_loaded_under_its_own_name_whatever_config_json_says():
     ocr = spec_from_config({**config, "architectures": ["DeepseekOCRForCausalLM"]}, model_id="t", path=None,
                            origin="directory", where="test")  # fmt: skip
     assert loaded_architecture(ocr, "0.5.23") != "DeepseekVL2ForCausalLM"
+
+
+def test_dots_vlm_is_loaded_under_its_own_name_whatever_config_json_says():
+    """DotsVLMConfig sets architectures = ["DotsVLMForCausalLM"] (configs/dots_vlm.py, every modelled release)."""
+    from advisor.models import spec_from_config
+    from advisor.rules.sglang.architectures import loaded_architecture
+
+    config = {"architectures": ["Fuzz0A1B2CForCausalLM"], "model_type": "dots_vlm", "hidden_size": 1536,
+              "num_attention_heads": 12, "num_hidden_layers": 28}  # fmt: skip
+    model = spec_from_config(config, model_id="t", path=None, origin="directory", where="test")
+    assert loaded_architecture(model, "0.5.23") == "DotsVLMForCausalLM"

@@ -69,6 +69,7 @@ MODEL_TYPE_LOADED_AS: dict[str, tuple[str, str, str | None]] = {
     # checkpoints share the model_type and are told apart by their auto_map (get_config then loads them as
     # DeepseekOCRForCausalLM), approximated here by an OCR architecture name
     "deepseek_vl_v2": ("DeepseekVL2ForCausalLM", "0.5.7", None),
+    "dots_vlm": ("DotsVLMForCausalLM", "0.5.7", None),  # DotsVLMConfig (configs/dots_vlm.py), every modelled release
 }
 
 
