@@ -58,3 +58,21 @@ def test_muse_glimmer_caps_the_prefill_graph_at_512_and_its_reserve_follows(tmp_
     assert prefill_graph_reserve(8192, "standard", max_bs=512) < prefill_graph_reserve(8192, "standard")
     old = build_plan(load_profile("h100-sxm-8"), model, Intent(tp=1, engine="sglang", engine_version="0.5.17"))
     assert {s.name: s.value for s in old.decision("memory_defaults").settings}["piecewise_cuda_graph_max_tokens"] != 512
+
+
+def test_kimi_k3_takes_trtllm_mla_on_sm100_and_sm103(tmp_path):
+    """Kimi K3's step (v0.5.17+, _kimi_k3_overrides) sets trtllm_mla for prefill and decode on SM100/SM103 when no
+    backend is given; elsewhere the MLA default stays (FlashInfer on other SM10x, fa3 on Hopper)."""
+    config = json.loads((CONFIGS / "named-KimiK3ForConditionalGeneration" / "config.json").read_text())
+    mla = {"kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
+    config["text_config"] = {**config["text_config"], **mla}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    model = load_config_dir(tmp_path, model_id="KimiK3ForConditionalGeneration")
+
+    def backend(profile: str, release: str) -> str | None:
+        plan = build_plan(load_profile(profile), model, Intent(tp=1, engine="sglang", engine_version=release))
+        return plan.decision("attention_backend").value
+
+    assert backend("b200-8", "0.5.23") == "trtllm_mla"
+    assert backend("b200-8", "0.5.17") == "trtllm_mla"
+    assert backend("h100-sxm-8", "0.5.23") != "trtllm_mla"
