@@ -354,3 +354,30 @@ def test_deepseek_v4_and_its_drafts_are_read_from_the_release_list():
         assert is_deepseek_v4(spec(arch), "0.5.23"), arch
     assert not is_deepseek_v4(spec("DeepseekV3ForCausalLM"), "0.5.23")
     assert not is_deepseek_v4(spec("DeepseekV4ForCausalLMNextN"), "0.5.11")  # before the release names it
+
+
+def test_deepseek_vl2_is_loaded_under_its_own_name_whatever_config_json_says():
+    """SGLang's DeepseekVL2Config sets architectures = ["DeepseekVL2ForCausalLM"] itself (configs/deepseekvl2.py, every
+    modelled release): a renamed DeepSeek-VL2 is DeepSeek-VL2 to every list (MLA: triton on A100, not FlashInfer)."""
+    from advisor.models import spec_from_config
+    from advisor.rules.sglang.architectures import loaded_architecture
+
+    config = {"architectures": ["FuzzA1B2C3ForCausalLM"], "model_type": "deepseek_vl_v2", "hidden_size": 1280,
+              "num_attention_heads": 10, "num_hidden_layers": 12}  # fmt: skip
+    model = spec_from_config(config, model_id="t", path=None, origin="directory", where="test")
+    assert loaded_architecture(model, "0.5.23") == "DeepseekVL2ForCausalLM"
+    assert loaded_architecture(model, "0.5.7") == "DeepseekVL2ForCausalLM"
+    ocr = spec_from_config({**config, "architectures": ["DeepseekOCRForCausalLM"]}, model_id="t", path=None,
+                           origin="directory", where="test")  # fmt: skip
+    assert loaded_architecture(ocr, "0.5.23") != "DeepseekVL2ForCausalLM"
+
+
+def test_dots_vlm_is_loaded_under_its_own_name_whatever_config_json_says():
+    """DotsVLMConfig sets architectures = ["DotsVLMForCausalLM"] (configs/dots_vlm.py, every modelled release)."""
+    from advisor.models import spec_from_config
+    from advisor.rules.sglang.architectures import loaded_architecture
+
+    config = {"architectures": ["Fuzz0A1B2CForCausalLM"], "model_type": "dots_vlm", "hidden_size": 1536,
+              "num_attention_heads": 12, "num_hidden_layers": 28}  # fmt: skip
+    model = spec_from_config(config, model_id="t", path=None, origin="directory", where="test")
+    assert loaded_architecture(model, "0.5.23") == "DotsVLMForCausalLM"

@@ -223,3 +223,66 @@ def test_config_class_defaults_decide_where_config_json_leaves_a_key_out():
     flat_vl = spec({**LLAMA, "architectures": ["MyVlForConditionalGeneration"], "model_type": "qwen3_vl"})
     assert not flat_vl.has_text_config
     assert model_config.is_multimodal(flat_vl, "0.5.23") and not model_config.is_multimodal(flat_vl, "0.5.20")
+
+
+def test_a_class_built_text_config_keeps_the_class_widths():
+    """A config.json without the sub-config its class reads (text keys flattened to the top level, or an llm_config
+    moved under text_config) gets the class's default text config: v0.5.23's K/V comparison reads the class's widths
+    (config_defaults.json text_kv_widths), so top-level widths that differ do not make it asymmetric."""
+    skewed = {"hidden_size": 4096, "num_attention_heads": 32, "head_dim": 192, "v_head_dim": 128}
+    flat_mllama = spec({**skewed, "architectures": ["MyMllamaForConditionalGeneration"], "model_type": "mllama"})
+    assert model_config.class_built_text_widths(flat_mllama, "0.5.23") == (128, 128, 128, 128)
+    assert not model_config.has_asymmetric_kv(flat_mllama, "0.5.23")
+    assert _plan("b200-8", flat_mllama, "0.5.23").decision("attention_backend").value == "trtllm_mha"
+    # v0.5.21 was not read for the widths: config.json's top level, as before
+    assert model_config.has_asymmetric_kv(flat_mllama, "0.5.21")
+    # the sub-config under the class's own key is config.json's: its widths count
+    nested = spec({"architectures": ["MyMllamaForConditionalGeneration"], "model_type": "mllama",
+                   "text_config": {**skewed, "model_type": "mllama_text_model"}})  # fmt: skip
+    assert model_config.class_built_text_widths(nested, "0.5.23") is None
+    assert model_config.has_asymmetric_kv(nested, "0.5.23")
+    assert _plan("b200-8", nested, "0.5.23").decision("attention_backend").value == "fa4"
+    # Bailing-MM 2 reads llm_config: one moved under text_config leaves the class's default llm_config (64 / 64)
+    bailing = spec({"architectures": ["BailingMM2NativeForConditionalGeneration"], "model_type": "bailingmm_moe_v2_lite",
+                    "text_config": {**skewed, "model_type": "bailingmm_moe_v2_lite"}})  # fmt: skip
+    assert model_config.class_built_text_widths(bailing, "0.5.23") == (64, 64, 64, 64)
+    assert not model_config.has_asymmetric_kv(bailing, "0.5.23")
+    # Qwen4ExpConfig builds its text config from a top level that has hidden_size and num_hidden_layers (older
+    # text-only exports): no class widths there, config.json's top level decides
+    flat_qwen4 = spec({**skewed, "architectures": ["Qwen4ExpForCausalLMMTP"], "model_type": "qwen4_exp",
+                       "num_hidden_layers": 48})  # fmt: skip
+    assert model_config.class_built_text_widths(flat_qwen4, "0.5.23") is None
+    assert model_config.has_asymmetric_kv(flat_qwen4, "0.5.23")
+
+
+def test_deepseek_v41_merges_a_nested_text_config_into_its_top_level():
+    """SGLang's DeepseekV41Config (v0.5.23 configs/deepseek_v41.py) merges text_config into the top level: the release
+    sees a flat config, not a multimodal wrapper, and reads the nested index_topk as the top level's (DSA)."""
+    from advisor.rules.sglang.architectures import uses_dsa
+
+    flat = _named_config("DeepseekV41ForCausalLM")
+    keep = ("architectures", "model_type", "quantization_config", "dtype", "torch_dtype", "transformers_version")
+    nested = {k: v for k, v in flat.items() if k in keep}
+    nested["text_config"] = {k: v for k, v in flat.items() if k not in keep}
+    flat_spec, nested_spec = spec(flat), spec(nested)
+    assert nested_spec.has_text_config and not model_config.is_multimodal(nested_spec, "0.5.23")
+    assert uses_dsa(nested_spec, "0.5.23") == uses_dsa(flat_spec, "0.5.23")
+    renamed = spec({**nested, "architectures": ["MyV41ForCausalLM"]})
+    assert not model_config.is_multimodal(renamed, "0.5.23")
+    # v0.5.21 was not read for it: the nested config stays a text sub-config there
+    assert model_config.is_multimodal(nested_spec, "0.5.21")
+
+
+def test_a_class_built_text_config_decides_pixtrals_mla_key():
+    """Pixtral is MLA only with hf_text_config.kv_lora_rank (v0.5.23 _derive_model_shapes): flattened under the llava
+    class, the text config is the class's default, without kv_lora_rank, so a top-level one does not make it MLA."""
+    pixtral = _named_config("PixtralForConditionalGeneration")
+    text = {**pixtral["text_config"], "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128}
+    nested = spec({**pixtral, "text_config": text})
+    assert model_config.is_mla(nested, "0.5.23")
+    flat = {k: v for k, v in pixtral.items() if k != "text_config"}
+    for key, value in text.items():
+        flat.setdefault(key, value)
+    flat_spec = spec(flat)
+    assert flat_spec.kv_lora_rank == 512 and not model_config.is_mla(flat_spec, "0.5.23")
+    assert model_config.is_mla(flat_spec, "0.5.21")  # v0.5.21 was not read: config.json's key, as before

@@ -278,11 +278,12 @@ def report(release: str, lines: list[dict]) -> dict[str, list]:
 
 def write_golden(release: str, lines: list[dict], ids: list[str], run: str) -> Path:
     """Add the scenarios ``ids`` of the run ``run`` (s<seed>-n<count>) to the release's fuzz golden, with their configs
-    and what the release resolved; lines of other runs stay."""
+    and what the release resolved; every other line stays (each holds its own config and result, so a case stored by
+    an earlier generator is still a valid case), a stored id written again is replaced."""
     wanted = set(ids)
     path = GOLDEN / f"sglang-fuzz-{release}.jsonl"
     kept = [json.loads(t) for t in path.read_text().splitlines()] if path.exists() else []
-    kept = [line for line in kept if not line["id"].startswith(f"{run}/")]
+    kept = [line for line in kept if line["id"] not in {f"{run}/{i}" for i in wanted}]
     for line in lines:
         sc = line["scenario"]
         if sc["id"] not in wanted:

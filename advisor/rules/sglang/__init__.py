@@ -23,6 +23,7 @@ from advisor.rules.sglang.fusion import fusion_decision, fusion_problems
 from advisor.rules.sglang.memory import memory_decision
 from advisor.rules.sglang.moe_runner import moe_runner_decision
 from advisor.rules.sglang.quantization import problems as quantization_problems
+from advisor.rules.sglang.refusals import problems as refusal_problems
 from advisor.rules.sglang.releases import unchecked_note
 
 
@@ -50,5 +51,5 @@ def decide(s: Scenario, release: Release) -> tuple[list[Decision], list[Problem]
     # A release newer than the modelled ones is not judged by the newest one's parser: its own may know more.
     arguments = [] if release.newer else argument_problems(s, version)
     problems = fusion_problems(s, fusion, version) + arguments + plan_problems(s) + embedding_problems(s, version)
-    problems += quantization_problems(s, version) + context_problems(s, version)
+    problems += quantization_problems(s, version) + context_problems(s, version) + refusal_problems(s, version)
     return decisions, problems + unnamed

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from advisor.rules.engine import ARCHITECTURE_NOT_NAMED, Problem, Scenario
 from advisor.rules.releases import within
-from advisor.rules.sglang.config_defaults import class_default
+from advisor.rules.sglang.config_defaults import class_default, merges_text_config
 from advisor.rules.sglang.releases import rules_release
 
 ARCHITECTURES_FILE = Path(__file__).with_name("architectures.json")
@@ -59,10 +59,22 @@ DEEPSEEK_V32_LOADED_AS = ("deepseek_v32", "DeepseekV3ForCausalLM", "0.5.7", "0.5
 # utils/hf_transformers_utils.py, v0.5.11+ utils/hf_transformers/config.py: 'if config.model_type == "longcat_flash":
 # _set_architectures(config, "LongcatFlashForCausalLM")'): a renamed LongCat-Flash is LongCat-Flash to every list (MLA,
 # the DeepSeek family step), found by the fuzz run. model_type -> (architecture, first release, last or None).
+# SGLang's IQuestQ1MTPConfig (configs/iquest_q1.py, v0.5.21+) writes architectures=["IQuestQ1MTP"] over what config.json
+# says, so a renamed IQuest Q1 draft is still IQuestQ1MTP to its override step (fa3, DP attention refused).
 MODEL_TYPE_LOADED_AS: dict[str, tuple[str, str, str | None]] = {
     "multi_modality": ("MultiModalityCausalLM", "0.5.7", None),
     "longcat_flash": ("LongcatFlashForCausalLM", "0.5.10", None),
+    "iquest_q1_mtp": ("IQuestQ1MTP", "0.5.21", None),
+    # SGLang's DeepseekVL2Config (configs/deepseekvl2.py, every modelled release) sets architectures itself; DeepSeek-OCR
+    # checkpoints share the model_type and are told apart by their auto_map (get_config then loads them as
+    # DeepseekOCRForCausalLM), approximated here by an OCR architecture name
+    "deepseek_vl_v2": ("DeepseekVL2ForCausalLM", "0.5.7", None),
+    "dots_vlm": ("DotsVLMForCausalLM", "0.5.7", None),  # DotsVLMConfig (configs/dots_vlm.py), every modelled release
 }
+
+
+def _ocr_checkpoint(model, loaded: str) -> bool:
+    return loaded == "DeepseekVL2ForCausalLM" and "OCR" in (model.architecture or "")
 
 
 def loaded_architecture(model, release: str) -> str:
@@ -72,7 +84,7 @@ def loaded_architecture(model, release: str) -> str:
     if model.model_type == model_type and within(release, first, last):
         return loaded
     by_type = MODEL_TYPE_LOADED_AS.get(model.model_type or "")
-    if by_type is not None and within(release, by_type[1], by_type[2]):
+    if by_type is not None and within(release, by_type[1], by_type[2]) and not _ocr_checkpoint(model, by_type[0]):
         return by_type[0]
     return seen_architecture(model.architecture, release)
 
@@ -103,6 +115,8 @@ def dsa_architectures(release: str) -> frozenset[str]:
 
 def _top_level_index_topk(model, release: str) -> bool:
     """hf_config.index_topk is not None: config.json's top-level key, else the config class's default."""
+    if merges_text_config(model, rules_release(release)):
+        return model.index_topk is not None or bool(model.top_level_index_topk)  # the class merged text_config up
     if model.top_level_index_topk is not None:
         return model.top_level_index_topk
     if model.index_topk is not None and not model.has_text_config:

@@ -125,6 +125,23 @@ IQUEST_Q1, IQUEST_Q1_FA3_FROM = "IQuestQ1ForCausalLM", "0.5.21"
 IQUEST_Q1_STEP = "arg_groups/model_overrides/iquest_q1.py:_iquest_q1_overrides"
 
 
+# Kimi K3's step (v0.5.17-v0.5.18 arg_groups/overrides.py, v0.5.19+ arg_groups/model_overrides/kimi_k3.py
+# _kimi_k3_overrides, for the names the release registers there): on SM100 / SM103 (device_sm 100 or 103), with no
+# backend given, no context parallelism and no DSPARK drafting, it sets the prefill and decode backends to trtllm_mla
+# ("Use trtllm_mla as the default prefill and decode attention backend for Kimi-K3 on SM100/SM103"), which the
+# resolved attention_backend then reads too (the fuzz golden's Kimi K3 with MLA fields on B200).
+KIMI_K3_STEP, KIMI_K3_FROM = "arg_groups/model_overrides/kimi_k3.py:_kimi_k3_overrides", "0.5.17"
+KIMI_K3_DEVICES = ((10, 0), (10, 3))
+
+
+def _kimi_k3_trtllm_mla(s: Scenario, model, release: str) -> bool:
+    if not within(release, KIMI_K3_FROM, None) or s.no_gpu or s.capability not in KIMI_K3_DEVICES:
+        return False
+    if (s.flag("--speculative-algorithm") or "").upper() == "DSPARK":
+        return False
+    return bool(registered_by(loaded_architecture(model, release), release, KIMI_K3_STEP))
+
+
 def _iquest_q1_step(model, release: str) -> bool:
     arch = loaded_architecture(model, release)
     return arch == IQUEST_Q1 if named(release) is None else placed_in(arch, release, IQUEST_Q1_STEP)
@@ -225,6 +242,8 @@ def _default_attention(
     ):
         return "fa3"  # on every GPU: arg_groups/model_overrides/iquest_q1.py (its sinks come from the softmax LSE)
     rules = rules_release(version) if version else NEWEST
+    if s is not None and steps and _kimi_k3_trtllm_mla(s, model, rules):
+        return "trtllm_mla"
     if loaded_architecture(model, rules) == "DeepseekV4ForCausalLM" and release >= parse_release(DEEPSEEK_V4_PAGE_FROM):
         return "dsv4"  # its own step, on every GPU (deepseek_v4_hook.py; v0.5.19+ model_overrides/deepseek_v4.py)
     if s is not None and steps and is_hrm_text(model, rules):

@@ -30,6 +30,7 @@ from advisor.rules.sglang.prefill_graph import (
     full_prefill_graph,
     prefill_graph_settings,
     prefill_graph_sizes,
+    step_prefill_max_bs,
 )
 from advisor.rules.sglang.releases import rules_release
 
@@ -83,6 +84,7 @@ def memory_defaults(
     speculative: str | None = None,
     max_running: int | None = None,
     breakable: bool = True,
+    prefill_max_bs: int | None = None,
 ) -> dict[str, float | int | None]:
     """chunked_prefill_size, cuda_graph_max_bs and mem_fraction_static as SGLang's _handle_gpu_memory_settings picks them.
 
@@ -96,7 +98,7 @@ def memory_defaults(
     fraction = None
     if mem_mib is not None:
         reserved = reserved_mib(chunk, max_bs, tp, dp_attention, dp_size, mem_mib, prefill_graph, deepep,
-                                speculative_reserve(speculative, release), breakable)  # fmt: skip
+                                speculative_reserve(speculative, release), breakable, prefill_max_bs)  # fmt: skip
         fraction = round((mem_mib - reserved) / mem_mib, 3)
         if vision is not None:
             fraction *= vlm_factor(vision)
@@ -109,13 +111,14 @@ DEEPEP_A2A_RESERVE = 2 * 1024  # DeepEP buffers captured in the decode graph, Mi
 DEEPEP_A2A_RESERVE_FROM = "0.5.15"
 
 
-def prefill_graph_reserve(chunk: int, kind: str | None, deepep: bool = False) -> float:
+def prefill_graph_reserve(chunk: int, kind: str | None, deepep: bool = False, max_bs: int | None = None) -> float:
     """MiB reserved for the prefill CUDA graphs: 8 per captured size (1.5 GiB flat for MLA models); from v0.5.18 with
-    DeepEP 1 GiB more for the breakable graph's capture (``deepep``: DeepEP with the breakable graph)."""
+    DeepEP 1 GiB more for the breakable graph's capture (``deepep``: DeepEP with the breakable graph). ``max_bs``: the
+    largest size a model step sets (prefill_graph.step_prefill_max_bs), else the chunk."""
     if kind == "mla":
         graphs = 1.5 * 1024
     else:
-        graphs = len(deepep_prefill_graph_sizes() if deepep else prefill_graph_sizes(chunk)) * 8
+        graphs = len(deepep_prefill_graph_sizes() if deepep else prefill_graph_sizes(max_bs or chunk)) * 8
     return graphs + (1024 if deepep else 0)
 
 
@@ -130,6 +133,7 @@ def reserved_mib(
     deepep: bool = False,
     draft: int = 0,
     breakable: bool = True,
+    prefill_max_bs: int | None = None,
 ) -> float:
     """Activations and CUDA-graph buffers SGLang keeps outside the static pool (MiB). ``prefill_graph``: None when the
     prefill CUDA graph is off, else the attention kind ("mla" or "standard") that sizes its reserve. ``draft``: the
@@ -140,7 +144,7 @@ def reserved_mib(
         if max_bs > 300:
             reserved += max_bs * dp_size * 1.5
     if prefill_graph is not None:
-        reserved += prefill_graph_reserve(chunk, prefill_graph, deepep and breakable)
+        reserved += prefill_graph_reserve(chunk, prefill_graph, deepep and breakable, prefill_max_bs)
     if mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if deepep:
@@ -466,7 +470,7 @@ def memory_decision(s: Scenario, version: str) -> Decision:
     speculative, max_running = speculative_algorithm(s), max_running_requests(s)
     breakable = not full_prefill_graph(s.model, release)
     value = memory_defaults(mem, s.tp, s.intent.dp_attention, s.intent.dp_size, vision, prefill_graph, release, deepep,
-                            speculative, max_running, breakable)  # fmt: skip
+                            speculative, max_running, breakable, step_prefill_max_bs(s, release))  # fmt: skip
     post_capture = mem is not None and post_capture_sizing(s, release, prefill_graph)
     if post_capture and value["chunked_prefill_size"] is not None:
         # post_capture_kv_sizing_planned (arg_groups/overrides.py) also needs the prefill graph to capture a whole chunk:

@@ -16,7 +16,12 @@ from pathlib import Path
 from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import has_attention_sinks as named_sinks
 from advisor.rules.sglang.architectures import is_deepseek_v4, loaded_architecture
-from advisor.rules.sglang.config_defaults import class_default
+from advisor.rules.sglang.config_defaults import (
+    class_default,
+    class_text_kv_lora_rank,
+    class_text_widths,
+    merges_text_config,
+)
 
 CONFIG_KEYS_FILE = Path(__file__).with_name("config_keys.json")
 # Used before config_keys.json existed and for a release it lacks: MLA by the config's kv_lora_rank or these names.
@@ -73,11 +78,14 @@ def mla_architectures(release: str) -> dict[str, str | None] | None:
     return None if entry is None else entry["mla"]
 
 
-def _key_holds(model, key: str | None) -> bool:
+def _key_holds(model, key: str | None, release: str) -> bool:
     if key is None:
         return True
     name, _, default = key.partition("=")
     if name == "kv_lora_rank":
+        if class_built_text_widths(model, release) is not None:
+            # the name's check reads hf_text_config, here the class's own default (a flattened Pixtral has none)
+            return class_text_kv_lora_rank(model.model_type, release)
         return model.kv_lora_rank is not None
     if name == "use_mla":
         return model.use_mla if model.use_mla is not None else default != "false"
@@ -93,7 +101,7 @@ def is_mla(model, release: str) -> bool:
     if names is None:
         return model.uses_mla or model.architecture in FALLBACK_MLA_ARCHS
     arch = loaded_architecture(model, release)
-    return arch in names and _key_holds(model, names[arch])
+    return arch in names and _key_holds(model, names[arch], release)
 
 
 def kv_head_dims(model) -> tuple[int | None, int | None]:
@@ -107,6 +115,19 @@ def kv_head_dims(model) -> tuple[int | None, int | None]:
     return head, model.v_head_dim or head
 
 
+def class_built_text_widths(model, release: str) -> tuple[int, int, int, int] | None:
+    """The K/V widths ModelConfig reads when get_hf_text_config returns a text sub-config the release's config class
+    built itself because config.json does not hold it under the class's key (a flattened Qwen3.5 or Mllama, a
+    Bailing-MM whose llm_config was moved under text_config): the class's own widths, whatever the top level says
+    (sglang v0.5.23 utils/hf_transformers/common.py get_hf_text_config; config_defaults.json text_kv_widths). None when
+    config.json holds that sub-config, or the release was not read."""
+    built = class_text_widths(model.model_type, release)
+    if built is None:
+        return None
+    sub_config, widths = built
+    return None if model.language_config == sub_config else widths
+
+
 def has_asymmetric_kv(model, release: str) -> bool:
     """ModelConfig.has_asymmetric_kv for an MHA model (v0.5.17+): K and V rows differ in width, in the full or the
     sliding layers."""
@@ -115,11 +136,14 @@ def has_asymmetric_kv(model, release: str) -> bool:
     if is_deepseek_v4(model, release):
         return False  # _derive_model_shapes gives V4 and its drafts v_head_dim = head_dim
 
+    built = class_built_text_widths(model, release)
+    if built is not None:
+        head, v_head, swa_head, swa_v_head = built
+        return head != v_head or swa_head != swa_v_head
     if model.language_config not in (None, "text_config"):
         # get_hf_text_config returns a sub-config the advisor does not size from (llm_config, language_config,
         # thinker_config): the release compares K and V there, not the top-level head_dim / v_head_dim (InternVL,
-        # Bailing-MM in the fuzz golden). Not modelled: the default text_config a class builds for a config.json
-        # without one, whose widths are the class's (a flattened Qwen3.5 reads 256 / 256 whatever the top level says)
+        # Bailing-MM in the fuzz golden)
         return False
     head, v_head = kv_head_dims(model)
     if head is None:
@@ -161,7 +185,7 @@ def is_multimodal(model, release: str) -> bool:
         return True
     if not within(release, SUBCONFIG_MULTIMODAL_FROM, None):
         return False
-    has_text = model.has_text_config or class_text_config(model, release)
+    has_text = (model.has_text_config and not merges_text_config(model, release)) or class_text_config(model, release)
     return has_text or (within(release, ANY_VISION_CONFIG_MULTIMODAL_IN, ANY_VISION_CONFIG_MULTIMODAL_IN)
                                      and model.vision is not None)  # fmt: skip
 

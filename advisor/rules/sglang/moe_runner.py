@@ -185,6 +185,8 @@ def moe_runner_decision(s: Scenario, version: str) -> Decision:
         return _nemotron_h_decision(s, release)
     if model is not None and model.quantization is None and registers_minimax_m3(arch, release):
         return _minimax_m3_decision(s, release)
+    if model is not None and minimax_m2_step(model, arch, release):
+        return _minimax_m2_decision(s, release)
     fixed = next((backend for place, backend in FIXED_RUNNER_STEPS if registered_by(arch, release, place)), None)
     if model is not None and fixed is not None:
         return _fixed_step_decision(s, release, fixed)
@@ -356,6 +358,46 @@ def _fixed_step_decision(s: Scenario, release: str, backend: str) -> Decision:
     ep, ep_why = ep_size(s, release)
     return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=value,
                    notes=[f"ep_size {ep}: {ep_why}"], settings=(Setting("ep_size", ep),))  # fmt: skip
+
+
+# MiniMax M2's step (v0.5.18 arg_groups/overrides.py, v0.5.19+ arg_groups/model_overrides/minimax_m2.py
+# _minimax_m2_overrides, for the names the release registers there): on SM10x (get_platform().is_sm100), with the
+# runner on auto and a checkpoint ModelConfig reads as modelopt_fp4, it sets flashinfer_trtllm_routed. v0.5.17's step
+# set only TF32 matmul.
+MINIMAX_M2_STEP, MINIMAX_M2_FP4_FROM = "arg_groups/model_overrides/minimax_m2.py:_minimax_m2_overrides", "0.5.18"
+MINIMAX_M2_RUNNER = "flashinfer_trtllm_routed"
+
+
+def minimax_m2_step(model, arch: str | None, release: str) -> bool:
+    """MiniMax M2's step applies its NVFP4 runner: the release registers the name and the checkpoint is modelopt_fp4."""
+    return (
+        within(release, MINIMAX_M2_FP4_FROM, None)
+        and model.quantization == "modelopt_fp4"
+        and bool(registered_by(arch, release, MINIMAX_M2_STEP))
+    )
+
+
+def _minimax_m2_decision(s: Scenario, release: str) -> Decision:
+    chosen = s.flag(MOE_RUNNER_BACKEND)
+
+    def sm100(s: Scenario):
+        ok, observed = is_sm100(s)
+        return ok, observed, "SM10x (get_platform().is_sm100)"
+
+    conditions = (
+        Condition("sm100", "GPU is SM100 (SM10x)", sm100,
+                  f"MiniMax M2's step sets {MINIMAX_M2_RUNNER} for modelopt_fp4 on SM10x only",
+                  f"pass {MOE_RUNNER_BACKEND} NAME"),
+    )  # fmt: skip
+    results = evaluate(conditions, s)
+    state = state_of(results, forced_on=bool(chosen and chosen != "auto"))
+    value = chosen if state == FORCED_ON else (MINIMAX_M2_RUNNER if state == AUTO_ENABLED else "auto")
+    where = OVERRIDES if parse_release(release) < (0, 5, 19) else f"python/sglang/srt/{MINIMAX_M2_STEP.split(':')[0]}"
+    source = Source(f"sglang v{release}", where, "_minimax_m2_overrides")
+    ep, ep_why = ep_size(s, release)
+    notes = ["MiniMax M2 with a modelopt_fp4 checkpoint", f"ep_size {ep}: {ep_why}"]
+    return decided("moe_runner_backend", MOE_RUNNER_TITLE, state, results, source, value=value, notes=notes,
+                   settings=(Setting("ep_size", ep),))  # fmt: skip
 
 
 # DeepSeek V4's own step (arg_groups/model_overrides/deepseek_v4.py _deepseek_v4_overrides, v0.5.19+), for the names it

@@ -78,6 +78,24 @@ def full_prefill_graph(model, release: str) -> bool:
     return model is not None and placed_in(loaded_architecture(model, release), release, *FULL_PREFILL_GRAPH_STEPS)
 
 
+# MuseGlimmer's step (arg_groups/cuda_graph_hook.py apply_muse_glimmer_prefill_cuda_graph_max_bs_default, v0.5.18+, for
+# the names the release lists there) sets cuda_graph_max_bs_prefill to 512 unless it is given, before the prefill phase
+# is resolved: the graph captures up to 512 tokens and its reserve counts the sizes up to 512. Not modelled with DeepEP
+# (whose own sizes are generated in the same hook).
+MUSE_GLIMMER_STEP = "arg_groups/cuda_graph_hook.py:apply_muse_glimmer_prefill_cuda_graph_max_bs_default"
+MUSE_GLIMMER_MAX_BS = 512
+PREFILL_MAX_BS_FLAG = "--cuda-graph-max-bs-prefill"
+
+
+def step_prefill_max_bs(s: Scenario, release: str) -> int | None:
+    """The prefill graph's largest size a model step sets (MuseGlimmer's 512); None: the default rule decides."""
+    from advisor.rules.sglang.architectures import loaded_architecture, placed_in
+
+    if s.model is None or s.flag(PREFILL_MAX_BS_FLAG) or s.intent.moe_a2a_backend == "deepep":
+        return None
+    return MUSE_GLIMMER_MAX_BS if placed_in(loaded_architecture(s.model, release), release, MUSE_GLIMMER_STEP) else None
+
+
 def deepep_prefill_graph_sizes() -> list[int]:
     """With DeepEP the breakable prefill graph captures sizes up to 2048, rounded up to multiples of 8 (v0.5.17)."""
     return sorted({(n + 7) // 8 * 8 for n in prefill_graph_sizes(DEEPEP_PREFILL_MAX_BS)})
@@ -101,7 +119,10 @@ def prefill_graph_settings(
     dp = s.intent.dp_size if s.intent.dp_attention and s.intent.dp_size > 1 else 1
     deepep_sizes = (prefill_graph is not None and r >= parse_release(DEEPEP_MAX_BS_FROM)
                     and s.intent.moe_a2a_backend == "deepep" and not full_prefill_graph(s.model, release))  # fmt: skip
-    if deepep_sizes:  # set before the default, which then stands aside
+    stepped = step_prefill_max_bs(s, release)
+    if stepped is not None:
+        max_tokens, why = stepped, f"up to {stepped} tokens, set by the model's step ({MUSE_GLIMMER_STEP})"
+    elif deepep_sizes:  # set before the default, which then stands aside
         max_tokens = deepep_prefill_graph_sizes()[-1]
         why = f"up to {max_tokens} tokens, DeepEP's breakable graph sizes"
     elif attention_kind(s.model, release) == "mla" and r >= parse_release(MLA_MAX_TOKENS_CAP_FROM):
