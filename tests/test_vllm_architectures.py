@@ -140,14 +140,11 @@ def test_hybrid_block_reads_each_family_s_own_state_keys():
     assert block("named-GraniteMoeHybridForCausalLM") == 272  # mamba_expand x hidden_size
     assert block("vllm-Zamba2ForCausalLM") == 48  # attention_head_dim 160 (zamba2's head size)
     assert block("vllm-JambaForCausalLM", "0.20.2") == 16  # settled at KV-cache set-up from v0.20
-    # prefix caching on by default (a hybrid pooling model): a whole number of Mamba chunks (2048: Jamba is Mamba1)
+    # prefix caching: a whole number of Mamba chunks (2048 without one: Jamba is Mamba1), or of --mamba-block-size
     assert block("vllm-JambaForSequenceClassification") == 2048
-    assert block("vllm-JambaForSequenceClassification", overrides=["--mamba-block-size", "48"]) == 96
-    assert block("vllm-JambaForSequenceClassification", overrides=["--no-enable-prefix-caching"]) == 80
-    # passed for a generative hybrid model it changes nothing (v0.12.0 resolved these four with the block below)
-    assert block("vllm-JambaForCausalLM", "0.12.0", overrides=["--enable-prefix-caching"]) == 80
-    assert block("vllm-JambaForCausalLM", "0.12.0", overrides=["--enable-prefix-caching", "--mamba-block-size", "48"]) == 80
-    assert block("named-GraniteMoeHybridForCausalLM", "0.12.0", overrides=["--enable-prefix-caching"]) == 272
+    assert block("vllm-JambaForCausalLM", overrides=["--enable-prefix-caching"]) == 2048
+    assert block("vllm-JambaForCausalLM", overrides=["--enable-prefix-caching", "--mamba-block-size", "48"]) == 96
+    assert block("named-GraniteMoeHybridForCausalLM", overrides=["--enable-prefix-caching"]) == 512  # chunk 256
 
 
 @settings(max_examples=40, deadline=None)

@@ -16,7 +16,7 @@ from math import lcm
 from advisor.models import dtype_bytes
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import attention_kind, fixup_names, uses_mla
-from advisor.rules.vllm.scheduling import prefix_caching_supported, switch_setting
+from advisor.rules.vllm.scheduling import switch_decision
 
 HYBRID_BLOCK_AT_CONFIG: list[tuple[str, bool]] = [("0.12.0", True), ("0.20.2", False)]
 # The 32-token alignment on SM10x at head size 256 (FlashInfer's kernel): up to v0.17.x; v0.19.1 aligns to 16 everywhere.
@@ -109,11 +109,9 @@ def hybrid_block_size(s, version: str, block: int, kv_cache_dtype: str) -> int:
     per_token = 2 * max(1, model.num_kv_heads // max(s.tp, 1)) * model.head_dim * kv_bytes
     wide = at(ALIGN_32_ON_SM10X, version) and cap is not None and cap[0] == 10 and model.head_dim == 256
     align = 32 if wide else 16
-    if prefix_caching_supported(s, version)[0] and switch_setting(s, "--enable-prefix-caching") is not False:
-        # with prefix caching on by default (a hybrid pooling model) the block is a whole number of Mamba kernel chunks
-        # (--mamba-block-size, else the model's chunk) that holds the state. Passed for a generative hybrid model,
-        # --enable-prefix-caching changes nothing here: v0.12.0 resolves Jamba and Granite 4 with it off and the block
-        # of the branch below (checked against the release)
+    if switch_decision(s, version, "prefix_caching").enabled:
+        # with prefix caching the block is a whole number of Mamba kernel chunks (--mamba-block-size, else the
+        # model's chunk) that holds the state
         given = s.int_flag("--mamba-block-size")
         chunk = lcm(given if given and given > 0 else mamba_chunk_size(model), align)
         tokens = -(-mamba // per_token)
