@@ -145,6 +145,12 @@ def test_hybrid_block_reads_each_family_s_own_state_keys():
     assert block("vllm-JambaForCausalLM", overrides=["--enable-prefix-caching"]) == 2048
     assert block("vllm-JambaForCausalLM", overrides=["--enable-prefix-caching", "--mamba-block-size", "48"]) == 96
     assert block("named-GraniteMoeHybridForCausalLM", overrides=["--enable-prefix-caching"]) == 512  # chunk 256
+    # the same scenarios as v0.12.0 resolves them (run with the release): 2048, 96, 512, 288; the classifier 96 and 80
+    assert block("vllm-JambaForCausalLM", "0.12.0", overrides=["--enable-prefix-caching"]) == 2048
+    assert block("named-GraniteMoeHybridForCausalLM", "0.12.0",
+                 overrides=["--enable-prefix-caching", "--mamba-block-size", "48"]) == 288  # fmt: skip
+    assert block("vllm-JambaForSequenceClassification", "0.12.0", overrides=["--mamba-block-size", "48"]) == 96
+    assert block("vllm-JambaForSequenceClassification", "0.12.0", overrides=["--no-enable-prefix-caching"]) == 80
 
 
 @settings(max_examples=40, deadline=None)
