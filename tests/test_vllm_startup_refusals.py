@@ -79,14 +79,18 @@ def test_awq_checkpoint_is_not_judged_by_the_awq_class_where_marlin_may_take_it(
     assert DTYPE_ID not in ids(tmp_path, cfg, "0.12.0")  # vLLM may run it as awq_marlin (bfloat16 too)
 
 
-def test_check_and_launch_report_the_dtype_refusal(tmp_path):
-    model = model_dir(tmp_path, config("gpt-oss-120b", torch_dtype="float16"))
+def refused_by_check_and_launch(model, problem_id: str) -> dict:
+    """The problem `advisor check --json` reports (exit 1), after checking that `advisor launch` refuses too."""
     check = cli(model, ["check", "--json"])
     assert check.exit_code == 1
-    problem = next(p for p in json.loads(check.stdout)["problems"] if p["id"] == DTYPE_ID)
-    assert "gpt_oss_mxfp4" in problem["message"] and "--dtype bfloat16" in problem["fix"]
     launch = cli(model, ["launch", "--dry-run"])
     assert launch.exit_code == 1 and "refuse" in launch.output
+    return next(p for p in json.loads(check.stdout)["problems"] if p["id"] == problem_id)
+
+
+def test_check_and_launch_report_the_dtype_refusal(tmp_path):
+    problem = refused_by_check_and_launch(model_dir(tmp_path, config("gpt-oss-120b", torch_dtype="float16")), DTYPE_ID)
+    assert "gpt_oss_mxfp4" in problem["message"] and "--dtype bfloat16" in problem["fix"]
 
 
 # -- float16 for the model types vLLM refuses it for -----------------------------------------------------------------
@@ -218,12 +222,8 @@ def test_a_flat_rope_scaling_beside_per_layer_rope_parameters_is_refused(tmp_pat
 def test_check_and_launch_report_the_config_class_refusal(tmp_path):
     cfg = config("named-BeamForCausalLM")
     model = model_dir(tmp_path, {**cfg, "layer_types": layer_kinds(52, "linear_attention", "full_attention")})
-    check = cli(model, ["check", "--json"])
-    assert check.exit_code == 1
-    problem = next(p for p in json.loads(check.stdout)["problems"] if p["id"] == CONFIG_REFUSED)
+    problem = refused_by_check_and_launch(model, CONFIG_REFUSED)
     assert "'beam'" in problem["message"] and "linear_attention" in problem["message"]
-    launch = cli(model, ["launch", "--dry-run"])
-    assert launch.exit_code == 1 and "refuse" in launch.output
 
 
 def test_null_for_a_size_the_class_declares_a_number_is_refused(tmp_path):
