@@ -61,13 +61,16 @@ def test_rope_scaling_raises_the_bound(engine):
     assert ENGINES[engine][2] in problem_ids(engine, 16385, **scaled)
 
 
-def test_vllm_admits_up_to_model_max_length_and_takes_any_length_without_a_key():
+def test_vllm_admits_up_to_model_max_length_and_bounds_a_left_out_length_by_the_class_default():
     assert "vllm_max_model_len_too_long" not in problem_ids("vllm", 8192, model_max_length=8192)
+    # vLLM reads the length from the config class, whose default fills a left-out max_position_embeddings
+    # (transformers' LlamaConfig: 2048; rules/vllm/hf_config.py)
     unkeyed = {k: v for k, v in BASE.items() if k != "max_position_embeddings"}
     version, flag, refused = ENGINES["vllm"]
     model = spec_from_config(unkeyed, model_id="t", path=None, origin="directory", where="config.json")
-    intent = Intent(model="t", engine="vllm", engine_version=version, overrides=(flag, "1000000"))
-    assert refused not in {p.id for p in build_plan(load_profile("h100-sxm-8"), model, intent).problems}
+    for length, is_refused in (("2048", False), ("2049", True)):
+        intent = Intent(model="t", engine="vllm", engine_version=version, overrides=(flag, length))
+        assert (refused in {p.id for p in build_plan(load_profile("h100-sxm-8"), model, intent).problems}) is is_refused
 
 
 def test_vllm_disable_sliding_window_lowers_the_bound():
