@@ -75,3 +75,11 @@ def test_a_golden_rewritten_from_its_stored_lines_is_the_same_file(tmp_path):
     line_of = dict(zip(kept, source.read_text().splitlines(), strict=True))
     assert written.read_text().splitlines() == [line_of[s["id"]] for s in items if s["id"] in line_of]
     assert len(line_of) > len(items) // 2  # most of the grid is kept
+
+
+def test_resolver_input_passes_a_scenario_s_overrides_last():
+    grid = arch_grid.scenarios()[0]
+    flagged = {**grid, "overrides": ["--enable-prefix-caching", "--mamba-block-size", "48"]}
+    plain, passed = arch_grid.resolver_input(Path("."), [grid, flagged])
+    assert passed["argv"][: len(plain["argv"])] == plain["argv"]
+    assert passed["argv"][len(plain["argv"]) :] == ["--enable-prefix-caching", "--mamba-block-size", "48"]

@@ -126,10 +126,11 @@ def scenarios() -> list[dict]:
 
 
 def resolver_input(root: Path, items: list[dict]) -> list[dict]:
-    """Each scenario as the resolver takes it: the faked GPU and the ``vllm serve`` argv on the config directory."""
+    """Each scenario as the resolver takes it: the faked GPU and the ``vllm serve`` argv on the config directory, its
+    overrides last (the grid passes none; a scenario made by hand keeps its flags)."""
     return [{"id": s["id"], "gpu": gpu_of(s["profile"]),
              "argv": ["--model", str(REPO / s["model"]), "--tensor-parallel-size", str(s["tp"]),
-                      "--skip-tokenizer-init"]}
+                      "--skip-tokenizer-init", *s.get("overrides", ())]}
             for s in items]  # fmt: skip
 
 
