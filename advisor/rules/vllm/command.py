@@ -17,6 +17,7 @@ from advisor.rules.command import engine_python, pip_install, probed_live_python
 from advisor.rules.plan_arguments import without_plan_arguments
 from advisor.rules.problem import EngineCommandError
 from advisor.rules.vllm.arguments import PLAN_ARGUMENTS
+from advisor.rules.vllm.dtype import DTYPE_NAMES
 from advisor.rules.vllm.multinode import native_multinode_error
 
 if TYPE_CHECKING:
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
 # What vLLM's `vllm` console script runs (entry_points.txt of every release from v0.12.0 to v0.33.0).
 PROGRAM = "vllm"
 CLI_MODULE = "vllm.entrypoints.cli.main"
-# The --dtype values it accepts: vllm/config (ModelDType), the same names as SGLang's.
-DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+# The --dtype values it accepts: vllm/config (ModelDType), the same names as SGLang's (dtype.py maps each to the dtype).
+DTYPES = tuple(DTYPE_NAMES)
 
 
 def command(

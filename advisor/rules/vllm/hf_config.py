@@ -16,14 +16,11 @@ X.Y.Z``; a release not read there (or read before text_defaults existed) keeps w
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
-from functools import cache
 from typing import Any
 
 from advisor.models import NESTED_TEXT_WRAPPERS, ModelError, ModelSpec, spec_from_config
-from advisor.rules.vllm.common import rules_release
-from advisor.rules.vllm.text_config import CONFIG_DEFAULTS_FILE
+from advisor.rules.vllm.text_config import config_defaults
 
 # What the model keeps from config.json's top level when its text part is the class's default text sub-config: what
 # vLLM reads from hf_config (architectures, quantization_config, dtype, vision_config) and where the spec came from.
@@ -33,39 +30,34 @@ TOP_LEVEL_FIELDS = ("id", "architecture", "architectures", "model_type", "dtype"
                     "nested_text", "top_level_keys")  # fmt: skip
 
 
-@cache
-def _release(version: str) -> dict[str, Any]:
-    """The release's entry of config_defaults.json (a version past the newest modelled one reads the newest's)."""
-    releases = json.loads(CONFIG_DEFAULTS_FILE.read_text(encoding="utf-8"))["releases"]
-    return releases.get(rules_release(version), {})
 
 
 def default_text_config(model_type: str | None, version: str) -> dict[str, Any] | None:
     """The default text sub-config (the keys the advisor reads) ``version``'s class for ``model_type`` builds when
     config.json has no text_config; None where the class has none, or top-level keys reach it."""
-    return _release(version).get("text_defaults", {}).get(model_type) if model_type else None
+    return config_defaults(version).get("text_defaults", {}).get(model_type) if model_type else None
 
 
 def text_key(model_type: str | None, version: str) -> str | None:
     """The top-level key whose object a composite class builds its text sub-config from (text_config; ColPali's
     vlm_config, Qwen3-Omni's thinker_config); None where the reader found none."""
-    return _release(version).get("text_key", {}).get(model_type) if model_type else None
+    return config_defaults(version).get("text_key", {}).get(model_type) if model_type else None
 
 
 def class_defaults(model_type: str | None, version: str) -> dict[str, int]:
     """What the text config's class gives a left-out MLA rank, index_topk or max_position_embeddings."""
-    return _release(version).get("class_defaults", {}).get(model_type, {}) if model_type else {}
+    return config_defaults(version).get("class_defaults", {}).get(model_type, {}) if model_type else {}
 
 
 def missing_attributes(model_type: str | None, version: str) -> frozenset[str]:
     """The MLA attributes (kv_lora_rank, qk_nope_head_dim) the text config's class does not have at all."""
-    return frozenset(_release(version).get("missing_attrs", {}).get(model_type, ())) if model_type else frozenset()
+    return frozenset(config_defaults(version).get("missing_attrs", {}).get(model_type, ())) if model_type else frozenset()
 
 
 def head_dim_from_rope(model_type: str | None, version: str) -> str | None:
     """How the class sets head_dim to qk_rope_head_dim: "always", over a written one (transformers' MiniCPM3Config);
     "default", only where config.json writes none; None where it keeps head_dim as written."""
-    return _release(version).get("head_dim_from_rope", {}).get(model_type) if model_type else None
+    return config_defaults(version).get("head_dim_from_rope", {}).get(model_type) if model_type else None
 
 
 def layer_head_sizes(model: ModelSpec, version: str) -> frozenset[int] | None:
@@ -73,7 +65,7 @@ def layer_head_sizes(model: ModelSpec, version: str) -> frozenset[int] | None:
     per_layer_config: Gemma 4's full-attention layers take global_head_dim, 512 by default): each layer type's width is
     the key it follows as config.json writes it, else the class's default. None where the class gives one width, or
     config.json writes no layer_types."""
-    entry = _release(version).get("layer_head_dims", {}).get(model.model_type) if model.model_type else None
+    entry = config_defaults(version).get("layer_head_dims", {}).get(model.model_type) if model.model_type else None
     if entry is None or not model.layer_types:
         return None
     written = {"head_dim": model.config_head_dim, "global_head_dim": model.global_head_dim}
@@ -93,7 +85,7 @@ def vllm_model(model: ModelSpec | None, version: str) -> ModelSpec | None:
         return None
     model = _class_view(model, version)
     nested = any(r.key == "rope_parameters" and r.layer is not None for r in model.rope)
-    if nested and model.model_type in _release(version).get("rope_scaling_ignored", ()):
+    if nested and model.model_type in config_defaults(version).get("rope_scaling_ignored", ()):
         # the class drops a legacy rope_scaling beside rope_parameters nested by layer type (vLLM's Step3p7TextConfig)
         model = replace(model, rope=tuple(r for r in model.rope if r.key != "rope_scaling"))
     return model
@@ -129,7 +121,7 @@ def _text_handed(model: ModelSpec, version: str) -> bool:
 
 def _reads_text_config(model: ModelSpec, version: str) -> bool:
     """config.json's text_config is the composite class's text sub-config (the one the spec reads)."""
-    ignored = model.model_type in _release(version).get("text_config_ignored", ())
+    ignored = model.model_type in config_defaults(version).get("text_config_ignored", ())
     return "text_config" in model.config_objects and not ignored
 
 

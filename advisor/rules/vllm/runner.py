@@ -12,6 +12,7 @@ is_prefix_caching_supported: CLS / MEAN pooling, step pooling, bidirectional att
 
 from __future__ import annotations
 
+from advisor.rules.engine import Problem
 from advisor.rules.releases import at
 from advisor.rules.vllm.architectures import _kinds, class_kinds, registry_architecture, resolution
 
@@ -88,12 +89,10 @@ def runner(s, version: str) -> str:
     return runner_type(s.model, version)
 
 
-def runner_problems(s, version: str) -> list:
+def runner_problems(s, version: str) -> list[Problem]:
     """ModelConfig.__post_init__'s runner checks (vllm/config/model.py): a class that does not generate text under
     --runner generate (a pooling-only class under generate or draft from v0.25.1), and a class that does not pool under
     --runner pooling with a --convert that adapts nothing."""
-    from advisor.rules.engine import Problem
-
     kinds = class_kinds(s.model, version)
     if kinds is None:  # no served class: the Transformers backend or a refusal (architecture_problems says which)
         return []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from advisor.rules.engine import Problem, Scenario
 from advisor.rules.vllm.common import rules_release
@@ -24,15 +25,19 @@ READ_ONLY_KEY = "vllm_config_key_read_only"
 
 
 @cache
+def config_defaults(version: str) -> dict[str, Any]:
+    """The release's entry of config_defaults.json (a version past the newest modelled one reads the newest's; empty
+    for a release not read)."""
+    releases = json.loads(CONFIG_DEFAULTS_FILE.read_text(encoding="utf-8"))["releases"]
+    return releases.get(rules_release(version), {})
+
+
 def _text_config_dict(version: str) -> frozenset[str]:
-    releases = json.loads(CONFIG_DEFAULTS_FILE.read_text())["releases"]
-    return frozenset(releases.get(rules_release(version), {}).get("text_config_dict", ()))
+    return frozenset(config_defaults(version).get("text_config_dict", ()))
 
 
-@cache
 def _read_only_keys(version: str) -> dict[str, list[str]]:
-    releases = json.loads(CONFIG_DEFAULTS_FILE.read_text())["releases"]
-    return releases.get(rules_release(version), {}).get("read_only_keys", {})
+    return config_defaults(version).get("read_only_keys", {})
 
 
 def read_only_problems(s: Scenario, version: str) -> list[Problem]:
