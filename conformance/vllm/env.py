@@ -8,6 +8,7 @@ trying: run the resolver, install the module it misses, again, until it runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -48,6 +49,8 @@ TRITON_OPTIONAL_FROM = Version("0.15.0")
 def never_installed(version: str) -> frozenset[str]:
     """The modules NOT_INSTALLED names, less triton for the releases that cannot start without it."""
     return NOT_INSTALLED - {"triton"} if Version(version) < TRITON_OPTIONAL_FROM else NOT_INSTALLED
+
+
 _MISSING = re.compile(r"No module named '([^'.]+)")
 
 
@@ -102,13 +105,21 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _seed(deps: Path) -> None:
-    """Start from a release already built (its packages rarely differ and every trial start costs minutes); the
-    resolver run then finds what this release misses, and a release's own pins are installed over the seed."""
-    built = sorted(p.parent / "deps" for p in CACHE.glob("vllm-*/ready"))
-    if built:
-        # a release before TRITON_OPTIONAL_FROM holds triton, which a later one must not inherit
-        shutil.copytree(built[-1], deps, copy_function=os.link, ignore=shutil.ignore_patterns("triton", "triton-*"))
+def _seed(deps: Path, version: str) -> None:
+    """Start from the nearest release already built (its packages rarely differ and every trial start costs minutes);
+    the resolver run then finds what this release misses, and a release's own pins are installed over the seed."""
+    built = [p.parent for p in CACHE.glob("vllm-*/ready")]
+    if not built:
+        return
+    target = Version(version)
+    nearest = min(built, key=lambda root: abs(_minor(Version(root.name.removeprefix("vllm-"))) - _minor(target)))
+    # triton belongs only to the releases before TRITON_OPTIONAL_FROM; a later one must not inherit it
+    ignore = shutil.ignore_patterns("triton", "triton-*") if "triton" in never_installed(version) else None
+    shutil.copytree(nearest / "deps", deps, copy_function=os.link, ignore=ignore)
+
+
+def _minor(version: Version) -> int:
+    return version.major * 1000 + version.minor
 
 
 def _torch_matched(dist: str) -> str | None:
@@ -155,7 +166,7 @@ def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> boo
     if (root / "ready").exists() and not missing_in(version, out):
         return False
     if not deps.exists():
-        _seed(deps)
+        _seed(deps, version)
     deps.mkdir(exist_ok=True)
     pins = _pins(version)
     missing = missing_in(version, out)  # what an earlier run's scenarios could not import
@@ -177,13 +188,50 @@ def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> boo
     raise EnvError(f"vllm {version} still misses modules after {MAX_INSTALLS} installs; see {root}")
 
 
+def _lines_by_scenario(results: Path) -> dict[str, str]:
+    import json
+
+    lines = {}
+    for line in results.read_text().splitlines():
+        with contextlib.suppress(ValueError, KeyError, TypeError):  # a last line cut mid-write
+            lines[json.loads(line)["scenario"]] = line
+    return lines
+
+
+def complete(version: str, inputs: list[dict], results: Path, log=print) -> None:
+    """After a run of ``inputs`` into ``results``: while some scenarios failed on a module the environment lacks,
+    install it and resolve those scenarios again (only those: a whole grid takes an hour), replacing their lines."""
+    import json
+
+    pins = _pins(version)
+    deps = release_dir(version) / "deps"
+    for _ in range(MAX_INSTALLS):
+        missing = missing_in(version, results)
+        if not missing:
+            return
+        for module in missing:
+            _install(version, module, pins, deps, log)
+        lines = _lines_by_scenario(results)
+        again = [item for item in inputs if set(_MISSING.findall(lines.get(item["id"], ""))) & set(missing)]
+        log(f"vllm {version}: resolving {len(again)} scenarios again after installing {', '.join(missing)}")
+        retry_in, retry_out = results.with_suffix(".retry.json"), results.with_suffix(".retry.jsonl")
+        retry_in.write_text(json.dumps(again))
+        done = run_resolver(version, retry_in, retry_out)
+        if done.returncode:
+            tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
+            raise EnvError(f"vllm {version} resolver failed: {tail[0]}")
+        lines.update(_lines_by_scenario(retry_out))
+        results.write_text("".join(line + "\n" for line in lines.values()))
+    raise EnvError(f"vllm {version} still misses modules after {MAX_INSTALLS} installs; see {release_dir(version)}")
+
+
 def ensure_importable(version: str, module: str, log=print) -> None:
     """Unpack vllm==version and install what ``import module`` misses under it, one module at a time (the KV-cache
     arithmetic of conformance.vllm.memory needs far less than the config resolution)."""
     _unpack(version)
     deps = release_dir(version) / "deps"
     if not deps.exists():
-        _seed(deps)
+        _seed(deps, version)
     deps.mkdir(exist_ok=True)
     pins = _pins(version)
     environ = dict(os.environ, PYTHONPATH=pythonpath(version), PYTHONNOUSERSITE="1")
