@@ -234,6 +234,9 @@ class ModelSpec:
     nested_text: tuple[tuple[str, Any], ...] = ()
     # the keys of CONFIG_READ_KEYS config.json writes at its top level (an engine's config class may refuse some)
     top_level_keys: tuple[str, ...] = ()
+    # config.json's auto_map names an AutoConfig: the checkpoint's own config class, which transformers' AutoConfig
+    # runs only with trust_remote_code, and must run where it does not know the model_type
+    remote_config: bool = False
 
     @property
     def architecture_entries(self) -> tuple[str, ...]:
@@ -690,6 +693,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         global_head_dim=size("global_head_dim"),
         nested_text=_nested_text(config),
         top_level_keys=tuple(sorted(k for k in config if k in CONFIG_READ_KEYS)),
+        remote_config=isinstance(config.get("auto_map"), (Mapping, list, str)) and "AutoConfig" in config["auto_map"],
         swa_v_head_dim=size("swa_v_head_dim"),
         learnable_sink=bool(merged["learnable_sink"]) if "learnable_sink" in merged else None,
         hybrid_swa=merged.get("is_hybrid_swa") is True,

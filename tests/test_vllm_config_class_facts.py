@@ -9,9 +9,13 @@ from pathlib import Path
 import pytest
 
 from advisor.models import ModelError, load_config_dir
-from advisor.rules.vllm.text_config import TEXT_CONFIG_DICT
+from advisor.rules.vllm.config_validation import VALIDATION_FILE
+from advisor.rules.vllm.text_config import TEXT_CONFIG_DICT, config_defaults
 from conformance.vllm.compare import plan_for
 
+# every release the architectures goldens model (python -m conformance.vllm X --grid architectures)
+RELEASES = sorted(p.stem.removeprefix("vllm-architectures-") for p in
+                  (Path(__file__).parent / "conformance" / "golden").glob("vllm-architectures-*.jsonl"))  # fmt: skip
 GPT2 = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12,
         "n_positions": 1024, "vocab_size": 50257}  # fmt: skip
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
@@ -54,17 +58,21 @@ def test_attn_config_kv_heads_read_only_for_dbrx_and_mpt(tmp_path: Path):
         _load(tmp_path, {**LLAMA, "num_key_value_heads": 5, "attn_config": {"kv_n_heads": 8}})
 
 
-@pytest.mark.parametrize("version", ["0.20.2", "0.33.0"])
+@pytest.mark.parametrize("version", RELEASES)
 def test_text_config_under_a_class_without_one_is_refused(tmp_path: Path, version: str):
     nested = {**LLAMA, "model_type": "qwen3", "text_config": {"hidden_size": 4096, "num_attention_heads": 32}}
     plan = plan_for(version, "h100-sxm-8", 1, _load(tmp_path, nested))
     assert any(p.id == TEXT_CONFIG_DICT and p.severity == "error" for p in plan.problems)
 
 
-def test_text_config_finding_only_for_releases_read(tmp_path: Path):
-    nested = {**LLAMA, "model_type": "qwen3", "text_config": {"hidden_size": 4096, "num_attention_heads": 32}}
-    plan = plan_for("0.29.0", "h100-sxm-8", 1, _load(tmp_path, nested))
-    assert not any(p.id == TEXT_CONFIG_DICT for p in plan.problems)
+@pytest.mark.parametrize("version", RELEASES)
+def test_every_modelled_release_has_its_config_classes_read(version: str):
+    # a release missing from either table would silently read config.json as written (python -m
+    # conformance.vllm.config_defaults / config_validation X.Y.Z add it)
+    defaults = config_defaults(version)
+    assert {"text_config_dict", "text_defaults", "class_defaults", "read_only_keys"} <= set(defaults)
+    assert version in json.loads(VALIDATION_FILE.read_text())["releases"], "config_validation.json lacks the release"
+    assert "model_types" in defaults and defaults["transformers"]
 
 
 def test_composite_class_text_config_is_not_refused(tmp_path: Path):

@@ -19,6 +19,7 @@ from advisor.rules.vllm.config_validation import CONFIG_REFUSED, class_facts
 from advisor.rules.vllm.dtype import FLOAT16_ID
 from advisor.rules.vllm.quantization import DTYPE_ID
 from advisor.rules.vllm.runner import RUNNER_ID
+from advisor.rules.vllm.text_config import MODEL_TYPE_UNKNOWN, REMOTE_CODE_REQUIRED
 from conformance.vllm.compare import plan_for
 
 CONFIGS = Path(__file__).resolve().parent / "conformance" / "configs"
@@ -176,7 +177,8 @@ def test_the_table_holds_the_classes_the_fuzzer_found():
     assert "yarn" in class_facts("dory", "0.33.0")["rope_scaling_refused"]
     assert class_facts("llama", "0.33.0").get("layer_types_length")
     assert class_facts("longcat_flash", "0.33.0")["num_hidden_layers"] == 56  # 2 x num_layers, a computed property
-    assert class_facts("llama", "0.20.2") == {}  # transformers 4 pinned up to v0.20.2: not read, no finding
+    # v0.14.1 pins transformers<5: read with 4.57.6, whose LlamaConfig validates none of the probed keys
+    assert class_facts("llama", "0.14.1") == {}
     # v0.33.0 builds Beam with vLLM's own class (its _CONFIG_REGISTRY), which takes full and sliding attention only;
     # v0.30.0 registers none and builds transformers' class, which refuses no layer kind
     assert "layer_types_allowed" not in class_facts("beam", "0.30.0")
@@ -195,7 +197,7 @@ def test_a_layer_kind_vllms_own_class_does_not_take_is_refused(tmp_path):
     linear = {**cfg, "layer_types": layer_kinds(52, "linear_attention", "full_attention")}
     assert CONFIG_REFUSED in ids(tmp_path / "linear", linear)
     assert CONFIG_REFUSED not in ids(tmp_path / "v30", linear, "0.30.0")  # transformers' class there
-    assert CONFIG_REFUSED not in ids(tmp_path / "v20", linear, "0.20.2")  # release not read
+    assert CONFIG_REFUSED not in ids(tmp_path / "v20", linear, "0.20.2")  # transformers' class there too
 
 
 def test_layer_types_of_another_length_is_refused(tmp_path):
@@ -234,3 +236,48 @@ def test_null_for_a_size_the_class_declares_a_number_is_refused(tmp_path):
     llama = config("llama-3.1-8b")  # LlamaConfig's head_dim admits null (derived from the hidden size)
     assert "head_dim" not in class_facts("llama", "0.33.0").get("null_refused", ())
     assert CONFIG_REFUSED not in ids(tmp_path / "llama", {**llama, "head_dim": None})
+
+
+# -- a model_type with no config class ---------------------------------------------------------------------------------
+def test_remote_config_code_needs_trust_remote_code(tmp_path):
+    baichuan = config("named-BaichuanForCausalLM")  # model_type baichuan, auto_map names configuration.BaichuanConfig
+    assert REMOTE_CODE_REQUIRED in ids(tmp_path / "plain", baichuan)
+    trusted = tmp_path / "trusted"
+    model_dir(trusted, baichuan)
+    assert REMOTE_CODE_REQUIRED not in {
+        p.id
+        for p in plan_for(
+            "0.33.0", "h100-sxm-8", 1, load_config_dir(trusted, model_id="m"), overrides=("--trust-remote-code",)
+        ).problems
+    }
+    # argparse keeps the last of the pair
+    again = plan_for(
+        "0.33.0",
+        "h100-sxm-8",
+        1,
+        load_config_dir(trusted, model_id="m"),
+        overrides=("--trust-remote-code", "--no-trust-remote-code"),
+    )
+    assert REMOTE_CODE_REQUIRED in {p.id for p in again.problems}
+
+
+def test_a_model_type_nobody_defines_is_refused_and_a_known_one_is_not(tmp_path):
+    assert MODEL_TYPE_UNKNOWN in ids(tmp_path / "made-up", config("llama-3.1-8b", model_type="llama_made_up"))
+    assert not {MODEL_TYPE_UNKNOWN, REMOTE_CODE_REQUIRED} & ids(tmp_path / "llama", config("llama-3.1-8b"))
+    # no model_type at all: transformers guesses from the path, the plan says nothing
+    no_type = {k: v for k, v in config("llama-3.1-8b").items() if k != "model_type"}
+    assert MODEL_TYPE_UNKNOWN not in ids(tmp_path / "none", no_type)
+
+
+def test_the_release_transformers_decides_which_model_types_exist(tmp_path):
+    # v0.14.1 pins transformers<5 (4.57.6 has no Gemma 4); v0.33.0 runs one that has it
+    gemma4 = config("named-Gemma4ForCausalLM")
+    assert MODEL_TYPE_UNKNOWN in ids(tmp_path / "old", gemma4, "0.14.1")
+    assert MODEL_TYPE_UNKNOWN not in ids(tmp_path / "new", gemma4, "0.33.0")
+
+
+def test_check_and_launch_report_the_remote_code_refusal(tmp_path):
+    problem = refused_by_check_and_launch(
+        model_dir(tmp_path, config("named-BaichuanForCausalLM")), REMOTE_CODE_REQUIRED
+    )
+    assert "'baichuan'" in problem["message"] and "--trust-remote-code" in problem["fix"]

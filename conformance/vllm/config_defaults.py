@@ -75,6 +75,10 @@ out = {"text_config_dict": [], "text_defaults": {}, "class_defaults": {}, "missi
        "text_key": {}, "text_config_ignored": [], "layer_head_dims": {},
        "rope_scaling_ignored": [], "read_only_keys": {}}
 own = set(_CONFIG_REGISTRY.keys())
+from transformers import __version__ as transformers_version
+out["transformers"] = transformers_version
+# every model_type get_config builds a class for (vLLM's own, else transformers'); any other is refused at start-up
+out["model_types"] = sorted(set(CONFIG_MAPPING_NAMES) | own)
 
 
 def build(model_type, **kwargs):

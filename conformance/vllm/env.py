@@ -15,8 +15,10 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
+from packaging.requirements import Requirement
 from packaging.version import Version
 
 CACHE = Path(os.environ.get("TP_ADVISOR_CACHE", Path.home() / ".cache" / "tp-advisor")) / "conformance"
@@ -51,6 +53,13 @@ def never_installed(version: str) -> frozenset[str]:
     return NOT_INSTALLED - {"triton"} if Version(version) < TRITON_OPTIONAL_FROM else NOT_INSTALLED
 
 
+# The harness runs the interpreter's transformers (5.x). A release whose pin excludes it (v0.12.0-v0.17.1 pin
+# transformers<5) runs the newest listed release its pin admits, with the hub and tokenizers that one requires, as a
+# fresh install of the release would. A pin no listed release meets keeps the interpreter's (v0.33.0's <5.21: docs).
+# INTERPRETER_TRANSFORMERS=1 keeps the interpreter's for every release: how the goldens of v0.12.0, v0.15.1 and v0.17.1
+# were built, before this pin was honoured, and how their config-class tables are read until they are rebuilt.
+INTERPRETER_TRANSFORMERS = "CONFORMANCE_INTERPRETER_TRANSFORMERS"
+PINNED_TRANSFORMERS = {"4.57.6": ("huggingface_hub>=0.34,<1.0", "tokenizers>=0.22,<=0.23")}
 _MISSING = re.compile(r"No module named '([^'.]+)")
 
 
@@ -64,7 +73,30 @@ def release_dir(version: str) -> Path:
 
 def pythonpath(version: str) -> str:
     root = release_dir(version)
-    return os.pathsep.join([str(root / "site"), str(root / "deps")])
+    pinned = _pinned_transformers(version)
+    return os.pathsep.join([*([str(pinned)] if pinned else []), str(root / "site"), str(root / "deps")])
+
+
+def _pinned_transformers(version: str) -> Path | None:
+    """The transformers a release's pin admits where it excludes the interpreter's (installed once, under the cache);
+    None where the interpreter's is admitted or no listed one is."""
+    pin = _pins(version).get("transformers") if (release_dir(version) / "site").exists() else None
+    if pin is None or os.environ.get(INTERPRETER_TRANSFORMERS):
+        return None
+    specifier = Requirement(pin).specifier
+    if specifier.contains(metadata.version("transformers"), prereleases=True):
+        return None
+    admitted = [v for v in PINNED_TRANSFORMERS if specifier.contains(v)]
+    if not admitted:
+        return None
+    chosen = max(admitted, key=Version)
+    target = CACHE / f"transformers-{chosen}"
+    if not (target / "transformers").is_dir():
+        done = _pip("install", "--no-deps", "--target", str(target), f"transformers=={chosen}",
+                    *PINNED_TRANSFORMERS[chosen])  # fmt: skip
+        if done.returncode:
+            raise EnvError(f"cannot install transformers=={chosen}: {done.stderr.strip().splitlines()[-1:]}")
+    return target
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess:

@@ -21,6 +21,7 @@ from advisor.rules.vllm import architectures as vllm_architectures
 from advisor.rules.vllm import common as vllm_common
 from advisor.rules.vllm import compilation as vllm_compilation
 from advisor.rules.vllm import fusion as vllm_fusion
+from advisor.rules.vllm.text_config import MODEL_TYPE_UNKNOWN, REMOTE_CODE_REQUIRED
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN_DIR = Path(__file__).parent / "golden"
@@ -32,6 +33,10 @@ REFUSED = "are not supported for now"
 # What vLLM says when tp does not split the attention heads (ModelConfig.verify_with_parallel_config); the plan's
 # tp_not_divisible error says the same.
 NOT_DIVISIBLE = "must be divisible by tensor parallel size"
+# What transformers' AutoConfig says (through vLLM's get_config) when no config class is found for the model_type: the
+# checkpoint's own one needs --trust-remote-code, or none exists; the plan's vllm_remote_code_required /
+# vllm_model_type_unknown say the same.
+NO_CONFIG_CLASS = ("contains custom code which must be executed", "does not recognize this architecture")
 MiB = 2**20
 
 # (release, scenario, field): what the plan says differs from vLLM, with the reason. None today: every field of every
@@ -41,35 +46,17 @@ KNOWN: set[tuple[str, str, str]] = set()
 # None, field, first release, last release or None) -> reason; every scenario of a golden that matches is expected to
 # differ in that field (so a regression and a silent fix both fail).
 KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None], str] = {
-    ("named-Qwen3OmniMoeForConditionalGeneration", None, None, "attention_backend", "0.12.0", "0.30.0"):
-        "the language model's head size sits in thinker_config.text_config (73 wide: only Triton takes it), which the "
-        "advisor's vLLM view reads where the release's classes were read (v0.33.0: config_defaults.json text_key)",
     **{(name, None, None, "attention_backend", "0.12.0", "0.12.0"):
        "a harness artifact: v0.12.0 pins transformers 4, which has no Gemma 4 config class; under the harness's "
        "transformers 5 its Transformers backend stops on the per-layer head_dim (AmbiguousGlobalPerLayerAttributeError)"
        for name in ("named-Gemma4ForConditionalGeneration", "named-Gemma4UnifiedForConditionalGeneration",
                     "named-Gemma4AssistantForCausalLM", "named-Gemma4UnifiedAssistantForCausalLM",
                     "named-DiffusionGemmaForBlockDiffusion")},
-    ("named-Gemma4ForCausalLM", "a100-sxm-8", None, "attention_backend", "0.20.2", "0.30.0"):
-        "Gemma4Config.verify_and_update_config forces TRITON_ATTN where FA4 does not run (SM80) for heterogeneous head "
-        "sizes; the 512-wide full-attention heads come from transformers' Gemma4 config defaults, read for v0.33.0 only "
-        "(config_defaults.json layer_head_dims)",
-    ("named-Gemma4ForConditionalGeneration", "a100-sxm-8", None, "attention_backend", "0.20.2", "0.30.0"):
-        "as Gemma4ForCausalLM (Gemma4Config fix-up)",
-    ("named-Gemma4UnifiedForConditionalGeneration", "a100-sxm-8", None, "attention_backend", "0.20.2", "0.30.0"):
-        "as Gemma4ForCausalLM (Gemma4Config fix-up)",
     ("deepseek-v3.2", "b200-8", 8, "attention_backend", "0.33.0", None):
         "the harness lacks quack-kernels (a CUDA-only dependency of the wheel, quack-kernels==0.6.5), so the FA4 sparse "
         "MLA backend fails to import and vLLM takes FlashInfer's; a real install has it, as the plan says",
     ("named-DeepseekV32ForCausalLM", "b200-8", 8, "attention_backend", "0.33.0", None): "as deepseek-v3.2 (quack-kernels)",
     ("named-HYV4ForCausalLM", "b200-8", 8, "attention_backend", "0.33.0", None): "as deepseek-v3.2 (quack-kernels)",
-    ("named-Qwen3ASRForConditionalGeneration", None, None, "max_model_len", "0.14.1", "0.25.1"):
-        "from v0.14.1 (v0.12.0 runs it on its Transformers backend, which reads the text_config) up to v0.25.1 vLLM reads Qwen3-ASR's length from its own config class (128000), not the text_config's 65536 "
-        "the advisor reads (v0.27.1 reads the text_config's)",
-    ("named-MuseGlimmerForCausalLM", None, None, "max_model_len", "0.28.0", "0.30.0"):
-        "the config states no context length; vLLM builds it with a config class that fills one (v0.28.0-v0.30.0: its "
-        "own MuseGlimmerAssistantConfig, a Qwen3Config: 32768), where the plan takes vLLM's 2048 for a config without "
-        "one: those releases' config classes were not read (config_defaults.json has v0.33.0's, which fills 131072)",
 }  # fmt: skip
 
 
@@ -174,36 +161,18 @@ _INSPECTION = ("the registry inspects this model class in a fresh interpreter, w
                "(torchvision's operators are missing from the CPU torch)")  # fmt: skip
 _PROCESSOR = "vLLM loads the model's processor at config time, whose files a config directory does not hold"
 _DEFAULT_CONFIG = "vLLM fails on transformers' default config of this architecture (an attribute it reads is missing)"
-# The named-* configs SGLang's grid wrote from SGLang's own config classes or public checkpoints (docs/architectures.md):
-# vLLM cannot read some as a config at all, before any decision.
-_REMOTE_CODE = ("the config names custom code (auto_map) that vLLM runs only with --trust-remote-code and the "
-                "checkpoint's files, neither of which the grid has")  # fmt: skip
-_UNKNOWN_TYPE = "transformers (as the release's environment has it) does not know the config's model_type"
+# The named-* configs SGLang's grid wrote from SGLang's own config classes or public checkpoints (docs/architectures.md)
+# that vLLM cannot read. A config whose model_type has no config class (auto_map's remote code without
+# --trust-remote-code, or none at all) is not listed: the plan refuses it (NO_CONFIG_CLASS).
 _CONFIG_CLASS = "the config's fields fail the validation of the config class vLLM builds it with"
 _NO_TEXT_HEADS = "vLLM's text config of this config has no num_attention_heads (a draft / OCR model's own layout)"
 _NAMED_ERRORS = {
-    _REMOTE_CODE: ("named-BaichuanForCausalLM", "named-BailingMoeForCausalLM", "named-BailingMoeForCausalLMNextN",
-                   "named-BailingMoeV2ForCausalLM", "named-Grok1AForCausalLM", "named-Grok1ForCausalLM",
-                   "named-Grok1VForCausalLM", "named-InternLM2ForCausalLM", "named-InternLM2ForRewardModel",
-                   "named-LLaDA2MoeModelLM", "named-LLaDAModelLM", "named-MiMoForCausalLM", "named-MiniCPMForCausalLM",
-                   "named-MiniCPMO", "named-MiniCPMV", "named-POINTSV15ChatModel"),
-    _UNKNOWN_TYPE: ("named-BailingMoeV3VLForConditionalGeneration", "named-BailingMM2NativeForConditionalGeneration",
-                    "named-BailingMMNativeForConditionalGeneration",
-                    "named-DeepseekOCRForCausalLM", "named-DotsOCRForCausalLM", "named-DotsVLMForCausalLM",
-                    "named-GigaChat35ForCausalLM", "named-GigaChat35ForCausalLMNextN", "named-IQuestLoopCoderForCausalLM",
-                    "named-IQuestQ1ForCausalLM", "named-IQuestQ1MTP", "named-InternS2MobiusForConditionalGeneration",
-                    "named-InternS2PreviewForConditionalGeneration", "named-InternVLChatModel",
-                    "named-JetNemotronForCausalLM", "named-JetVLMForConditionalGeneration",
-                    "named-LocateAnythingForConditionalGeneration", "named-MiniCPMSALAForCausalLM",
-                    "named-MultiModalityCausalLM", "named-NanbeigeForCausalLM", "named-NemotronHPuzzleForCausalLM",
-                    "named-NemotronH_Nano_Omni_Reasoning_V3", "named-NemotronH_Nano_VL_V2"),
     _CONFIG_CLASS: ("named-BailingMoELinearForCausalLM", "named-BailingMoeV2_5ForCausalLM", "named-BailingMoeV3ForCausalLM",
                     "named-DeepseekVL2ForCausalLM", "named-KimiVLForConditionalGeneration"),
     _DEFAULT_CONFIG + " (DeepseekV41Config: max_position_embeddings)": ("named-DeepseekV41ForCausalLM",),
     _NO_TEXT_HEADS: ("named-Dots3NoteForCausalLMNextN", "named-UnlimitedOCRForCausalLM"),
     "transformers of v0.19.1's environment rejects the config's rope_parameters (no 'rope_type')":
         ("named-DeepseekV4ForCausalLMDSpark", "named-DeepseekV4ForCausalLMNextN"),
-    _UNKNOWN_TYPE + " (v0.19.1-v0.25.1)": ("named-KimiK3ForConditionalGeneration",),
     "the model class expects transformers' EmbeddingGemma2Config; the config's model_type builds a Gemma one "
     "(v0.33.0, 'Invalid type of HuggingFace config')": ("named-EmbeddingGemma2Model",),
     _PROCESSOR: ("named-Gemma4AssistantForCausalLM", "named-GlmImageForConditionalGeneration"),
@@ -212,10 +181,6 @@ _NAMED_ERRORS = {
 }  # fmt: skip
 # The named-* configs the SGLang grid added, where the older releases' environments cannot read them (seen in the
 # goldens of v0.15.1 and v0.17.1 on the 301-config grid).
-_OLD_REMOTE_CODE = ("the config's auto_map names its config class in remote code (as the published checkpoint's does), which "
-                "transformers runs only with --trust-remote-code; the grid passes none")  # fmt: skip
-_NO_CONFIG_CLASS = ("neither the release's transformers nor its vllm/transformers_utils/configs defines this model_type, so "
-                    "transformers refuses the config (a published checkpoint ships the class as remote code)")  # fmt: skip
 _STRICT = ("the release's transformers rejects the config as the newer transformers that wrote it lays it out (a strict "
            "dataclass field, rope_parameters without rope_type, or a per-layer attribute vLLM reads as one value)")  # fmt: skip
 KNOWN_ARCH_ERRORS: dict[str, str] = {
@@ -248,22 +213,6 @@ KNOWN_ARCH_ERRORS: dict[str, str] = {
 # What the older releases (v0.15.1, v0.17.1 on the 301-config grid) cannot read: a config that also fails in a newer
 # release for another reason keeps both reasons.
 _OLDER_RELEASE_ERRORS: dict[str, str] = {
-    **dict.fromkeys(("named-BaichuanForCausalLM", "named-BailingMoeForCausalLM", "named-BailingMoeForCausalLMNextN",
-                     "named-BailingMoeV2ForCausalLM", "named-Grok1AForCausalLM", "named-Grok1ForCausalLM",
-                     "named-Grok1VForCausalLM", "named-InternLM2ForCausalLM", "named-InternLM2ForRewardModel",
-                     "named-LLaDA2MoeModelLM", "named-LLaDAModelLM", "named-MiMoForCausalLM", "named-MiniCPMForCausalLM",
-                     "named-MiniCPMO", "named-MiniCPMV", "named-POINTSV15ChatModel"), _OLD_REMOTE_CODE),
-    **dict.fromkeys(("named-BailingMM2NativeForConditionalGeneration", "named-BailingMMNativeForConditionalGeneration",
-                     "named-BailingMoeV3VLForConditionalGeneration", "named-DeepseekOCRForCausalLM",
-                     "named-DeepseekV41ForCausalLM", "named-DotsOCRForCausalLM", "named-DotsVLMForCausalLM",
-                     "named-GigaChat35ForCausalLM", "named-GigaChat35ForCausalLMNextN", "named-IQuestLoopCoderForCausalLM",
-                     "named-IQuestQ1ForCausalLM", "named-IQuestQ1MTP", "named-InternS2MobiusForConditionalGeneration",
-                     "named-InternS2PreviewForConditionalGeneration", "named-InternVLChatModel",
-                     "named-JetNemotronForCausalLM", "named-JetVLMForConditionalGeneration",
-                     "named-KimiK3ForConditionalGeneration", "named-LocateAnythingForConditionalGeneration",
-                     "named-MiniCPMSALAForCausalLM", "named-MultiModalityCausalLM", "named-NanbeigeForCausalLM",
-                     "named-NemotronHPuzzleForCausalLM", "named-NemotronH_Nano_Omni_Reasoning_V3",
-                     "named-NemotronH_Nano_VL_V2", "named-UnlimitedOCRForCausalLM"), _NO_CONFIG_CLASS),
     **dict.fromkeys(("named-BailingMoELinearForCausalLM", "named-BailingMoeV2_5ForCausalLM",
                      "named-BailingMoeV3ForCausalLM", "named-DeepseekV4ForCausalLMDSpark",
                      "named-DeepseekV4ForCausalLMNextN", "named-DeepseekVL2ForCausalLM",
@@ -302,6 +251,14 @@ def _refused(plan) -> bool:
     return any(p.id == ARCHITECTURE_NOT_NAMED for p in plan.problems)
 
 
+def _no_config_class(error: str) -> bool:
+    return any(text in error for text in NO_CONFIG_CLASS)
+
+
+def _config_class_refused(plan) -> bool:
+    return any(p.id in (MODEL_TYPE_UNKNOWN, REMOTE_CODE_REQUIRED) for p in plan.problems)
+
+
 def _not_in_registry(record: dict) -> bool:
     """vLLM refused the architecture, or ran it through its Transformers backend (TransformersForCausalLM, ...)."""
     return REFUSED in record.get("error", "") or str(record.get("architecture") or "").startswith("Transformers")
@@ -320,12 +277,17 @@ def test_every_field_agrees_on_every_architecture(path: Path):
         error = record.get("error")
         if error is None:
             diffs[key] = compare(record)
-            refusals[key] = (_not_in_registry(record), _refused(plan_for(version, record["scenario"])))
+            plan = plan_for(version, record["scenario"])
+            refusals[key] = (_not_in_registry(record), _refused(plan))
+            if _config_class_refused(plan):
+                refusals[key + " (config class)"] = (False, True)
         elif REFUSED in error:
             refusals[key] = (True, _refused(plan_for(version, record["scenario"])))
         elif NOT_DIVISIBLE in error:
             plan = plan_for(version, record["scenario"])
             refusals[key] = (True, any(p.id == "tp_not_divisible" and p.severity == "error" for p in plan.problems))
+        elif _no_config_class(error):
+            refusals[key] = (True, _config_class_refused(plan_for(version, record["scenario"])))
         else:
             harness[(version, key)] = error
     found = {(version, key, field) for key, diff in diffs.items() for field in diff}
@@ -336,6 +298,7 @@ def test_every_field_agrees_on_every_architecture(path: Path):
     assert {k: v for k, v in refusals.items() if v[0] != v[1]} == {}
     expected_errors = {(version, scenario_key(r)) for r in records
                        if "error" in r and REFUSED not in r["error"] and NOT_DIVISIBLE not in r["error"]
+                       and not _no_config_class(r["error"])
                        and r["scenario"]["model"].rsplit("/", 1)[-1] in KNOWN_ARCH_ERRORS}  # fmt: skip
     assert set(harness) == expected_errors, {k: v for k, v in harness.items() if k not in expected_errors}
 

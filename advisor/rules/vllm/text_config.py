@@ -22,6 +22,9 @@ from advisor.rules.vllm.config_validation import class_facts
 CONFIG_DEFAULTS_FILE = Path(__file__).with_name("config_defaults.json")
 TEXT_CONFIG_DICT = "vllm_text_config_unread"
 READ_ONLY_KEY = "vllm_config_key_read_only"
+MODEL_TYPE_UNKNOWN = "vllm_model_type_unknown"
+REMOTE_CODE_REQUIRED = "vllm_remote_code_required"
+GET_CONFIG = "vllm/transformers_utils/config.py (get_config: its _CONFIG_REGISTRY, else transformers' AutoConfig)"
 
 
 @cache
@@ -64,8 +67,55 @@ def read_only_problems(s: Scenario, version: str) -> list[Problem]:
     )]  # fmt: skip
 
 
+def trusts_remote_code(s: Scenario) -> bool:
+    """--trust-remote-code passed (the last of it and --no-trust-remote-code wins, as argparse's)."""
+    for token in reversed(s.overrides):
+        name = token.split("=", 1)[0]
+        if name in ("--trust-remote-code", "--no-trust-remote-code"):
+            return name == "--trust-remote-code"
+    return False
+
+
+def model_type_problems(s: Scenario, version: str) -> list[Problem]:
+    """What get_config makes of config.json's model_type: vLLM's own config class where its _CONFIG_REGISTRY names
+    it, else transformers' AutoConfig, which takes the checkpoint's own class (auto_map) only with trust_remote_code
+    and refuses where that is off and it has no class of the model_type ('contains custom code which must be
+    executed'), and refuses a model_type it does not know and no auto_map names ('does not recognize this
+    architecture'). The model types are read per release, with the transformers a fresh install of it gets
+    (config_defaults.json model_types); a config.json without a model_type gets no finding."""
+    model = s.model
+    known = config_defaults(version).get("model_types")
+    if model is None or model.path is None or not model.model_type or not known or model.model_type in known:
+        return []
+    transformers = config_defaults(version).get("transformers", "?")
+    if model.remote_config:
+        if trusts_remote_code(s):
+            return []  # the checkpoint's own config class: the plan reads config.json as written
+        return [Problem(
+            REMOTE_CODE_REQUIRED, "error",
+            f"model_type {model.model_type!r} has no config class in vllm {version} or its transformers"
+            f" ({transformers}), and config.json's auto_map names the checkpoint's own one, which transformers runs"
+            " only with trust_remote_code: vLLM stops at start-up ('contains custom code which must be executed')",
+            "pass --trust-remote-code (it runs the checkpoint's Python code: trust its source), or use a vLLM"
+            f" release whose transformers knows model_type {model.model_type!r}",
+            f"vllm v{version}, {GET_CONFIG}",
+        )]  # fmt: skip
+    return [Problem(
+        MODEL_TYPE_UNKNOWN, "error",
+        f"model_type {model.model_type!r} has no config class in vllm {version} or its transformers ({transformers}),"
+        " and config.json's auto_map names none of its own: vLLM stops at start-up ('Transformers does not recognize"
+        " this architecture')",
+        f"use a vLLM release (and transformers) that knows model_type {model.model_type!r}, or correct config.json's"
+        " model_type",
+        f"vllm v{version}, {GET_CONFIG}",
+    )]  # fmt: skip
+
+
 def text_config_problems(s: Scenario, version: str) -> list[Problem]:
     model = s.model
+    unknown = model_type_problems(s, version)
+    if unknown:
+        return unknown  # no config class is built: nothing after it is read
     found = read_only_problems(s, version)
     if model is None or model.language_config != "text_config" or model.model_type not in _text_config_dict(version):
         return found
