@@ -19,7 +19,7 @@ from advisor.rules.vllm.config_validation import CONFIG_REFUSED, class_facts
 from advisor.rules.vllm.dtype import FLOAT16_ID
 from advisor.rules.vllm.quantization import DTYPE_ID
 from advisor.rules.vllm.runner import RUNNER_ID
-from advisor.rules.vllm.text_config import MODEL_TYPE_UNKNOWN, REMOTE_CODE_REQUIRED
+from advisor.rules.vllm.text_config import MODEL_TYPE_UNKNOWN, REMOTE_CODE_REQUIRED, ROPE_NESTED_REFUSED
 from conformance.vllm.compare import plan_for
 
 CONFIGS = Path(__file__).resolve().parent / "conformance" / "configs"
@@ -281,3 +281,11 @@ def test_check_and_launch_report_the_remote_code_refusal(tmp_path):
         model_dir(tmp_path, config("named-BaichuanForCausalLM")), REMOTE_CODE_REQUIRED
     )
     assert "'baichuan'" in problem["message"] and "--trust-remote-code" in problem["fix"]
+
+
+def test_rope_parameters_nested_by_layer_type_stop_a_transformers_4_release(tmp_path):
+    gemma3 = config("named-Gemma3ForCausalLM")  # rope_parameters {"full_attention": ..., "sliding_attention": ...}
+    assert ROPE_NESTED_REFUSED in ids(tmp_path / "v14", gemma3, "0.14.1")  # transformers 4.57.6
+    assert ROPE_NESTED_REFUSED not in ids(tmp_path / "v19", gemma3, "0.19.1")  # transformers 5
+    flat = {**config("llama-3.1-8b"), "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}
+    assert ROPE_NESTED_REFUSED not in ids(tmp_path / "flat", flat, "0.14.1")

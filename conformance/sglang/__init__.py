@@ -22,6 +22,10 @@ from pathlib import Path
 
 from conformance.sglang.grid import GPUS, scenarios
 
+# The grids whose config directories with remote config code (auto_map) get a stand-in class (runner.py
+# stand_in_remote_config): they resolve as for a user who has the checkpoint's code and passes --trust-remote-code, so
+# the advisor's side plans them with that flag (compare.advisor_plan).
+REMOTE_CODE_STAND_IN = ("named", "fuzz")
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = REPO / "tests" / "conformance" / "configs"
 GOLDEN = REPO / "tests" / "conformance" / "golden"
@@ -162,7 +166,7 @@ def _job(
         key = f"{sc['gpu']}/speculative" if speculative else sc["gpu"]
         group = groups.setdefault(key, {"gpu": gpu["fake"], "torch_cuda": gpu["torch_cuda"], "scenarios": [],
                                         "isolate_env": speculative or grid != "main",
-                                        "remote_code_stand_in": grid in ("named", "fuzz")})  # fmt: skip
+                                        "remote_code_stand_in": grid in REMOTE_CODE_STAND_IN})  # fmt: skip
         config_dir = sc.get("config_dir") or str(CONFIGS / sc["model"])  # the fuzz grid writes its own folders
         draft_dir = str(CONFIGS / sc["draft"]) if sc.get("draft") else None
         group["scenarios"].append({"id": sc["id"], "config_dir": config_dir, "draft_dir": draft_dir,

@@ -107,20 +107,22 @@ def engine_args(scenario: dict) -> tuple[str, ...]:
     return (*scenario.get("speculative", ()), *draft)
 
 
-def advisor_values(release: str, scenario: dict) -> dict:
+def advisor_values(release: str, scenario: dict, grid: str = "main") -> dict:
     """The advisor's values of FIELDS for the scenario."""
-    return plan_values(advisor_plan(release, scenario))
+    return plan_values(advisor_plan(release, scenario, grid=grid))
 
 
-def advisor_plan(release: str, scenario: dict, model=None):
+def advisor_plan(release: str, scenario: dict, model=None, grid: str = "main"):
     """The advisor's plan for the scenario (``model``: a ModelSpec read elsewhere; default: the scenario's folder under
-    CONFIGS)."""
+    CONFIGS). A grid that stands in remote config code is planned with --trust-remote-code (REMOTE_CODE_STAND_IN)."""
     from advisor.plan import Intent, build_plan
+    from conformance.sglang import REMOTE_CODE_STAND_IN
 
+    trust = ("--trust-remote-code",) if grid in REMOTE_CODE_STAND_IN else ()
     intent = Intent(
         model=scenario["model"], tp=scenario["tp"], nnodes=scenario["nnodes"], dp_attention=scenario["dp_attention"],
         dp_size=scenario["dp_size"], moe_a2a_backend=scenario["a2a"], engine="sglang", engine_version=release,
-        overrides=engine_args(scenario),
+        overrides=(*engine_args(scenario), *trust),
     )  # fmt: skip
     return build_plan(_facts(scenario["gpu"]), _model(scenario["model"]) if model is None else model, intent)
 
@@ -161,7 +163,7 @@ def disagreements(release: str, grid: str = "main") -> tuple[set[tuple[str, str,
             rejected += 1  # SGLang refused the arguments; the advisor's checks are not compared here
             continue
         compared += 1
-        want, got = golden_values(line["fields"]), advisor_values(release, line["scenario"])
+        want, got = golden_values(line["fields"]), advisor_values(release, line["scenario"], grid)
         out |= {(release, line["id"], field) for field in differing_fields(want, got)}
     return out, compared, rejected
 

@@ -139,6 +139,9 @@ def main(job_path: str, out_path: str) -> None:
     out["text_kv_widths"] = {}
     common = _read_only_keys(PretrainedConfig, PretrainedConfig())
     out["read_only_keys"] = {"*": common}
+    # every model_type get_config finds a class for (transformers' AutoConfig, where the release registers its own);
+    # any other is refused unless auto_map names the checkpoint's own class and trust_remote_code is on
+    out["model_types"] = sorted(set(CONFIG_MAPPING.keys()) | set(registry))
     for model_type in sorted(set(CONFIG_MAPPING.keys()) | set(registry)):
         # get_config reloads a model_type of SGLang's own registry with SGLang's class
         cls = registry.get(model_type) or CONFIG_MAPPING[model_type]

@@ -233,7 +233,7 @@ def compare(release: str, scenario: dict, config_dir: Path, line: dict) -> list[
         model = load_config_dir(config_dir, model_id=scenario["model"])
     except ModelError as exc:
         return [] if "error" in line else [("advisor refuses the config", "resolves", str(exc)[:120])]
-    plan = advisor_plan(release, scenario, model)
+    plan = advisor_plan(release, scenario, model, grid="fuzz")
     errors = [p for p in plan.problems if p.severity == "error"]
     if "error" in line:
         if errors:

@@ -121,3 +121,32 @@ def test_optional_fields_are_skipped_only_where_a_golden_lacks_them():
             assert len(present) == 1, f"sglang {release}: {field} recorded in some scenarios only"
             if tuple(int(x) for x in release.split(".")) <= (0, 5, 13) or field == "piecewise_cuda_graph_max_tokens":
                 assert present == {True}, f"sglang {release}: the golden lacks {field}"
+
+
+# What transformers' AutoConfig says (through SGLang's get_config) when no config class exists for the model_type: the
+# checkpoint's own one needs --trust-remote-code, or none exists. The plan's sglang_remote_code_required /
+# sglang_model_type_unknown must say it for those configs, and for no config the release loaded.
+NO_CONFIG_CLASS = ("contains custom code which must be executed", "does not recognize this architecture")
+
+
+@pytest.mark.parametrize("grid, release", [(g, r) for g in ("main", "configs", "named") for r in golden_releases(g)])
+def test_a_config_without_a_config_class_is_refused_and_only_that(grid, release):
+    from advisor.rules.sglang.refusals import MODEL_TYPE_UNKNOWN_ID, REMOTE_CODE_REQUIRED_ID
+    from conformance.sglang.compare import advisor_plan
+
+    first, without_class, loaded = {}, set(), set()
+    for line in golden_lines(release, grid):
+        model = line["scenario"]["model"]
+        first.setdefault(model, line["scenario"])
+        if any(text in line.get("error", "") for text in NO_CONFIG_CLASS):
+            without_class.add(model)
+        elif "fields" in line:
+            loaded.add(model)
+    assert not without_class & loaded, sorted(without_class & loaded)
+    wrong = {}
+    for model in without_class | loaded:
+        plan = advisor_plan(release, first[model], grid=grid)
+        refused = any(p.id in (MODEL_TYPE_UNKNOWN_ID, REMOTE_CODE_REQUIRED_ID) for p in plan.problems)
+        if refused != (model in without_class):
+            wrong[model] = "plan refuses, release loaded it" if refused else "release refused, plan loads it"
+    assert wrong == {}, wrong

@@ -44,7 +44,7 @@ def test_fuzz_case_agrees_with_the_release(release, line, tmp_path):
     except ModelError:
         assert "error" in line, f"the advisor refuses a config sglang {release} resolves ({scenario['tags']})"
         return
-    plan = advisor_plan(release, scenario, model)
+    plan = advisor_plan(release, scenario, model, grid="fuzz")
     if "error" in line:
         errors = [p.id for p in plan.problems if p.severity == "error"]
         assert errors, f"sglang {release} rejects it ({line['error']}); the advisor plans it"

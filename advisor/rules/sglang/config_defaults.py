@@ -56,3 +56,12 @@ def class_text_kv_lora_rank(model_type: str | None, release: str) -> bool:
     """The class-built default text config of ``text_kv_widths`` has a kv_lora_rank (Kimi-VL, DeepSeek-VL2)."""
     entry = _config_defaults().get(release, {}).get("text_kv_widths", {}).get(model_type or "")
     return bool(entry and entry.get("kv_lora_rank"))
+
+
+def known_model_types(release: str) -> tuple[frozenset[str], str] | None:
+    """(every model_type get_config finds a config class for, the transformers it was read with); None where the
+    release was not read."""
+    entry = _config_defaults().get(release, {})
+    if "model_types" not in entry:
+        return None
+    return frozenset(entry["model_types"]), entry.get("transformers", "?")

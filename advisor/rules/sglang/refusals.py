@@ -12,14 +12,23 @@ import json
 from functools import cache
 from pathlib import Path
 
+from advisor.rules.config_class import no_config_class_problems
 from advisor.rules.engine import Problem, Scenario
 from advisor.rules.releases import within
 from advisor.rules.sglang.architectures import loaded_architecture
-from advisor.rules.sglang.config_defaults import class_read_only_keys
+from advisor.rules.sglang.config_defaults import class_read_only_keys, known_model_types
 from advisor.rules.sglang.model_overrides import registered_by
 
 DP_ATTENTION_REFUSED_ID = "sglang_dp_attention_refused"
 CONFIG_REFUSED_ID = "sglang_config_class_refuses"
+MODEL_TYPE_UNKNOWN_ID = "sglang_model_type_unknown"
+REMOTE_CODE_REQUIRED_ID = "sglang_remote_code_required"
+GET_CONFIG = ("python/sglang/srt/utils/hf_transformers/config.py (get_config: AutoConfig.from_pretrained, where the"
+              " release registers its _CONFIG_REGISTRY classes)")  # fmt: skip
+# From v0.5.16 the HF parser builds these architectures with SGLang's LongcatFlashConfig before AutoConfig
+# (_try_load_longcat_config, _LONGCAT_ARCHS): their model_type is not looked up.
+LONGCAT_ARCHS, LONGCAT_LOADER_FROM = frozenset({"LongcatCausalLM", "LongcatFlashForCausalLM",
+                                                "LongcatFlashNgramForCausalLM"}), "0.5.16"  # fmt: skip
 OVERRIDES = "python/sglang/srt/arg_groups/model_overrides"
 
 # Override steps that raise "... does not support DP attention" (arg_groups/model_overrides/<file>.py): the step, the
@@ -128,5 +137,23 @@ def config_problems(s: Scenario, release: str) -> list[Problem]:
     ) for message, fix, source in found]  # fmt: skip
 
 
+def model_type_problems(s: Scenario, release: str) -> list[Problem]:
+    """config.json's model_type without a config class (advisor/rules/config_class.py): SGLang passes
+    --trust-remote-code (a plain switch) to AutoConfig."""
+    read = known_model_types(release)
+    model = s.model
+    if read is None or model is None:
+        return []
+    if within(release, LONGCAT_LOADER_FROM, None) and LONGCAT_ARCHS & set(model.architecture_entries):
+        return []
+    return no_config_class_problems(
+        model, read[0], s.has("--trust-remote-code"), engine="sglang", release=release, transformers=read[1],
+        remote_id=REMOTE_CODE_REQUIRED_ID, unknown_id=MODEL_TYPE_UNKNOWN_ID, source=GET_CONFIG,
+    )  # fmt: skip
+
+
 def problems(s: Scenario, release: str) -> list[Problem]:
+    unknown = model_type_problems(s, release)
+    if unknown:
+        return dp_attention_problems(s, release) + unknown  # no config class is built: its checks never run
     return dp_attention_problems(s, release) + config_problems(s, release)

@@ -272,7 +272,8 @@ def prefix_caching_forced_off(model, version: str) -> bool:
 
 
 # _SUFFIX_TO_DEFAULTS (vllm/config/model.py), in its order: (suffix, runner, convert). v0.12.0 lacks
-# ForTokenClassification and converts the reward suffixes with "reward"; v0.15.1 to v0.33.0 list the same rows.
+# ForTokenClassification and converts the reward suffixes with "reward"; v0.14.1 to v0.33.0 list the same rows (the
+# releases between v0.12.0 and v0.14.1 were not read).
 SUFFIX_DEFAULTS: list[tuple[str, tuple[tuple[str, str, str], ...]]] = [
     ("0.12.0", (("ForCausalLM", "generate", "none"), ("ForConditionalGeneration", "generate", "none"),
                 ("ChatModel", "generate", "none"), ("LMHeadModel", "generate", "none"),
@@ -281,7 +282,7 @@ SUFFIX_DEFAULTS: list[tuple[str, tuple[tuple[str, str, str], ...]]] = [
                 ("ForImageClassification", "pooling", "classify"), ("ForVideoClassification", "pooling", "classify"),
                 ("ClassificationModel", "pooling", "classify"), ("ForRewardModeling", "pooling", "reward"),
                 ("RewardModel", "pooling", "reward"), ("Model", "pooling", "embed"))),
-    ("0.15.1", (("ForCausalLM", "generate", "none"), ("ForConditionalGeneration", "generate", "none"),
+    ("0.14.1", (("ForCausalLM", "generate", "none"), ("ForConditionalGeneration", "generate", "none"),
                 ("ChatModel", "generate", "none"), ("LMHeadModel", "generate", "none"),
                 ("ForTextEncoding", "pooling", "embed"), ("EmbeddingModel", "pooling", "embed"),
                 ("ForSequenceClassification", "pooling", "classify"), ("ForTokenClassification", "pooling", "classify"),

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor.rules.config_class import no_config_class_problems
 from advisor.rules.engine import Problem, Scenario
 from advisor.rules.vllm.common import rules_release
 from advisor.rules.vllm.config_validation import class_facts
@@ -24,6 +25,7 @@ TEXT_CONFIG_DICT = "vllm_text_config_unread"
 READ_ONLY_KEY = "vllm_config_key_read_only"
 MODEL_TYPE_UNKNOWN = "vllm_model_type_unknown"
 REMOTE_CODE_REQUIRED = "vllm_remote_code_required"
+ROPE_NESTED_REFUSED = "vllm_rope_parameters_refused"
 GET_CONFIG = "vllm/transformers_utils/config.py (get_config: its _CONFIG_REGISTRY, else transformers' AutoConfig)"
 
 
@@ -78,36 +80,34 @@ def trusts_remote_code(s: Scenario) -> bool:
 
 def model_type_problems(s: Scenario, version: str) -> list[Problem]:
     """What get_config makes of config.json's model_type: vLLM's own config class where its _CONFIG_REGISTRY names
-    it, else transformers' AutoConfig, which takes the checkpoint's own class (auto_map) only with trust_remote_code
-    and refuses where that is off and it has no class of the model_type ('contains custom code which must be
-    executed'), and refuses a model_type it does not know and no auto_map names ('does not recognize this
-    architecture'). The model types are read per release, with the transformers a fresh install of it gets
-    (config_defaults.json model_types); a config.json without a model_type gets no finding."""
+    it, else transformers' AutoConfig (advisor/rules/config_class.py)."""
+    table = config_defaults(version)
+    return no_config_class_problems(
+        s.model, table.get("model_types"), trusts_remote_code(s), engine="vllm", release=version,
+        transformers=table.get("transformers", "?"), remote_id=REMOTE_CODE_REQUIRED, unknown_id=MODEL_TYPE_UNKNOWN,
+        source=GET_CONFIG,
+    )  # fmt: skip
+
+
+def rope_parameters_problems(s: Scenario, version: str) -> list[Problem]:
+    """vllm_rope_parameters_refused: under transformers 4 (the releases pinning transformers<5), get_config's
+    patch_rope_parameters writes the class's rope_theta into a config.json's rope_parameters; nested by layer type (as
+    transformers 5 writes Gemma 3's, ModernBERT's, OLMo 3's), that dict then has no rope_type and vLLM stops:
+    "rope_parameters should have a 'rope_type' key" (vllm/transformers_utils/config.py, v0.14.1)."""
     model = s.model
-    known = config_defaults(version).get("model_types")
-    if model is None or model.path is None or not model.model_type or not known or model.model_type in known:
+    transformers = config_defaults(version).get("transformers", "")
+    if model is None or not transformers.startswith("4.") or not any(
+        r.key == "rope_parameters" and r.layer is not None for r in model.rope
+    ):
         return []
-    transformers = config_defaults(version).get("transformers", "?")
-    if model.remote_config:
-        if trusts_remote_code(s):
-            return []  # the checkpoint's own config class: the plan reads config.json as written
-        return [Problem(
-            REMOTE_CODE_REQUIRED, "error",
-            f"model_type {model.model_type!r} has no config class in vllm {version} or its transformers"
-            f" ({transformers}), and config.json's auto_map names the checkpoint's own one, which transformers runs"
-            " only with trust_remote_code: vLLM stops at start-up ('contains custom code which must be executed')",
-            "pass --trust-remote-code (it runs the checkpoint's Python code: trust its source), or use a vLLM"
-            f" release whose transformers knows model_type {model.model_type!r}",
-            f"vllm v{version}, {GET_CONFIG}",
-        )]  # fmt: skip
     return [Problem(
-        MODEL_TYPE_UNKNOWN, "error",
-        f"model_type {model.model_type!r} has no config class in vllm {version} or its transformers ({transformers}),"
-        " and config.json's auto_map names none of its own: vLLM stops at start-up ('Transformers does not recognize"
-        " this architecture')",
-        f"use a vLLM release (and transformers) that knows model_type {model.model_type!r}, or correct config.json's"
-        " model_type",
-        f"vllm v{version}, {GET_CONFIG}",
+        ROPE_NESTED_REFUSED, "error",
+        f"config.json's rope_parameters is nested by layer type (as transformers 5 writes it); vllm {version} runs"
+        f" transformers {transformers}, whose config class keeps it as written, and its patch_rope_parameters then"
+        " refuses it: \"rope_parameters should have a 'rope_type' key\"",
+        "use a vLLM release on transformers 5 (v0.19.1 or newer), or write the checkpoint's RoPE the transformers 4 way"
+        " (rope_theta and a flat rope_scaling)",
+        f"vllm v{version}, vllm/transformers_utils/config.py (patch_rope_parameters)",
     )]  # fmt: skip
 
 
@@ -116,7 +116,7 @@ def text_config_problems(s: Scenario, version: str) -> list[Problem]:
     unknown = model_type_problems(s, version)
     if unknown:
         return unknown  # no config class is built: nothing after it is read
-    found = read_only_problems(s, version)
+    found = read_only_problems(s, version) + rope_parameters_problems(s, version)
     if model is None or model.language_config != "text_config" or model.model_type not in _text_config_dict(version):
         return found
     return [Problem(
