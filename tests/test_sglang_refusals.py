@@ -12,7 +12,12 @@ from advisor.models import load_config_dir
 from advisor.plan import Intent, build_plan
 from advisor.probe.profiles import load_profile
 from advisor.rules.sglang.architectures import loaded_architecture
-from advisor.rules.sglang.refusals import CONFIG_REFUSED_ID, DP_ATTENTION_REFUSED_ID
+from advisor.rules.sglang.refusals import (
+    CONFIG_REFUSED_ID,
+    DP_ATTENTION_REFUSED_ID,
+    MODEL_TYPE_UNKNOWN_ID,
+    REMOTE_CODE_REQUIRED_ID,
+)
 
 CONFIGS = Path(__file__).resolve().parent / "conformance" / "configs"
 
@@ -78,10 +83,12 @@ def test_zaya1_asserts_its_query_groups_equal_the_kv_heads(tmp_path):
 
 def test_a_key_the_config_class_keeps_as_a_read_only_property_is_refused(tmp_path):
     """KimiK3Config derives hidden_size from its text config and FalconMambaConfig its layer_types: a config.json that
-    sets them stops at load ("property ... has no setter"); read for v0.5.23 only."""
+    sets them stops at load ("property ... has no setter"); read for every release."""
     kimi = _model(tmp_path, "KimiK3ForConditionalGeneration", hidden_size=7168)
     assert CONFIG_REFUSED_ID in _ids(kimi, "0.5.23")
-    assert CONFIG_REFUSED_ID not in _ids(kimi, "0.5.21")  # v0.5.21's classes were not read for it
+    assert CONFIG_REFUSED_ID in _ids(kimi, "0.5.21")
+    # v0.5.7 has no class for kimi_k3 at all: that refusal comes first, and the class's checks never run
+    assert {MODEL_TYPE_UNKNOWN_ID} <= _ids(kimi, "0.5.7") and CONFIG_REFUSED_ID not in _ids(kimi, "0.5.7")
     falcon = _model(tmp_path, "FalconMambaForCausalLM", layer_types=["mamba"] * 4)
     assert CONFIG_REFUSED_ID in _ids(falcon, "0.5.23")
     assert CONFIG_REFUSED_ID not in _ids(_model(tmp_path, "FalconMambaForCausalLM"), "0.5.23")
@@ -93,3 +100,39 @@ def test_an_attribute_map_name_of_a_read_only_property_is_refused_too(tmp_path):
     falcon = _model(tmp_path, "FalconH1ForCausalLM", layer_types=["attention"] * 4)
     assert CONFIG_REFUSED_ID in _ids(falcon, "0.5.23")
     assert CONFIG_REFUSED_ID not in _ids(_model(tmp_path, "FalconH1ForCausalLM"), "0.5.23")
+
+
+def _ids_with(model, release: str, *overrides: str) -> set[str]:
+    intent = Intent(tp=1, engine="sglang", engine_version=release, overrides=overrides)
+    return {p.id for p in build_plan(load_profile("h100-sxm-8"), model, intent).problems if p.severity == "error"}
+
+
+def test_remote_config_code_needs_trust_remote_code(tmp_path):
+    baichuan = _model(tmp_path, "BaichuanForCausalLM")  # model_type baichuan, auto_map names its own config class
+    assert REMOTE_CODE_REQUIRED_ID in _ids_with(baichuan, "0.5.23")
+    assert not {REMOTE_CODE_REQUIRED_ID, MODEL_TYPE_UNKNOWN_ID} & _ids_with(baichuan, "0.5.23", "--trust-remote-code")
+
+
+def test_a_model_type_no_class_exists_for_is_refused(tmp_path):
+    made_up = _model(tmp_path, "LlamaForCausalLM", model_type="llama_made_up")
+    assert MODEL_TYPE_UNKNOWN_ID in _ids_with(made_up, "0.5.23")
+    assert MODEL_TYPE_UNKNOWN_ID in _ids_with(made_up, "0.5.23", "--trust-remote-code")  # no auto_map: nothing to run
+    assert not {MODEL_TYPE_UNKNOWN_ID, REMOTE_CODE_REQUIRED_ID} & _ids_with(_model(tmp_path, "Qwen3ForCausalLM"), "0.5.23")
+
+
+def test_the_release_transformers_decides_which_model_types_exist(tmp_path):
+    gemma4 = _model(tmp_path, "Gemma4ForCausalLM")  # gemma4_text: not in v0.5.7's transformers 4.57.1
+    assert MODEL_TYPE_UNKNOWN_ID in _ids_with(gemma4, "0.5.7")
+    assert MODEL_TYPE_UNKNOWN_ID not in _ids_with(gemma4, "0.5.23")
+
+
+def test_longcat_architectures_load_with_sglangs_class_from_v0_5_16(tmp_path):
+    longcat = _model(tmp_path, "LongcatFlashForCausalLM", model_type="longcat_made_up")
+    assert MODEL_TYPE_UNKNOWN_ID not in _ids_with(longcat, "0.5.16")
+    assert MODEL_TYPE_UNKNOWN_ID in _ids_with(longcat, "0.5.15")
+
+
+def test_deepseek_v32_loads_through_the_fallback_up_to_v0_5_11(tmp_path):
+    v32 = _model(tmp_path, "DeepseekV32ForCausalLM")
+    assert v32.model_type == "deepseek_v32"
+    assert MODEL_TYPE_UNKNOWN_ID not in _ids_with(v32, "0.5.7")

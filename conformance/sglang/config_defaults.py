@@ -20,7 +20,7 @@ ABOUT = ("Per release: the model_types whose config class (the release's own, or
          "config.json that leaves the key out learnable_sink true, a sliding_window_pattern or index_topk that is not None, or a "
          "default text sub-config (get_hf_text_config returns another object); text_kv_widths: for those, the key the "
          "sub-config sits under and its (head_dim, v_head_dim, swa_head_dim, swa_v_head_dim) where top-level keys do not "
-         "reach it. model_types: every model_type get_config finds a config class for. Written by python -m conformance sglang-config-defaults X.Y.Z.")  # fmt: skip
+         "reach it. model_types: every model_type get_config finds a config class for; transformers: the version read. Written by python -m conformance sglang-config-defaults X.Y.Z.")  # fmt: skip
 
 
 def read(release: str) -> dict[str, list[str]]:
@@ -49,7 +49,8 @@ def main(argv: list[str]) -> int:
         except HarnessError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        print(f"sglang {release}: " + ", ".join(f"{k} {len(v)}" for k, v in data["releases"][release].items()))
+        print(f"sglang {release}: " + ", ".join(f"{k} {v if isinstance(v, str) else len(v)}"
+                                                for k, v in data["releases"][release].items()))
     data["about"] = ABOUT
     OUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     return 0

@@ -129,6 +129,7 @@ def main(job_path: str, out_path: str) -> None:
         job = json.load(f)
     runner.stand_in_for_cuda_packages(job["placeholders"])
     importlib.import_module("sglang.srt.utils.hf_transformers_utils")  # registers the release's config classes
+    import transformers
     from sglang.srt.utils.hf_transformers_utils import get_hf_text_config
     from transformers import PretrainedConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
@@ -142,6 +143,7 @@ def main(job_path: str, out_path: str) -> None:
     # every model_type get_config finds a class for (transformers' AutoConfig, where the release registers its own);
     # any other is refused unless auto_map names the checkpoint's own class and trust_remote_code is on
     out["model_types"] = sorted(set(CONFIG_MAPPING.keys()) | set(registry))
+    out["transformers"] = transformers.__version__  # what the release's pin installed: the messages name it
     for model_type in sorted(set(CONFIG_MAPPING.keys()) | set(registry)):
         # get_config reloads a model_type of SGLang's own registry with SGLang's class
         cls = registry.get(model_type) or CONFIG_MAPPING[model_type]

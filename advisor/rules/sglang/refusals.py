@@ -29,6 +29,9 @@ GET_CONFIG = ("python/sglang/srt/utils/hf_transformers/config.py (get_config: Au
 # (_try_load_longcat_config, _LONGCAT_ARCHS): their model_type is not looked up.
 LONGCAT_ARCHS, LONGCAT_LOADER_FROM = frozenset({"LongcatCausalLM", "LongcatFlashForCausalLM",
                                                 "LongcatFlashNgramForCausalLM"}), "0.5.16"  # fmt: skip
+# Up to v0.5.11 get_config catches AutoConfig's ValueError naming deepseek_v32 and loads the config as DeepSeek V3
+# (_load_deepseek_v32_model, hf_transformers_utils.py / hf_transformers/common.py); v0.5.12 dropped it.
+DEEPSEEK_V32, DEEPSEEK_V32_FALLBACK_UNTIL = "deepseek_v32", "0.5.11"
 OVERRIDES = "python/sglang/srt/arg_groups/model_overrides"
 
 # Override steps that raise "... does not support DP attention" (arg_groups/model_overrides/<file>.py): the step, the
@@ -145,6 +148,8 @@ def model_type_problems(s: Scenario, release: str) -> list[Problem]:
     if read is None or model is None:
         return []
     if within(release, LONGCAT_LOADER_FROM, None) and LONGCAT_ARCHS & set(model.architecture_entries):
+        return []
+    if model.model_type == DEEPSEEK_V32 and within(release, "0.5.7", DEEPSEEK_V32_FALLBACK_UNTIL):
         return []
     return no_config_class_problems(
         model, read[0], s.has("--trust-remote-code"), engine="sglang", release=release, transformers=read[1],
