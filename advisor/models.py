@@ -237,6 +237,8 @@ class ModelSpec:
     # config.json's auto_map names an AutoConfig: the checkpoint's own config class, which transformers' AutoConfig
     # runs only with trust_remote_code, and must run where it does not know the model_type
     remote_config: bool = False
+    # config.json's transformers_version: the transformers that wrote it (its layout: a text_config, rope_parameters)
+    written_by: str | None = None
 
     @property
     def architecture_entries(self) -> tuple[str, ...]:
@@ -694,6 +696,7 @@ def spec_from_config(config: Any, *, model_id: str, path: str | None, origin: st
         nested_text=_nested_text(config),
         top_level_keys=tuple(sorted(k for k in config if k in CONFIG_READ_KEYS)),
         remote_config=isinstance(config.get("auto_map"), (Mapping, list, str)) and "AutoConfig" in config["auto_map"],
+        written_by=config["transformers_version"] if isinstance(config.get("transformers_version"), str) else None,
         swa_v_head_dim=size("swa_v_head_dim"),
         learnable_sink=bool(merged["learnable_sink"]) if "learnable_sink" in merged else None,
         hybrid_swa=merged.get("is_hybrid_swa") is True,

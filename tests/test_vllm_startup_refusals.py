@@ -19,7 +19,12 @@ from advisor.rules.vllm.config_validation import CONFIG_REFUSED, class_facts
 from advisor.rules.vllm.dtype import FLOAT16_ID
 from advisor.rules.vllm.quantization import DTYPE_ID
 from advisor.rules.vllm.runner import RUNNER_ID
-from advisor.rules.vllm.text_config import MODEL_TYPE_UNKNOWN, REMOTE_CODE_REQUIRED, ROPE_NESTED_REFUSED
+from advisor.rules.vllm.text_config import (
+    MODEL_TYPE_UNKNOWN,
+    NEWER_LAYOUT,
+    REMOTE_CODE_REQUIRED,
+    ROPE_NESTED_REFUSED,
+)
 from conformance.vllm.compare import plan_for
 
 CONFIGS = Path(__file__).resolve().parent / "conformance" / "configs"
@@ -289,3 +294,15 @@ def test_rope_parameters_nested_by_layer_type_stop_a_transformers_4_release(tmp_
     assert ROPE_NESTED_REFUSED not in ids(tmp_path / "v19", gemma3, "0.19.1")  # transformers 5
     flat = {**config("llama-3.1-8b"), "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}
     assert ROPE_NESTED_REFUSED not in ids(tmp_path / "flat", flat, "0.14.1")
+
+
+def test_a_config_written_by_a_newer_transformers_major_is_a_warning(tmp_path):
+    llama = config("llama-3.1-8b", transformers_version="5.2.0")
+    plan = plan_for("0.14.1", "h100-sxm-8", 1, load_config_dir(model_dir(tmp_path / "new", llama), model_id="m"))
+    warning = next(p for p in plan.problems if p.id == NEWER_LAYOUT)
+    assert warning.severity == "warning" and "5.2.0" in warning.message and "4.57.6" in warning.message
+    same = plan_for("0.33.0", "h100-sxm-8", 1, load_config_dir(model_dir(tmp_path / "same", llama), model_id="m"))
+    assert NEWER_LAYOUT not in {p.id for p in same.problems}
+    old = config("llama-3.1-8b", transformers_version="4.43.0.dev0")
+    older = plan_for("0.14.1", "h100-sxm-8", 1, load_config_dir(model_dir(tmp_path / "old", old), model_id="m"))
+    assert NEWER_LAYOUT not in {p.id for p in older.problems}

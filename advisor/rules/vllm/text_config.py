@@ -26,6 +26,7 @@ READ_ONLY_KEY = "vllm_config_key_read_only"
 MODEL_TYPE_UNKNOWN = "vllm_model_type_unknown"
 REMOTE_CODE_REQUIRED = "vllm_remote_code_required"
 ROPE_NESTED_REFUSED = "vllm_rope_parameters_refused"
+NEWER_LAYOUT = "vllm_config_newer_transformers"
 GET_CONFIG = "vllm/transformers_utils/config.py (get_config: its _CONFIG_REGISTRY, else transformers' AutoConfig)"
 
 
@@ -111,12 +112,38 @@ def rope_parameters_problems(s: Scenario, version: str) -> list[Problem]:
     )]  # fmt: skip
 
 
+def _major(version: str | None) -> int | None:
+    head = (version or "").split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def newer_layout_problems(s: Scenario, version: str) -> list[Problem]:
+    """vllm_config_newer_transformers (a warning): config.json was written by a transformers major version newer than
+    the one the release runs (its pin; config_defaults.json ``transformers``). An older major's classes read the newer
+    layout their own way: under transformers 4, nested rope_parameters stop vLLM (vllm_rope_parameters_refused),
+    Qwen2-VL's class drops the architectures of a config with a text_config, DBRX's refuses the sub-config keys
+    transformers 5 writes."""
+    model = s.model
+    runs = config_defaults(version).get("transformers")
+    written, running = _major(model.written_by if model else None), _major(runs)
+    if written is None or running is None or written <= running:
+        return []
+    return [Problem(
+        NEWER_LAYOUT, "warning",
+        f"config.json was written by transformers {model.written_by}; vllm {version} runs transformers {runs}, whose"
+        " config classes may read that layout differently from what the checkpoint's authors saw",
+        f"use a vLLM release on transformers {written} (its pin admits it), or check the start-up log's resolved"
+        " architecture and sizes",
+        f"vllm v{version}, its wheel's Requires-Dist (transformers)",
+    )]  # fmt: skip
+
+
 def text_config_problems(s: Scenario, version: str) -> list[Problem]:
     model = s.model
     unknown = model_type_problems(s, version)
     if unknown:
         return unknown  # no config class is built: nothing after it is read
-    found = read_only_problems(s, version) + rope_parameters_problems(s, version)
+    found = read_only_problems(s, version) + rope_parameters_problems(s, version) + newer_layout_problems(s, version)
     if model is None or model.language_config != "text_config" or model.model_type not in _text_config_dict(version):
         return found
     return [Problem(
