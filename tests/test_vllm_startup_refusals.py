@@ -306,3 +306,15 @@ def test_a_config_written_by_a_newer_transformers_major_is_a_warning(tmp_path):
     old = config("llama-3.1-8b", transformers_version="4.43.0.dev0")
     older = plan_for("0.14.1", "h100-sxm-8", 1, load_config_dir(model_dir(tmp_path / "old", old), model_id="m"))
     assert NEWER_LAYOUT not in {p.id for p in older.problems}
+
+
+def test_rope_parameters_without_a_rope_type_stop_a_transformers_4_release_unless_rope_scaling_is_written(tmp_path):
+    typeless = config("llama-3.1-8b", rope_parameters={"rope_theta": 500000.0}, rope_scaling=None)
+    assert ROPE_NESTED_REFUSED in ids(tmp_path / "typeless", typeless, "0.14.1")
+    # transformers 4's branch takes a written rope_scaling as the rope_parameters
+    scaled = {**typeless, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}
+    assert ROPE_NESTED_REFUSED not in ids(tmp_path / "scaled", scaled, "0.14.1")
+
+
+def test_an_empty_model_type_has_no_config_class(tmp_path):
+    assert MODEL_TYPE_UNKNOWN in ids(tmp_path, config("llama-3.1-8b", model_type=""))

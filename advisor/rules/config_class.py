@@ -22,7 +22,8 @@ def no_config_class_problems(model, known: Collection[str] | None, trusted: bool
                              transformers: str, remote_id: str, unknown_id: str, source: str) -> list[Problem]:  # fmt: skip
     """The engine's start-up refusal of ``model`` (a ModelSpec) when its model_type is not in ``known``; nothing where
     the release's model types were not read (``known`` None or empty)."""
-    if model is None or model.path is None or not model.model_type or not known or model.model_type in known:
+    # "" is a model_type too: transformers looks it up like any other and finds no class
+    if model is None or model.path is None or model.model_type is None or not known or model.model_type in known:
         return []
     which = f"{engine} {release} or its transformers ({transformers})"
     if model.remote_config:

@@ -92,22 +92,25 @@ def model_type_problems(s: Scenario, version: str) -> list[Problem]:
 
 def rope_parameters_problems(s: Scenario, version: str) -> list[Problem]:
     """vllm_rope_parameters_refused: under transformers 4 (the releases pinning transformers<5), get_config's
-    patch_rope_parameters writes the class's rope_theta into a config.json's rope_parameters; nested by layer type (as
-    transformers 5 writes Gemma 3's, ModernBERT's, OLMo 3's), that dict then has no rope_type and vLLM stops:
-    "rope_parameters should have a 'rope_type' key" (vllm/transformers_utils/config.py, v0.14.1)."""
+    patch_rope_parameters takes a written rope_scaling as the rope_parameters, else keeps config.json's rope_parameters
+    and writes the class's rope_theta into it; one nested by layer type (as transformers 5 writes Gemma 3's,
+    ModernBERT's, OLMo 3's) or without a rope_type then has no rope_type and vLLM stops: "rope_parameters should have a
+    'rope_type' key" (vllm/transformers_utils/config.py, v0.14.1)."""
     model = s.model
     transformers = config_defaults(version).get("transformers", "")
-    if model is None or not transformers.startswith("4.") or not any(
-        r.key == "rope_parameters" and r.layer is not None for r in model.rope
-    ):
+    if model is None or not transformers.startswith("4.") or any(r.key == "rope_scaling" for r in model.rope):
         return []
+    written = [r for r in model.rope if r.key == "rope_parameters"]
+    if not any(r.layer is not None or r.type is None for r in written):
+        return []
+    how = "nested by layer type (as transformers 5 writes it)" if written[0].layer else "without a rope_type"
     return [Problem(
         ROPE_NESTED_REFUSED, "error",
-        f"config.json's rope_parameters is nested by layer type (as transformers 5 writes it); vllm {version} runs"
-        f" transformers {transformers}, whose config class keeps it as written, and its patch_rope_parameters then"
-        " refuses it: \"rope_parameters should have a 'rope_type' key\"",
+        f"config.json's rope_parameters is {how}; vllm {version} runs transformers {transformers}, whose config class"
+        " keeps it as written, and its patch_rope_parameters then refuses it: \"rope_parameters should have a"
+        " 'rope_type' key\"",
         "use a vLLM release on transformers 5 (v0.19.1 or newer), or write the checkpoint's RoPE the transformers 4 way"
-        " (rope_theta and a flat rope_scaling)",
+        " (rope_theta and a flat rope_scaling with its rope_type)",
         f"vllm v{version}, vllm/transformers_utils/config.py (patch_rope_parameters)",
     )]  # fmt: skip
 
