@@ -65,10 +65,10 @@ _ARCHITECTURES_DROPPED = (
 # (config directory, first release, last release) -> why vLLM serves a config the plan refuses as not named, or the
 # other way round
 KNOWN_ARCH_REFUSALS: dict[tuple[str, str, str], str] = {
-    ("named-Sarashina2VisionForCausalLM", "0.12.0", "0.14.1"): _ARCHITECTURES_DROPPED,
+    ("named-Sarashina2VisionForCausalLM", "0.12.0", "0.15.1"): _ARCHITECTURES_DROPPED,
 }
 KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None], str] = {
-    **{(name, None, None, field, "0.12.0", "0.14.1"): _ARCHITECTURES_DROPPED
+    **{(name, None, None, field, "0.12.0", "0.15.1"): _ARCHITECTURES_DROPPED
        for name in ("named-Qwen2VLForConditionalGeneration", "named-Qwen2_5_VLForConditionalGeneration",
                     "named-Sarashina2VisionForCausalLM")
        for field in ("architecture", "cudagraph_mode")},
