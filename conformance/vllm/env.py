@@ -56,9 +56,6 @@ def never_installed(version: str) -> frozenset[str]:
 # The harness runs the interpreter's transformers (5.x). A release whose pin excludes it (v0.12.0-v0.17.1 pin
 # transformers<5) runs the newest listed release its pin admits, with the hub and tokenizers that one requires, as a
 # fresh install of the release would. A pin no listed release meets keeps the interpreter's (v0.33.0's <5.21: docs).
-# INTERPRETER_TRANSFORMERS=1 keeps the interpreter's for every release: how the goldens of v0.12.0, v0.15.1 and v0.17.1
-# were built, before this pin was honoured, and how their config-class tables are read until they are rebuilt.
-INTERPRETER_TRANSFORMERS = "CONFORMANCE_INTERPRETER_TRANSFORMERS"
 PINNED_TRANSFORMERS = {"4.57.6": ("huggingface_hub>=0.34,<1.0", "tokenizers>=0.22,<=0.23")}
 _MISSING = re.compile(r"No module named '([^'.]+)")
 
@@ -81,7 +78,7 @@ def _pinned_transformers(version: str) -> Path | None:
     """The transformers a release's pin admits where it excludes the interpreter's (installed once, under the cache);
     None where the interpreter's is admitted or no listed one is."""
     pin = _pins(version).get("transformers") if (release_dir(version) / "site").exists() else None
-    if pin is None or os.environ.get(INTERPRETER_TRANSFORMERS):
+    if pin is None:
         return None
     specifier = Requirement(pin).specifier
     if specifier.contains(metadata.version("transformers"), prereleases=True):

@@ -65,10 +65,10 @@ _ARCHITECTURES_DROPPED = (
 # (config directory, first release, last release) -> why vLLM serves a config the plan refuses as not named, or the
 # other way round
 KNOWN_ARCH_REFUSALS: dict[tuple[str, str, str], str] = {
-    ("named-Sarashina2VisionForCausalLM", "0.12.0", "0.15.1"): _ARCHITECTURES_DROPPED,
+    ("named-Sarashina2VisionForCausalLM", "0.12.0", "0.17.1"): _ARCHITECTURES_DROPPED,
 }
 KNOWN_ARCH_CASES: dict[tuple[str, str | None, int | None, str, str, str | None], str] = {
-    **{(name, None, None, field, "0.12.0", "0.15.1"): _ARCHITECTURES_DROPPED
+    **{(name, None, None, field, "0.12.0", "0.17.1"): _ARCHITECTURES_DROPPED
        for name in ("named-Qwen2VLForConditionalGeneration", "named-Qwen2_5_VLForConditionalGeneration",
                     "named-Sarashina2VisionForCausalLM")
        for field in ("architecture", "cudagraph_mode")},
@@ -241,13 +241,11 @@ _OLDER_RELEASE_ERRORS: dict[str, str] = {
     **dict.fromkeys(("named-BailingMoELinearForCausalLM", "named-BailingMoeV2_5ForCausalLM",
                      "named-BailingMoeV3ForCausalLM", "named-DeepseekV4ForCausalLMDSpark",
                      "named-DeepseekV4ForCausalLMNextN", "named-DeepseekVL2ForCausalLM",
-                     "named-Dots3NoteForCausalLMNextN", "named-Gemma4AssistantForCausalLM",
-                     "named-Olmo3ForCausalLM"), _STRICT),
+                     "named-Dots3NoteForCausalLMNextN", "named-Gemma4AssistantForCausalLM"), _STRICT),
     "named-Mamba2ForCausalLM": _DEFAULT_CONFIG + " (v0.15.1, v0.17.1: num_attention_heads)",
     "named-Qwen3ASRForConditionalGeneration": "v0.15.1's config table names vllm/transformers_utils/configs/qwen3_asr.py, "
                                               "which its wheel does not ship; v0.17.1 reads a thinker_config the default "
                                               "config lacks",
-    "vllm-ColModernVBertForRetrieval": _DEFAULT_CONFIG + " (v0.17.1: text_config)",
     "named-WhisperForConditionalGeneration": _PROCESSOR + " (v0.12.0: its feature extractor)",
     **dict.fromkeys(("named-LightOnOCRForConditionalGeneration", "named-MiDashengLMModel",
                      "named-PixtralForConditionalGeneration"), _INSPECTION),
