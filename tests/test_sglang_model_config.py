@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from advisor.models import spec_from_config
 from advisor.rules.sglang import model_config
 from advisor.rules.sglang.attention import attention_kind
+from advisor.rules.sglang.config_defaults import known_model_types
 from advisor.rules.sglang.releases import RELEASES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -212,17 +213,18 @@ def test_post_capture_sizing_only_for_muse_spark_in_v0_5_23():
 
 def test_config_class_defaults_decide_where_config_json_leaves_a_key_out():
     """config_defaults.json (read from each release's config classes): HY-V4's class defaults learnable_sink to true,
-    a multimodal class builds a text sub-config for a config.json without one; a release not read keeps config.json."""
+    a multimodal class builds a text sub-config for a config.json without one. Every release is read."""
     hy = spec({**LLAMA, "architectures": ["MyHyForCausalLM"], "model_type": "hy_v4"})
     assert hy.learnable_sink is None
     assert model_config.has_attention_sinks(hy, "0.5.23")
     said_no = spec({**LLAMA, "architectures": ["MyHyForCausalLM"], "model_type": "hy_v4", "learnable_sink": False})
     assert not model_config.has_attention_sinks(said_no, "0.5.23")
-    assert not model_config.has_attention_sinks(hy, "0.5.20")  # v0.5.20 was not read: config.json alone
+    # learnable_sink counts from v0.5.20, whose HYV4Config defaults it too; v0.5.19 reads no sinks from it at all
+    assert model_config.has_attention_sinks(hy, "0.5.20") and not model_config.has_attention_sinks(hy, "0.5.19")
     assert _scenario("a100-sxm-8", hy).decision("attention_backend").value == "triton"
     flat_vl = spec({**LLAMA, "architectures": ["MyVlForConditionalGeneration"], "model_type": "qwen3_vl"})
     assert not flat_vl.has_text_config
-    assert model_config.is_multimodal(flat_vl, "0.5.23") and not model_config.is_multimodal(flat_vl, "0.5.20")
+    assert model_config.is_multimodal(flat_vl, "0.5.23") and model_config.is_multimodal(flat_vl, "0.5.20")
 
 
 def test_a_class_built_text_config_keeps_the_class_widths():
@@ -234,8 +236,8 @@ def test_a_class_built_text_config_keeps_the_class_widths():
     assert model_config.class_built_text_widths(flat_mllama, "0.5.23") == (128, 128, 128, 128)
     assert not model_config.has_asymmetric_kv(flat_mllama, "0.5.23")
     assert _plan("b200-8", flat_mllama, "0.5.23").decision("attention_backend").value == "trtllm_mha"
-    # v0.5.21 was not read for the widths: config.json's top level, as before
-    assert model_config.has_asymmetric_kv(flat_mllama, "0.5.21")
+    # every release's MllamaConfig builds the same default text config (read for each): v0.5.21 compares its widths too
+    assert not model_config.has_asymmetric_kv(flat_mllama, "0.5.21")
     # the sub-config under the class's own key is config.json's: its widths count
     nested = spec({"architectures": ["MyMllamaForConditionalGeneration"], "model_type": "mllama",
                    "text_config": {**skewed, "model_type": "mllama_text_model"}})  # fmt: skip
@@ -269,8 +271,9 @@ def test_deepseek_v41_merges_a_nested_text_config_into_its_top_level():
     assert uses_dsa(nested_spec, "0.5.23") == uses_dsa(flat_spec, "0.5.23")
     renamed = spec({**nested, "architectures": ["MyV41ForCausalLM"]})
     assert not model_config.is_multimodal(renamed, "0.5.23")
-    # v0.5.21 was not read for it: the nested config stays a text sub-config there
-    assert model_config.is_multimodal(nested_spec, "0.5.21")
+    # the class (and its merge) exists from v0.5.21; v0.5.20 has no config class for deepseek_v41 at all
+    assert not model_config.is_multimodal(nested_spec, "0.5.21")
+    assert "deepseek_v41" not in known_model_types("0.5.20")[0]
 
 
 def test_a_class_built_text_config_decides_pixtrals_mla_key():
@@ -285,4 +288,4 @@ def test_a_class_built_text_config_decides_pixtrals_mla_key():
         flat.setdefault(key, value)
     flat_spec = spec(flat)
     assert flat_spec.kv_lora_rank == 512 and not model_config.is_mla(flat_spec, "0.5.23")
-    assert model_config.is_mla(flat_spec, "0.5.21")  # v0.5.21 was not read: config.json's key, as before
+    assert not model_config.is_mla(flat_spec, "0.5.21")  # v0.5.21's llava class builds the same text config
