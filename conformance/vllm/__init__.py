@@ -78,10 +78,7 @@ def run_release(version: str, out: Path, limit: int | None = None, log=print, gr
             probe = Path(tmp) / "probe.json"
             probe.write_text(json.dumps(scenario_inputs[:: max(1, len(scenario_inputs) // PROBE_SCENARIOS)]))
             env.ensure(version, probe, log=log, out=Path(tmp) / "probe.jsonl")
-        done = env.run_resolver(version, inputs, results)
-        if done.returncode:
-            tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
-            raise env.EnvError(f"vllm {version} resolver failed: {tail[0]}")
+        env.resolve(version, inputs, results)
         env.complete(version, scenario_inputs, results, log=log)
         return write_golden(version, items, results, out, grid_name, kept)
 

@@ -9,6 +9,7 @@ trying: run the resolver, install the module it misses, again, until it runs.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -186,6 +187,14 @@ def run_resolver(version: str, scenarios: Path, out: Path, timeout: float = 3600
                           env=env, timeout=timeout)  # fmt: skip
 
 
+def resolve(version: str, scenarios: Path, out: Path) -> None:
+    """run_resolver in an environment already built; an EnvError naming the resolver's last line where it fails."""
+    done = run_resolver(version, scenarios, out)
+    if done.returncode:
+        tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
+        raise EnvError(f"vllm {version} resolver failed: {tail[0]}")
+
+
 def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> bool:
     """Unpack vllm==version and install what its config resolution imports, trying ``probe`` (a scenarios file).
     True when the environment was built by this call, which leaves the probe's results in ``out``."""
@@ -218,8 +227,6 @@ def ensure(version: str, probe: Path, log=print, out: Path | None = None) -> boo
 
 
 def _lines_by_scenario(results: Path) -> dict[str, str]:
-    import json
-
     lines = {}
     for line in results.read_text().splitlines():
         with contextlib.suppress(ValueError, KeyError, TypeError):  # a last line cut mid-write
@@ -230,8 +237,6 @@ def _lines_by_scenario(results: Path) -> dict[str, str]:
 def complete(version: str, inputs: list[dict], results: Path, log=print) -> None:
     """After a run of ``inputs`` into ``results``: while some scenarios failed on a module the environment lacks,
     install it and resolve those scenarios again (only those: a whole grid takes an hour), replacing their lines."""
-    import json
-
     pins = _pins(version)
     deps = release_dir(version) / "deps"
     for _ in range(MAX_INSTALLS):
@@ -245,10 +250,7 @@ def complete(version: str, inputs: list[dict], results: Path, log=print) -> None
         log(f"vllm {version}: resolving {len(again)} scenarios again after installing {', '.join(missing)}")
         retry_in, retry_out = results.with_suffix(".retry.json"), results.with_suffix(".retry.jsonl")
         retry_in.write_text(json.dumps(again))
-        done = run_resolver(version, retry_in, retry_out)
-        if done.returncode:
-            tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
-            raise EnvError(f"vllm {version} resolver failed: {tail[0]}")
+        resolve(version, retry_in, retry_out)
         lines.update(_lines_by_scenario(retry_out))
         results.write_text("".join(line + "\n" for line in lines.values()))
     raise EnvError(f"vllm {version} still misses modules after {MAX_INSTALLS} installs; see {release_dir(version)}")

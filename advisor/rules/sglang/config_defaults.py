@@ -58,6 +58,7 @@ def class_text_kv_lora_rank(model_type: str | None, release: str) -> bool:
     return bool(entry and entry.get("kv_lora_rank"))
 
 
+@cache
 def known_model_types(release: str) -> tuple[frozenset[str], str] | None:
     """(every model_type get_config finds a config class for, the transformers it was read with); None where the
     release was not read."""

@@ -158,7 +158,5 @@ def model_type_problems(s: Scenario, release: str) -> list[Problem]:
 
 
 def problems(s: Scenario, release: str) -> list[Problem]:
-    unknown = model_type_problems(s, release)
-    if unknown:
-        return dp_attention_problems(s, release) + unknown  # no config class is built: its checks never run
-    return dp_attention_problems(s, release) + config_problems(s, release)
+    # without a config class none is built: its own checks never run
+    return dp_attention_problems(s, release) + (model_type_problems(s, release) or config_problems(s, release))

@@ -19,6 +19,7 @@ from advisor.rules.config_class import no_config_class_problems
 from advisor.rules.engine import Problem, Scenario
 from advisor.rules.vllm.common import rules_release
 from advisor.rules.vllm.config_validation import class_facts
+from advisor.rules.vllm.scheduling import switch_setting
 
 CONFIG_DEFAULTS_FILE = Path(__file__).with_name("config_defaults.json")
 TEXT_CONFIG_DICT = "vllm_text_config_unread"
@@ -70,23 +71,19 @@ def read_only_problems(s: Scenario, version: str) -> list[Problem]:
     )]  # fmt: skip
 
 
-def trusts_remote_code(s: Scenario) -> bool:
-    """--trust-remote-code passed (the last of it and --no-trust-remote-code wins, as argparse's)."""
-    for token in reversed(s.overrides):
-        name = token.split("=", 1)[0]
-        if name in ("--trust-remote-code", "--no-trust-remote-code"):
-            return name == "--trust-remote-code"
-    return False
+@cache
+def _model_types(version: str) -> frozenset[str]:
+    return frozenset(config_defaults(version).get("model_types", ()))
 
 
 def model_type_problems(s: Scenario, version: str) -> list[Problem]:
     """What get_config makes of config.json's model_type: vLLM's own config class where its _CONFIG_REGISTRY names
-    it, else transformers' AutoConfig (advisor/rules/config_class.py)."""
-    table = config_defaults(version)
+    it, else transformers' AutoConfig (advisor/rules/config_class.py). --trust-remote-code is a switch: the last of it
+    and --no-trust-remote-code wins."""
     return no_config_class_problems(
-        s.model, table.get("model_types"), trusts_remote_code(s), engine="vllm", release=version,
-        transformers=table.get("transformers", "?"), remote_id=REMOTE_CODE_REQUIRED, unknown_id=MODEL_TYPE_UNKNOWN,
-        source=GET_CONFIG,
+        s.model, _model_types(version), switch_setting(s, "--trust-remote-code") is True, engine="vllm",
+        release=version, transformers=config_defaults(version).get("transformers", "?"),
+        remote_id=REMOTE_CODE_REQUIRED, unknown_id=MODEL_TYPE_UNKNOWN, source=GET_CONFIG,
     )  # fmt: skip
 
 
@@ -97,8 +94,8 @@ def rope_parameters_problems(s: Scenario, version: str) -> list[Problem]:
     ModernBERT's, OLMo 3's) or without a rope_type then has no rope_type and vLLM stops: "rope_parameters should have a
     'rope_type' key" (vllm/transformers_utils/config.py, v0.14.1)."""
     model = s.model
-    transformers = config_defaults(version).get("transformers", "")
-    if model is None or not transformers.startswith("4.") or any(r.key == "rope_scaling" for r in model.rope):
+    transformers = config_defaults(version).get("transformers")
+    if model is None or _major(transformers) != 4 or any(r.key == "rope_scaling" for r in model.rope):
         return []
     written = [r for r in model.rope if r.key == "rope_parameters"]
     if not any(r.layer is not None or r.type is None for r in written):
